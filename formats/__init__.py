@@ -1,0 +1,1 @@
+"""RocketMQ store file formats: bytes in, records out, and back (the lowest layer of mqtool)."""

@@ -1,0 +1,208 @@
+"""Every binary layout of a RocketMQ broker store, declared once with construct.
+
+This module is the single source of truth for byte layouts (see spec/FORMATS.md). Other modules in
+`formats` interpret these structs (CommitLog records, ConsumeQueue units, IndexFile, StoreCheckpoint,
+timer files); faster read paths elsewhere are property-tested against these declarations.
+All integers are big-endian and signed, as Java's ByteBuffer writes them.
+"""
+
+from __future__ import annotations
+
+from construct import (
+    Bytes,
+    Const,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    Int64sb,
+    Prefixed,
+    GreedyBytes,
+    Struct,
+    Switch,
+    this,
+)
+
+# --- CommitLog (FORMATS §2) ---------------------------------------------------------------------
+
+MAGIC_V1 = -626843481  # 0xDAA320A7
+MAGIC_V2 = -626843477  # 0xDAA320AB, 5.1.0+: 2-byte topic length
+BLANK_MAGIC = -875286124  # 0xCBD43194, end-of-file marker
+MESSAGE_MAGICS = (MAGIC_V1, MAGIC_V2)
+
+END_FILE_MIN_BLANK_LENGTH = 8
+
+# MessageSysFlag bits (FORMATS §2.5)
+COMPRESSED_FLAG = 0x001
+MULTI_TAGS_FLAG = 0x002
+TRANSACTION_TYPE_MASK = 0x00C
+TRANSACTION_NOT_TYPE = 0x000
+TRANSACTION_PREPARED_TYPE = 0x004
+TRANSACTION_COMMIT_TYPE = 0x008
+TRANSACTION_ROLLBACK_TYPE = 0x00C
+BORNHOST_V6_FLAG = 0x010
+STOREHOSTADDRESS_V6_FLAG = 0x020
+NEED_UNWRAP_FLAG = 0x040
+INNER_BATCH_FLAG = 0x080
+COMPRESSION_TYPE_MASK = 0x700
+
+SYSFLAG_NAMES = {
+    COMPRESSED_FLAG: "COMPRESSED",
+    MULTI_TAGS_FLAG: "MULTI_TAGS",
+    BORNHOST_V6_FLAG: "BORNHOST_V6",
+    STOREHOSTADDRESS_V6_FLAG: "STOREHOST_V6",
+    NEED_UNWRAP_FLAG: "NEED_UNWRAP",
+    INNER_BATCH_FLAG: "INNER_BATCH",
+}
+TRANSACTION_TYPE_NAMES = {
+    TRANSACTION_NOT_TYPE: "NOT_TYPE",
+    TRANSACTION_PREPARED_TYPE: "PREPARED",
+    TRANSACTION_COMMIT_TYPE: "COMMIT",
+    TRANSACTION_ROLLBACK_TYPE: "ROLLBACK",
+}
+COMPRESSION_TYPE_NAMES = {0: "zlib", 1: "lz4", 2: "zstd", 3: "zlib"}
+
+# Host field: IPv4 (4 address bytes) or IPv6 (16) followed by an int32 port.
+Host4 = Struct("address" / Bytes(4), "port" / Int32sb)
+Host6 = Struct("address" / Bytes(16), "port" / Int32sb)
+
+# A message record (FORMATS §2.2). Host widths follow SYSFLAG bits 0x10/0x20, the topic length
+# width follows the magic code (V1: signed byte, V2: int16).
+MessageRecord = Struct(
+    "totalSize" / Int32sb,
+    "magicCode" / Int32sb,
+    "bodyCRC" / Int32sb,
+    "queueId" / Int32sb,
+    "flag" / Int32sb,
+    "queueOffset" / Int64sb,
+    "physicalOffset" / Int64sb,
+    "sysFlag" / Int32sb,
+    "bornTimestamp" / Int64sb,
+    "bornHost" / Switch(this.sysFlag & BORNHOST_V6_FLAG, {BORNHOST_V6_FLAG: Host6}, default=Host4),
+    "storeTimestamp" / Int64sb,
+    "storeHost" / Switch(
+        this.sysFlag & STOREHOSTADDRESS_V6_FLAG, {STOREHOSTADDRESS_V6_FLAG: Host6}, default=Host4
+    ),
+    "reconsumeTimes" / Int32sb,
+    "preparedTransactionOffset" / Int64sb,
+    "body" / Prefixed(Int32sb, GreedyBytes),
+    "topic" / Prefixed(Switch(this.magicCode, {MAGIC_V2: Int16sb}, default=Int8sb), GreedyBytes),
+    "properties" / Prefixed(Int16sb, GreedyBytes),
+)
+
+# The 8-byte end-of-file marker; the rest of the file after it is left as it was (zeros).
+BlankRecord = Struct(
+    "totalSize" / Int32sb,
+    "magicCode" / Const(BLANK_MAGIC, Int32sb),
+)
+
+# The first 8 bytes every record starts with: enough to classify it.
+RecordPrelude = Struct(
+    "totalSize" / Int32sb,
+    "magicCode" / Int32sb,
+)
+
+# Client wire format of one item of a batch (MessageDecoder.encodeMessages, FORMATS §2.11); also the
+# BODY of an inner-batch record.
+BatchItem = Struct(
+    "totalSize" / Int32sb,
+    "magicCode" / Int32sb,
+    "bodyCRC" / Int32sb,
+    "flag" / Int32sb,
+    "body" / Prefixed(Int32sb, GreedyBytes),
+    "properties" / Prefixed(Int16sb, GreedyBytes),
+)
+
+# --- ConsumeQueue (FORMATS §4) -------------------------------------------------------------------
+
+CQ_STORE_UNIT_SIZE = 20
+
+ConsumeQueueUnit = Struct(
+    "phyOffset" / Int64sb,
+    "size" / Int32sb,
+    "tagsCode" / Int64sb,
+)
+
+# ConsumeQueueExt unit (FORMATS §4.5).
+ConsumeQueueExtUnit = Struct(
+    "size" / Int16sb,
+    "tagsCode" / Int64sb,
+    "msgStoreTime" / Int64sb,
+    "bitMapSize" / Int16sb,
+    "filterBitMap" / Bytes(this.bitMapSize),
+)
+CQ_EXT_MIN_UNIT_SIZE = 20
+CQ_EXT_END_MARKER = -1
+
+# --- IndexFile (FORMATS §5) ----------------------------------------------------------------------
+
+INDEX_HEADER_SIZE = 40
+INDEX_SLOT_SIZE = 4
+INDEX_ENTRY_SIZE = 20
+
+IndexHeader = Struct(
+    "beginTimestamp" / Int64sb,
+    "endTimestamp" / Int64sb,
+    "beginPhyOffset" / Int64sb,
+    "endPhyOffset" / Int64sb,
+    "hashSlotCount" / Int32sb,
+    "indexCount" / Int32sb,
+)
+
+IndexSlot = Int32sb
+
+IndexEntry = Struct(
+    "keyHash" / Int32sb,
+    "phyOffset" / Int64sb,
+    "timeDiff" / Int32sb,
+    "prevIndex" / Int32sb,
+)
+
+# --- StoreCheckpoint (FORMATS §6) ----------------------------------------------------------------
+
+CHECKPOINT_FILE_SIZE = 4096
+
+StoreCheckpoint = Struct(
+    "physicMsgTimestamp" / Int64sb,
+    "logicsMsgTimestamp" / Int64sb,
+    "indexMsgTimestamp" / Int64sb,
+    "masterFlushedOffset" / Int64sb,  # 5.x
+    "confirmPhyOffset" / Int64sb,  # 5.x
+    "rest" / Bytes(CHECKPOINT_FILE_SIZE - 40),
+)
+
+# --- Timer wheel (5.x, FORMATS §9) ---------------------------------------------------------------
+
+TIMER_LOG_UNIT_SIZE = 52
+TIMER_WHEEL_SLOT_SIZE = 32
+
+TimerWheelSlot = Struct(
+    "timeSecs" / Int64sb,
+    "firstPos" / Int64sb,
+    "lastPos" / Int64sb,
+    "num" / Int32sb,
+    "magic" / Int32sb,
+)
+
+TimerLogUnit = Struct(
+    "size" / Int32sb,
+    "prevPos" / Int64sb,
+    "magic" / Int32sb,
+    "currWriteTimeMs" / Int64sb,
+    "delayedTime" / Int32sb,
+    "offsetPy" / Int64sb,
+    "sizePy" / Int32sb,
+    "hashCodeOfRealTopic" / Int32sb,
+    "reserved" / Int64sb,
+)
+
+TimerCheckpoint = Struct(
+    "lastReadTimeMs" / Int64sb,
+    "lastTimerLogFlushPos" / Int64sb,
+    "lastTimerQueueOffset" / Int64sb,
+    "masterTimerQueueOffset" / Int64sb,
+    "dataVersionStateVersion" / Int64sb,
+    "dataVersionTimestamp" / Int64sb,
+    "dataVersionCounter" / Int64sb,
+)
+
+__all__ = [name for name in globals() if not name.startswith("_")]

@@ -1,0 +1,155 @@
+"""MappedFileQueue: a directory of files named by their 20-digit start offset, read through mmap.
+
+The commitlog, every ConsumeQueue and the timer log are such queues (FORMATS §1.4). Files are
+opened read-only; nothing here writes. A queue's files must all have one size; the broker refuses to
+start otherwise, and we report the odd one out instead of guessing.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.errors import FormatError, MqtoolError
+
+
+def offset_to_file_name(offset: int) -> str:
+    """`UtilAll.offset2FileName`: decimal, zero-padded to 20 digits."""
+    return f"{offset:020d}"
+
+
+def is_offset_file_name(name: str) -> bool:
+    return len(name) == 20 and name.isdigit()
+
+
+class StoreFileError(MqtoolError):
+    """A store file or directory that cannot be opened or is not what the broker would write."""
+
+
+@dataclass
+class MappedFile:
+    """One file of a mapped-file queue, mapped read-only on first use."""
+
+    path: Path
+    start_offset: int
+    size: int
+    _map: mmap.mmap | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def end_offset(self) -> int:
+        return self.start_offset + self.size
+
+    def buffer(self) -> memoryview | bytes:
+        """The file's bytes: a read-only mmap (empty files give b"")."""
+        if self.size == 0:
+            return b""
+        if self._map is None:
+            try:
+                with open(self.path, "rb") as fh:
+                    self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except OSError as exc:
+                raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
+        return memoryview(self._map)
+
+    def read(self, position: int, length: int) -> bytes:
+        """Bytes [position, position+length) of this file, clipped to its end."""
+        buf = self.buffer()
+        return bytes(buf[position : min(position + length, self.size)])
+
+    def close(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # a memoryview still refers to it; the GC will close it
+            self._map = None
+
+
+class MappedFileQueue:
+    """The files of one mapped-file directory, in offset order (`MappedFileQueue.load`)."""
+
+    def __init__(self, directory: Path, files: list[MappedFile]) -> None:
+        self.directory = directory
+        self.files = files
+
+    @classmethod
+    def open(cls, directory: Path | str) -> MappedFileQueue:
+        directory = Path(directory)
+        files: list[MappedFile] = []
+        if not directory.exists():
+            return cls(directory, files)
+        if not directory.is_dir():
+            raise StoreFileError("not a directory", str(directory))
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            raise StoreFileError(f"cannot list: {exc.strerror}", str(directory)) from exc
+        for entry in entries:
+            if entry.is_dir():
+                continue  # the broker skips directories inside a queue directory
+            if not is_offset_file_name(entry.name):
+                raise StoreFileError(
+                    "stray file in a mapped-file directory (the broker would refuse to start)",
+                    entry.path,
+                )
+            try:
+                size = entry.stat().st_size
+            except OSError as exc:
+                raise StoreFileError(f"cannot stat: {exc.strerror}", entry.path) from exc
+            files.append(MappedFile(Path(entry.path), int(entry.name), size))
+        return cls(directory, files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __iter__(self):
+        return iter(self.files)
+
+    @property
+    def file_size(self) -> int | None:
+        """The configured file size as the files show it (the first file's size)."""
+        sizes = [f.size for f in self.files if f.size > 0]
+        return sizes[0] if sizes else None
+
+    def check_sizes(self) -> None:
+        """Raise when files differ in size: the broker's load() would fail on such a queue."""
+        expected = self.file_size
+        for f in self.files:
+            if f.size not in (expected, 0):
+                raise FormatError(
+                    f"file size {f.size} differs from the queue's file size {expected}", str(f.path)
+                )
+
+    @property
+    def min_offset(self) -> int:
+        """Start offset of the first file (0 when empty)."""
+        return self.files[0].start_offset if self.files else 0
+
+    @property
+    def max_file_end(self) -> int:
+        """End offset of the last file (its start plus its size)."""
+        return self.files[-1].end_offset if self.files else 0
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The file containing `offset`, or None if it lies outside every file."""
+        lo, hi = 0, len(self.files) - 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            f = self.files[mid]
+            if offset < f.start_offset:
+                hi = mid - 1
+            elif offset >= f.start_offset + f.size:
+                lo = mid + 1
+            else:
+                return f
+        return None
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
