@@ -11,12 +11,12 @@ from __future__ import annotations
 from construct import (
     Bytes,
     Const,
+    GreedyBytes,
     Int8sb,
     Int16sb,
     Int32sb,
     Int64sb,
     Prefixed,
-    GreedyBytes,
     Struct,
     Switch,
     this,
@@ -79,9 +79,8 @@ MessageRecord = Struct(
     "bornTimestamp" / Int64sb,
     "bornHost" / Switch(this.sysFlag & BORNHOST_V6_FLAG, {BORNHOST_V6_FLAG: Host6}, default=Host4),
     "storeTimestamp" / Int64sb,
-    "storeHost" / Switch(
-        this.sysFlag & STOREHOSTADDRESS_V6_FLAG, {STOREHOSTADDRESS_V6_FLAG: Host6}, default=Host4
-    ),
+    "storeHost"
+    / Switch(this.sysFlag & STOREHOSTADDRESS_V6_FLAG, {STOREHOSTADDRESS_V6_FLAG: Host6}, default=Host4),
     "reconsumeTimes" / Int32sb,
     "preparedTransactionOffset" / Int64sb,
     "body" / Prefixed(Int32sb, GreedyBytes),

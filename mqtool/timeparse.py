@@ -1,0 +1,109 @@
+"""Time arguments and time display: epoch ms, ISO-8601, mqadmin's `yyyy-MM-dd#HH:mm:ss:SSS`, `now`, `-2h`.
+
+Naive times are read in the chosen zone (`--tz`, default the machine's local zone), and every answer
+says which zone it used, so an operator never has to guess.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from formats.errors import MqtoolError
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_RELATIVE = re.compile(r"^(?:now)?\s*([+-])\s*(.+)$")
+_MQADMIN = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
+
+
+class TimeArgumentError(MqtoolError):
+    """A time or duration argument that cannot be understood."""
+
+
+def resolve_zone(name: str | None) -> tzinfo:
+    """The zone named by `--tz` (IANA name, `UTC`, `local`), or the machine's local zone."""
+    if name is None or name.lower() == "local":
+        return datetime.now().astimezone().tzinfo or UTC
+    if name.upper() in ("UTC", "Z"):
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise TimeArgumentError(
+            f"unknown time zone {name!r} (use an IANA name like Asia/Shanghai, or UTC)"
+        ) from exc
+
+
+def zone_label(zone: tzinfo, at_ms: int | None = None) -> str:
+    when = datetime.fromtimestamp((at_ms if at_ms is not None else now_ms()) / 1000, tz=zone)
+    key = getattr(zone, "key", None)
+    name = when.tzname() or "?"
+    return f"{key} ({name})" if key and key != name else name
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def parse_duration(text: str) -> int:
+    """`90s`, `30m`, `2h`, `1.5d`, `500ms` -> milliseconds."""
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        raise TimeArgumentError(f"bad duration {text!r} (examples: 500ms, 90s, 30m, 2h, 7d)")
+    return int(float(match.group(1)) * _DURATION_MS[match.group(2)])
+
+
+def parse_time(text: str, zone: tzinfo, *, now: int | None = None) -> int:
+    """A time argument -> epoch milliseconds. Naive date-times are taken in `zone`."""
+    raw = text.strip()
+    current = now if now is not None else now_ms()
+    if not raw:
+        raise TimeArgumentError("empty time argument")
+    lowered = raw.lower()
+    if lowered == "now":
+        return current
+    if re.fullmatch(r"-?\d{10,}", raw):
+        return int(raw)  # epoch milliseconds (mqadmin's -s form)
+    relative = _RELATIVE.match(lowered)
+    if relative and _DURATION.match(relative.group(2).strip()):
+        delta = parse_duration(relative.group(2))
+        return current + delta if relative.group(1) == "+" else current - delta
+    mq = _MQADMIN.match(raw)
+    if mq:
+        y, mo, d, h, mi, s, ms = (int(g) for g in mq.groups())
+        try:
+            dt = datetime(y, mo, d, h, mi, s, ms * 1000, tzinfo=zone)
+        except ValueError as exc:
+            raise TimeArgumentError(f"bad time {text!r}: {exc}") from exc
+        return _to_ms(dt)
+    iso = raw.replace(" ", "T", 1) if re.match(r"^\d{4}-\d{2}-\d{2} \d", raw) else raw
+    try:
+        dt = datetime.fromisoformat(iso)
+    except ValueError:
+        raise TimeArgumentError(
+            f"bad time {text!r} (use epoch ms, ISO-8601 like 2026-11-21T12:00:00[+08:00], "
+            "yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m)"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=zone)
+    return _to_ms(dt)
+
+
+def _to_ms(dt: datetime) -> int:
+    return int((dt - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(milliseconds=1))
+
+
+def format_time(ms: int | None, zone: tzinfo) -> str:
+    """Epoch ms -> `2026-11-21 12:00:00.123` in `zone` (the zone is named in table headers)."""
+    if ms is None:
+        return ""
+    if ms <= 0:
+        return str(ms)
+    try:
+        dt = datetime.fromtimestamp(ms / 1000, tz=zone)
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
