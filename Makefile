@@ -1,0 +1,37 @@
+# One entry point for a fresh machine. `make demo`: set up and tour a sample store. `make test`: set up and
+# run the tests. Both create .venv with everything mqtool needs (Python >= 3.11).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SAMPLE := samples/store-a
+
+.PHONY: setup demo test lint man clean
+
+$(BIN)/mqtool: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,scan]'
+	touch $(BIN)/mqtool
+
+setup: $(BIN)/mqtool
+
+demo: setup
+	$(BIN)/mqtool --store $(SAMPLE) info
+	$(BIN)/mqtool --store $(SAMPLE) dump commitlog --count 5
+	$(BIN)/mqtool --store $(SAMPLE) dump cq TopicTest 0 --count 5
+	$(BIN)/mqtool --store $(SAMPLE) dump index
+	$(BIN)/mqtool --store $(SAMPLE) dump checkpoint
+	$(BIN)/mqtool --store $(SAMPLE) dump config consumerOffset
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: setup lint
+	$(BIN)/python -m pytest -q -n 2
+
+man: setup
+	$(BIN)/python -m mqtool.manpages man
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

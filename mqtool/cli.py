@@ -1,0 +1,87 @@
+"""The `mqtool` command line: the top-level app, global options, and the one-line error handler.
+
+Every command is a thin wrapper over a library function (see docs/ARCHITECTURE.md); command groups live
+in `mqtool/cli_*.py`. Heavy imports happen inside commands so `mqtool --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from formats.errors import MqtoolError
+from mqtool.cli_consume_mode import consume_mode_app
+from mqtool.cli_dump import dump_app, info
+from mqtool.cli_offsets import offsets_app
+from mqtool.cli_query import query_app
+from mqtool.cli_write import rebuild, sample_app
+from mqtool.cliopts import GLOBALS, FormatOpt, StoreOpt, TzOpt
+
+HELP = (
+    "Admin and storage-inspection toolkit for Apache RocketMQ broker stores (4.9.x and 5.x), "
+    "working on the store files with the broker down."
+)
+
+app = typer.Typer(
+    name="mqtool",
+    help=HELP,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+app.command()(info)
+app.add_typer(dump_app, name="dump")
+app.add_typer(query_app, name="query")
+app.add_typer(offsets_app, name="offsets")
+app.add_typer(consume_mode_app, name="consume-mode")
+app.command()(rebuild)
+app.add_typer(sample_app, name="sample")
+
+
+@app.callback()
+def _main(
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        from mqtool import __version__
+
+        print(f"mqtool {__version__}")
+        raise typer.Exit()
+    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz = store, fmt, tz
+
+
+def main() -> None:
+    """Console entry point: one clear line and a non-zero exit for every error, never a traceback."""
+    try:
+        app()
+    except MqtoolError as exc:
+        _fail(str(exc), 1)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except MemoryError:
+        _fail("out of memory", 1)
+    except Exception as exc:  # the last line of defence: one line, not a traceback
+        if os.environ.get("MQTOOL_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set MQTOOL_DEBUG=1 for a traceback)", 70)
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stderr.write(f"mqtool: error: {message}\n")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""`mqtool info` and `mqtool dump ...`: summarise a store, dump each kind of file record by record."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mqtool.cliopts import FormatOpt, StoreOpt, TzOpt, new_app, session
+
+dump_app = new_app("Dump one kind of store file record by record (like kafka-dump-log).")
+
+
+def info(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+    """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
+    files, and whether a broker is running on it."""
+    from mqtool import info as info_ops
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        info_ops.render_info(info_ops.store_info(st), s.ctx)
+
+
+@dump_app.command("commitlog")
+def dump_commitlog(
+    from_offset: Annotated[
+        int | None,
+        typer.Option("--from-offset", help="Physical offset of the first record (a record start)."),
+    ] = None,
+    count: Annotated[int | None, typer.Option("--count", "-n", help="Stop after this many records.")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only messages of this topic.")] = None,
+    body: Annotated[bool, typer.Option("--body", help="Include message bodies (base64 in JSON).")] = False,
+    no_crc: Annotated[bool, typer.Option("--no-crc", help="Do not verify body CRCs.")] = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Dump commitlog records in physical order: messages, blank end-of-file markers, and the record where
+    the broker's recovery would stop (torn or corrupt), if any."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        rows = dump.commitlog_records(
+            st, from_offset=from_offset, count=count, topic=topic, with_body=body, check_crc=not no_crc
+        )
+        dump.render_commitlog(rows, s.ctx, with_body=body)
+
+
+@dump_app.command("cq")
+def dump_cq(
+    topic: Annotated[str, typer.Argument(help="Topic name.")],
+    queue: Annotated[int, typer.Argument(help="Queue id.")],
+    from_offset: Annotated[int | None, typer.Option("--from-offset", help="First queue offset.")] = None,
+    count: Annotated[int | None, typer.Option("--count", "-n", help="Stop after this many units.")] = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode)."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        dump.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)
+
+
+@dump_app.command("index")
+def dump_index(
+    file: Annotated[
+        str | None, typer.Argument(help="Index file name or path. Default: every index file's header.")
+    ] = None,
+    entries: Annotated[bool, typer.Option("--entries", help="Also list the entries of the file.")] = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Dump IndexFile headers, and with --entries the hash entries of one file."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        dump.render_index(st, file, entries, s.ctx)
+
+
+@dump_app.command("checkpoint")
+def dump_checkpoint(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+    """Dump the StoreCheckpoint file."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        dump.render_checkpoint(dump.checkpoint(st), s.ctx)
+
+
+@dump_app.command("config")
+def dump_config(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="Config file: consumerOffset, delayOffset, topics, subscriptionGroup, messageRequestMode "
+            "(with or without .json), or a file name under config/."
+        ),
+    ],
+    bak: Annotated[bool, typer.Option("--bak", help="Read the .bak copy instead.")] = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Dump a config JSON file as the broker loads it (falling back to .bak as the broker does)."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        dump.render_config(dump.config(st, name, bak=bak), s.ctx)

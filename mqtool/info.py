@@ -1,0 +1,293 @@
+"""`mqtool info`: one look at a store — commitlog range and times, queues, index files, checkpoint,
+config files, and whether a broker is running on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from formats.commitlog import Message
+from formats.errors import MqtoolError
+from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+from store.storedir import Store
+
+CONFIG_FILES = (
+    "topics.json",
+    "subscriptionGroup.json",
+    "consumerOffset.json",
+    "delayOffset.json",
+    "messageRequestMode.json",
+    "consumerFilter.json",
+    "consumerOrderInfo.json",
+    "timermetrics",
+    "transactionMetrics",
+)
+
+
+def _first_message(store: Store) -> Message | None:
+    for record in store.commitlog.iter_records(check_crc=False):
+        return record if isinstance(record, Message) else None
+    return None
+
+
+def _last_message(store: Store) -> Message | None:
+    """The last valid message: walk the last file holding data (the broker's end is there)."""
+    commitlog = store.commitlog
+    last: Message | None = None
+    for f in reversed(commitlog.files):
+        for record in commitlog.iter_records(from_offset=f.start_offset, check_crc=False):
+            if isinstance(record, Message):
+                last = record
+            elif record.physical_offset >= f.end_offset or record.kind != "blank":
+                break
+        if last is not None:
+            return last
+    return None
+
+
+def commitlog_info(store: Store) -> dict[str, Any]:
+    commitlog = store.commitlog
+    files = commitlog.files
+    stop = commitlog.stop_record(
+        files[max(0, len(files) - 3)].start_offset if files else None, check_crc=True
+    )
+    first = _first_message(store)
+    last = _last_message(store)
+    return {
+        "directory": str(commitlog.directory),
+        "fileSize": commitlog.file_size,
+        "files": [
+            {"file": f.name, "startOffset": f.start_offset, "size": f.size} for f in commitlog.queue.files
+        ],
+        "minOffset": commitlog.min_offset,
+        "maxOffset": stop.physical_offset,
+        "end": stop.to_json(),
+        "firstStoreTimestamp": first.store_timestamp if first else None,
+        "lastStoreTimestamp": last.store_timestamp if last else None,
+    }
+
+
+def queues_info(store: Store) -> list[dict[str, Any]]:
+    rows = []
+    for topic, queue_id in store.consume_queues.queues():
+        try:
+            queue = store.consume_queue(topic, queue_id)
+            lo, hi = queue.min_offset, queue.max_offset
+            rows.append(
+                {"topic": topic, "queueId": queue_id, "minOffset": lo, "maxOffset": hi, "messages": hi - lo}
+            )
+        except MqtoolError as exc:
+            rows.append({"topic": topic, "queueId": queue_id, "error": str(exc)})
+    return rows
+
+
+def index_info(store: Store) -> dict[str, Any]:
+    service = store.index_service
+    geometry = service.geometry
+    return {
+        "hashSlotNum": geometry.hash_slot_num if geometry else None,
+        "indexNum": geometry.index_num if geometry else None,
+        "files": [header_json(name, header) for name, header in service.headers()],
+    }
+
+
+def header_json(name: str, header: Any) -> dict[str, Any]:
+    return {
+        "file": name,
+        "beginTimestamp": header.begin_timestamp,
+        "endTimestamp": header.end_timestamp,
+        "beginPhyOffset": header.begin_phy_offset,
+        "endPhyOffset": header.end_phy_offset,
+        "hashSlotCount": header.hash_slot_count,
+        "indexCount": header.index_count,
+    }
+
+
+def checkpoint_json(checkpoint: Any) -> dict[str, Any] | None:
+    if checkpoint is None:
+        return None
+    return {
+        "physicMsgTimestamp": checkpoint.physic_msg_timestamp,
+        "logicsMsgTimestamp": checkpoint.logics_msg_timestamp,
+        "indexMsgTimestamp": checkpoint.index_msg_timestamp,
+        "masterFlushedOffset": checkpoint.master_flushed_offset,
+        "confirmPhyOffset": checkpoint.confirm_phy_offset,
+        "minTimestamp": checkpoint.min_timestamp,
+        "minTimestampIndex": checkpoint.min_timestamp_index,
+    }
+
+
+def config_files_info(store: Store) -> list[dict[str, Any]]:
+    rows = []
+    for name in CONFIG_FILES:
+        path = store.config_dir / name
+        bak = path.with_name(name + ".bak")
+        if not path.exists() and not bak.exists():
+            continue
+        row: dict[str, Any] = {
+            "file": name,
+            "size": path.stat().st_size if path.exists() else None,
+            "bak": bak.exists(),
+        }
+        try:
+            loaded = store.config(name).load()
+            row["loadedFrom"] = loaded.source
+            row["note"] = loaded.reason
+        except MqtoolError as exc:
+            row["loadedFrom"] = None
+            row["note"] = str(exc)
+        rows.append(row)
+    return rows
+
+
+def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
+    """How far the ConsumeQueues and the index cover the commitlog (the reput position after a restart)."""
+    cq_end = 0
+    for topic, queue_id in store.consume_queues.queues():
+        queue = store.consume_queue(topic, queue_id)
+        if queue.max_offset > queue.min_offset:
+            unit = queue.unit(queue.max_offset - 1)
+            if unit is not None and not unit.is_filler:
+                cq_end = max(cq_end, unit.phy_offset + unit.size)
+    headers = store.index_service.headers()
+    index_end = headers[-1][1].end_phy_offset if headers else None
+    return {
+        "consumeQueueEnd": cq_end,
+        "indexLastPhyOffset": index_end,
+        "commitlogEnd": commitlog_end,
+        "undispatchedBytes": max(0, commitlog_end - cq_end),
+    }
+
+
+def _section(fn, store: Store) -> Any:
+    try:
+        return fn(store)
+    except MqtoolError as exc:
+        return {"error": str(exc)}
+
+
+def store_info(store: Store) -> dict[str, Any]:
+    """Everything `mqtool info` shows, as one JSON-ready document."""
+    live = store.liveness()
+    commitlog = _section(commitlog_info, store)
+    return {
+        "store": str(store.root),
+        "broker": {
+            "running": live.locked,
+            "pid": live.holder_pid,
+            "abortFile": live.abort_present,
+            "status": live.describe(),
+        },
+        "commitlog": commitlog,
+        "queues": _section(queues_info, store),
+        "dispatch": _section(lambda st: dispatch_info(st, commitlog.get("maxOffset", 0)), store),
+        "index": _section(index_info, store),
+        "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),
+        "configFiles": _section(config_files_info, store),
+    }
+
+
+def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
+    def human() -> None:
+        cl = doc["commitlog"]
+        pairs: list[tuple[str, Any, str]] = [
+            ("store", doc["store"], "text"),
+            ("broker", doc["broker"]["status"], "text"),
+        ]
+        if "error" in cl:
+            pairs.append(("commitlog", cl["error"], "text"))
+        else:
+            pairs += [
+                ("commitlog files", f"{len(cl['files'])} × {cl['fileSize']} bytes", "text"),
+                ("physical offsets", f"[{cl['minOffset']}, {cl['maxOffset']})", "text"),
+                ("first store time", cl["firstStoreTimestamp"], "time"),
+                ("last store time", cl["lastStoreTimestamp"], "time"),
+                ("valid data ends", f"{cl['end']['kind']}: {cl['end']['reason']}", "text"),
+            ]
+            if cl["end"]["kind"] not in ("end",):
+                pairs.append(
+                    (
+                        "recovery",
+                        f"the broker's recovery would truncate at {cl['end']['physicalOffset']}",
+                        "text",
+                    )
+                )
+        dispatch = doc["dispatch"]
+        if "error" not in dispatch:
+            pairs.append(("ConsumeQueues cover", f"up to {dispatch['consumeQueueEnd']}", "text"))
+            if dispatch["undispatchedBytes"]:
+                pairs.append(
+                    (
+                        "not dispatched",
+                        f"{dispatch['undispatchedBytes']} bytes after {dispatch['consumeQueueEnd']} are in no "
+                        "ConsumeQueue (written but never dispatched)",
+                        "text",
+                    )
+                )
+        emit_fields(pairs, ctx, title="Store")
+        queues = doc["queues"]
+        if isinstance(queues, dict):
+            emit_fields([("queues", queues["error"], "text")], ctx)
+        else:
+            emit_table(
+                queues,
+                [
+                    Column("topic", max_width=60),
+                    Column("queueId", "queue", "int"),
+                    Column("minOffset", "min", "int"),
+                    Column("maxOffset", "max", "int"),
+                    Column("messages", kind="int"),
+                    Column("error"),
+                ]
+                if any("error" in q for q in queues)
+                else [
+                    Column("topic", max_width=60),
+                    Column("queueId", "queue", "int"),
+                    Column("minOffset", "min", "int"),
+                    Column("maxOffset", "max", "int"),
+                    Column("messages", kind="int"),
+                ],
+                ctx,
+                title="ConsumeQueues",
+            )
+        index = doc["index"]
+        if "error" in index:
+            emit_fields([("index", index["error"], "text")], ctx)
+        else:
+            title = f"Index files (hashSlotNum {index['hashSlotNum']}, indexNum {index['indexNum']})"
+            emit_table(index["files"], INDEX_HEADER_COLUMNS, ctx, title=title)
+        checkpoint = doc["checkpoint"]
+        if checkpoint and "error" not in checkpoint:
+            emit_fields(
+                [(k, v, "time" if "Timestamp" in k else "int") for k, v in checkpoint.items()],
+                ctx,
+                title="Checkpoint",
+            )
+        elif checkpoint:
+            emit_fields([("checkpoint", checkpoint["error"], "text")], ctx)
+        configs = doc["configFiles"]
+        if isinstance(configs, list):
+            emit_table(
+                configs,
+                [
+                    Column("file"),
+                    Column("size", kind="int"),
+                    Column("bak"),
+                    Column("loadedFrom"),
+                    Column("note"),
+                ],
+                ctx,
+                title="Config files",
+            )
+
+    emit_document(doc, ctx, human)
+
+
+INDEX_HEADER_COLUMNS = [
+    Column("file"),
+    Column("beginTimestamp", "begin", "time"),
+    Column("endTimestamp", "end", "time"),
+    Column("beginPhyOffset", "beginPhyOffset", "int"),
+    Column("endPhyOffset", "endPhyOffset", "int"),
+    Column("hashSlotCount", "slots used", "int"),
+    Column("indexCount", "indexCount", "int"),
+]
