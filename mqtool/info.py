@@ -218,8 +218,8 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 pairs.append(
                     (
                         "not dispatched",
-                        f"{dispatch['undispatchedBytes']} bytes after {dispatch['consumeQueueEnd']} are in no "
-                        "ConsumeQueue (written but never dispatched)",
+                        f"{dispatch['undispatchedBytes']} bytes after {dispatch['consumeQueueEnd']} "
+                        "are in no ConsumeQueue (written but never dispatched)",
                         "text",
                     )
                 )

@@ -7,6 +7,7 @@ start otherwise, and we report the odd one out instead of guessing.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -64,10 +65,9 @@ class MappedFile:
 
     def close(self) -> None:
         if self._map is not None:
-            try:
+            # A memoryview may still refer to the map; the GC closes it then.
+            with contextlib.suppress(BufferError):
                 self._map.close()
-            except BufferError:
-                pass  # a memoryview still refers to it; the GC will close it
             self._map = None
 
 

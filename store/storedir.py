@@ -105,7 +105,7 @@ class Store:
 
     @cached_property
     def consume_queues(self):
-        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (CQ min offsets use the commitlog's)."""
+        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's)."""
         from store.consumequeue import ConsumeQueueStore
 
         size = self.broker_config.mappedFileSizeConsumeQueue

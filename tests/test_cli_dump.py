@@ -90,16 +90,22 @@ def test_dump_commitlog_from_offset_count_and_topic() -> None:
     messages = [m for m in expect("store-a")["messages"] if m["kind"] == "MESSAGE"]
     start = messages[10]["physicalOffset"]
     proc = mqtool("--store", store, "dump", "commitlog", "--from-offset", str(start), "-n", "3", "-f", "json")
-    assert [r["physicalOffset"] for r in json.loads(proc.stdout)] == [m["physicalOffset"] for m in messages[10:13]]
+    assert [r["physicalOffset"] for r in json.loads(proc.stdout)] == [
+        m["physicalOffset"] for m in messages[10:13]
+    ]
     proc = mqtool("--store", store, "dump", "commitlog", "--topic", "%DLQ%groupA", "-f", "json")
     rows = [r for r in json.loads(proc.stdout) if r["kind"] == "message"]
-    assert [r["physicalOffset"] for r in rows] == [m["physicalOffset"] for m in messages if m["topic"] == "%DLQ%groupA"]
+    assert [r["physicalOffset"] for r in rows] == [
+        m["physicalOffset"] for m in messages if m["topic"] == "%DLQ%groupA"
+    ]
 
 
 @pytest.mark.parametrize("name", ("store-a", "store-49a"))
 def test_dump_cq_matches_every_unit(name: str) -> None:
     for key, q in list(expect(name)["consumeQueues"].items())[:6]:
-        proc = mqtool("--store", str(store_path(name)), "dump", "cq", q["topic"], str(q["queueId"]), "-f", "json")
+        proc = mqtool(
+            "--store", str(store_path(name)), "dump", "cq", q["topic"], str(q["queueId"]), "-f", "json"
+        )
         doc = json.loads(proc.stdout)
         units = [[u["queueOffset"], u["phyOffset"], u["size"], u["tagsCode"]] for u in doc]
         assert units == q["units[queueOffset,phyOffset,size,tagsCode]"], key
@@ -126,7 +132,10 @@ def test_table_output_names_the_zone() -> None:
         (("--store", "{golden}", "dump", "cq", "NoSuchTopic", "0"), "no ConsumeQueue"),
         (("--store", "{golden}", "dump", "cq", "TopicTest", "9"), "has no queue 9"),
         (("--store", "{golden}", "dump", "commitlog", "--from-offset", "5"), "not a record boundary"),
-        (("--store", "{golden}", "dump", "commitlog", "--from-offset", "99999999999"), "outside the commitlog"),
+        (
+            ("--store", "{golden}", "dump", "commitlog", "--from-offset", "99999999999"),
+            "outside the commitlog",
+        ),
         (("--store", "{golden}", "dump", "index", "nope"), "no index file"),
         (("--store", "{golden}", "dump", "config", "nope"), "no nope"),
         (("--store", "{golden}", "--format", "xml", "info"), "unknown --format"),
