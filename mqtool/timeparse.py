@@ -65,7 +65,7 @@ def parse_time(text: str, zone: tzinfo, *, now: int | None = None) -> int:
     lowered = raw.lower()
     if lowered == "now":
         return current
-    if re.fullmatch(r"-?\d{10,}", raw):
+    if re.fullmatch(r"-?\d+", raw):
         return int(raw)  # epoch milliseconds (mqadmin's -s form)
     relative = _RELATIVE.match(lowered)
     if relative and _DURATION.match(relative.group(2).strip()):

@@ -1,0 +1,164 @@
+"""`mqtool offsets ...`: consumer progress (consumerOffset.json against the queues), and offset resets."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+
+offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue, and planned resets.")
+
+# --- offsets show (consumer progress) -----------------------------------------------------------
+
+
+@offsets_app.command("show")
+def offsets_show(
+    group: Annotated[str | None, typer.Option("--group", "-g", help="Only this consumer group.")] = None,
+    topic: Annotated[
+        str | None,
+        typer.Option("--topic", "-t", help="Only this topic (and the retry topics of its groups)."),
+    ] = None,
+    include_system: Annotated[
+        bool, typer.Option("--system", help="Also list the broker's built-in groups that have no offsets.")
+    ] = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Consumer progress like mqadmin consumerProgress, from consumerOffset.json: per group/topic/queue
+    the consumer offset, min and max offset, lag, the store time of the last consumed and of the newest
+    message, and totals per group. Offsets outside [min, max] and groups without a committed offset are
+    flagged in the state column, never shown as lag 0 or -1."""
+    from mqtool import progress
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        result = progress.consumer_progress(st, group=group, topic=topic, include_system=include_system)
+        progress.render_progress(result, s.ctx)
+    for text in result.notes:
+        sys.stderr.write(f"mqtool: note: {text}\n")
+
+
+# --- offsets reset (the offset planner) ---------------------------------------------------------
+
+_BrokerVersionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--broker-version",
+        metavar="4|5",
+        help="4 or 5: the broker version whose algorithms to use (4 = 4.9.x, also right for 5.0.x-5.1.0 "
+        "time searches). Default: detected from the store's files.",
+        show_default=False,
+    ),
+]
+_AllowNewGroupOpt = Annotated[
+    bool,
+    typer.Option("--allow-new-group", help="Accept a group that is not in subscriptionGroup.json."),
+]
+
+
+@offsets_app.command("reset")
+def offsets_reset(
+    group: Annotated[str | None, typer.Option("--group", "-g", help="Consumer group.")] = None,
+    topic: Annotated[
+        list[str] | None, typer.Option("--topic", "-t", metavar="TOPIC", help="Topic to reset (repeatable).")
+    ] = None,
+    all_topics: Annotated[
+        bool, typer.Option("--all-topics", help="Every topic the group has committed offsets for.")
+    ] = False,
+    queue: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--queue", "-q", metavar="QUEUE", help="Only these queue ids (repeatable, or comma-separated)."
+        ),
+    ] = None,
+    to_time: Annotated[
+        str | None,
+        typer.Option(
+            "--to-time",
+            metavar="TIME",
+            help="Reset to a time (epoch ms, ISO-8601, yyyy-MM-dd#HH:mm:ss:SSS, now, -2h), searched as the "
+            "broker's getOffsetInQueueByTime does.",
+        ),
+    ] = None,
+    boundary: Annotated[
+        str | None,
+        typer.Option(
+            "--boundary",
+            metavar="lower|upper",
+            help="lower (default, the broker's): first message stored at or after the time; upper: last "
+            "message stored at or before it. 5.1.1+ only.",
+        ),
+    ] = None,
+    by_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--by-duration", metavar="DURATION", help="Reset to this long before now (e.g. 90m, 2h, 7d)."
+        ),
+    ] = None,
+    to_offset: Annotated[
+        int | None, typer.Option("--to-offset", help="Reset every queue to this offset.")
+    ] = None,
+    shift_by: Annotated[
+        int | None, typer.Option("--shift-by", help="Move the committed offsets by N (negative: back).")
+    ] = None,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Reset to the min offsets.")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="Reset to the max offsets.")] = False,
+    from_file: Annotated[
+        str | None,
+        typer.Option(
+            "--from-file",
+            metavar="CSV",
+            help="Apply a plan CSV (group,topic,queue,offset; as written by --export). With --group, "
+            "topic,queue,offset rows are accepted too.",
+        ),
+    ] = None,
+    export: Annotated[
+        str | None, typer.Option("--export", metavar="CSV", help="Also write the plan to this CSV file.")
+    ] = None,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
+    ] = False,
+    broker_version: _BrokerVersionOpt = None,
+    allow_new_group: _AllowNewGroupOpt = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Plan, and with --execute apply, a reset of consumer offsets (like mqadmin resetOffsetByTime and
+    kafka-consumer-groups --reset-offsets): per queue the current and new offset, min, max, lag before
+    and after, and for time targets the store time of the message the new offset points at. Targets
+    outside [min, max] are clamped with a warning. Dry run unless --execute; never while a broker holds
+    the store lock."""
+    from mqtool import offset_reset as ops
+    from mqtool.timeparse import parse_duration, parse_time
+
+    s = session(store, fmt, tz)
+    with s.open_store(broker_config) as st:
+        plan = ops.plan_offsets_reset(
+            st,
+            group=group,
+            topics=topic,
+            all_topics=all_topics,
+            queues=ops.parse_queue_ids(queue),
+            to_time=None if to_time is None else parse_time(to_time, s.ctx.zone),
+            by_duration_ms=None if by_duration is None else parse_duration(by_duration),
+            to_offset=to_offset,
+            shift_by=shift_by,
+            to_earliest=to_earliest,
+            to_latest=to_latest,
+            boundary=boundary,
+            from_file=from_file,
+            broker_version=broker_version,
+            allow_new_group=allow_new_group,
+        )
+        ops.render_plan(plan, s.ctx)
+        if export is not None:
+            ops.export_plan(plan, export)
+            sys.stderr.write(f"mqtool: plan written to {export}\n")
+        result = ops.apply_plan(st, plan, execute)
+        ops.render_apply(result, plan, s.ctx, execute)

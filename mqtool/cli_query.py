@@ -1,0 +1,232 @@
+"""`mqtool query ...`: find messages by key, id, queue offset or time, from the store files alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mqtool.cliopts import FormatOpt, StoreOpt, TzOpt, new_app, session
+
+query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
+
+TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
+
+BodyLimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--body-limit",
+        help="Show at most this many bytes of each body (text, base64 and preview). Default: all "
+        "(tables show a short preview).",
+        min=0,
+        show_default=False,
+    ),
+]
+ExportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--export",
+        help="Also write each body (decompressed when possible) to a file in this directory, with a "
+        "manifest.json describing them. Never inside the store.",
+        show_default=False,
+    ),
+]
+ScanOpt = Annotated[
+    bool,
+    typer.Option(
+        "--scan",
+        help="Also search the part of the commitlog the index does not cover (read record by record).",
+    ),
+]
+
+
+def note(text: str) -> None:
+    sys.stderr.write(f"mqtool: note: {text}\n")
+
+
+def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | None]:
+    from mqtool.timeparse import parse_time, zone_label
+
+    parsed = (
+        parse_time(begin, ctx.zone) if begin is not None else None,
+        parse_time(end, ctx.zone) if end is not None else None,
+    )
+    if begin is not None or end is not None:
+        note(f"times read in zone {zone_label(ctx.zone)}")
+    return parsed
+
+
+def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str) -> None:
+    """Render the messages, print the notes on stderr, export when asked."""
+    from mqtool import query
+    from mqtool.progress import committed_offsets
+
+    committed = committed_offsets(st)
+    query.render_messages(messages, s.ctx, committed=committed, body_limit=body_limit, title=title)
+    for text in [*notes, *committed.notes]:
+        note(text)
+    if not messages:
+        note("no message found")
+    if export is not None:
+        result = query.export_messages(messages, export, st, committed)
+        note(f"exported {len(result.files)} bodies and {result.manifest.name} to {result.directory}")
+
+
+@query_app.command("key")
+def query_key(
+    topic: Annotated[str, typer.Argument(help="Topic the message was sent to.")],
+    key: Annotated[str, typer.Argument(help="A message key (one of its KEYS) or its UNIQ_KEY.")],
+    begin: Annotated[
+        str | None, typer.Option("--begin", "-b", help=f"Stored at or after this time: {TIME_HELP}.")
+    ] = None,
+    end: Annotated[
+        str | None, typer.Option("--end", "-e", help=f"Stored at or before this time: {TIME_HELP}.")
+    ] = None,
+    max_num: Annotated[
+        int | None,
+        typer.Option("--max", "-m", help="At most this many messages (the newest). Default: no cap.", min=1),
+    ] = None,
+    scan: ScanOpt = False,
+    scan_from: Annotated[
+        int | None,
+        typer.Option(
+            "--scan-from",
+            help="Scan the commitlog from this physical offset (a record start) instead of the index end.",
+            show_default=False,
+        ),
+    ] = None,
+    body_limit: BodyLimitOpt = None,
+    export: ExportOpt = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Messages with this key, from the index files (newest first, as the broker walks them), each
+    confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
+    and an index that stops before the end of the commitlog is reported (--scan searches the rest)."""
+    from formats.indexfile import LONG_MAX
+    from mqtool import query
+    from mqtool.render import progress
+
+    s = session(store, fmt, tz)
+    t_begin, t_end = _times(s.ctx, begin, end)
+    with s.open_store() as st:
+        with progress(None, "scanning the commitlog") as advance:
+            result = query.query_by_key(
+                st,
+                topic,
+                key,
+                begin=t_begin if t_begin is not None else 0,
+                end=t_end if t_end is not None else LONG_MAX,
+                max_num=max_num,
+                scan=scan,
+                scan_from=scan_from,
+                advance=advance,
+            )
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}")
+
+
+@query_app.command("id")
+def query_id(
+    msg_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="An offsetMsgId or a UNIQ_KEY (client msgId): 32 or 56 hex digits."
+        ),
+    ],
+    topic: Annotated[
+        str | None,
+        typer.Option(
+            "--topic", "-t", help="Look the UNIQ_KEY up under this topic only. Default: every topic."
+        ),
+    ] = None,
+    scan: ScanOpt = False,
+    body_limit: BodyLimitOpt = None,
+    export: ExportOpt = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """The message an offsetMsgId names (store host + physical offset; a host that is not this store's
+    is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
+    transaction messages), looked up under every topic of the store unless --topic is given."""
+    from mqtool import query
+    from mqtool.render import progress
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        with progress(None, "scanning the commitlog") as advance:
+            result = query.query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Message id {result.msg_id}")
+
+
+@query_app.command("offset")
+def query_offset(
+    topic: Annotated[str, typer.Argument(help="Topic.")],
+    queue: Annotated[int, typer.Argument(help="Queue id.")],
+    offset: Annotated[int, typer.Argument(help="Queue offset (ConsumeQueue index).")],
+    count: Annotated[
+        int, typer.Option("--count", "-n", help="Read this many consecutive queue offsets.", min=1)
+    ] = 1,
+    body_limit: BodyLimitOpt = None,
+    export: ExportOpt = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
+    offsets outside [minOffset, maxOffset) are explained."""
+    from mqtool import query
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        result = query.query_by_queue_offset(st, topic, queue, offset, count=count)
+        holds = f"[{result.min_offset}, {result.max_offset})"
+        title = f"{topic}/{queue} from queue offset {offset} (the queue holds {holds})"
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title)
+
+
+@query_app.command("time")
+def query_time(
+    topic: Annotated[str, typer.Argument(help="Topic.")],
+    begin: Annotated[str, typer.Option("--begin", "-b", help=f"Stored at or after this time: {TIME_HELP}.")],
+    end: Annotated[str, typer.Option("--end", "-e", help=f"Stored at or before this time: {TIME_HELP}.")],
+    queue: Annotated[
+        int | None, typer.Option("--queue", "-q", help="Only this queue id. Default: every queue.")
+    ] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option("--tag", help="Only messages with this tag (or 'A || B'): tagsCode, then exact TAGS."),
+    ] = None,
+    skip: Annotated[
+        int, typer.Option("--skip", help="Skip this many matching messages (paging).", min=0)
+    ] = 0,
+    max_num: Annotated[
+        int, typer.Option("--max", "-m", help="Page size: at most this many messages; 0 = no limit.", min=0)
+    ] = 100,
+    body_limit: BodyLimitOpt = None,
+    export: ExportOpt = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Messages of a topic stored between two times, oldest first, read through the ConsumeQueue
+    (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max."""
+    from mqtool import query
+
+    s = session(store, fmt, tz)
+    t_begin, t_end = _times(s.ctx, begin, end)
+    with s.open_store() as st:
+        result = query.query_by_time(
+            st,
+            topic,
+            begin=t_begin,
+            end=t_end,
+            queue_id=queue,
+            tag=tag,
+            skip=skip,
+            max_num=max_num or None,
+        )
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time")

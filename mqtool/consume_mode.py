@@ -1,0 +1,452 @@
+"""Consume mode per topic and group (`mqtool consume-mode`): messageRequestMode.json, PULL or POP (5.x).
+
+`consume_modes` shows what the broker would answer to QUERY_ASSIGNMENT: the stored entry, else the
+default PULL (OPERATIONS §5.1, FORMATS §8.5), with the retry topics that apply — `%RETRY%<group>` for
+PULL, the POP retry topic `%RETRY%<group>_<topic>` (and the V2 `%RETRY%<group>+<topic>` when the store
+has it) for POP (OPERATIONS §5.2) — and how many messages wait in them for the group.
+
+`set_consume_mode` does what `mqadmin setConsumeMode` makes the broker do (refuse `%RETRY%` topics,
+unknown topics and groups; store {topic, consumerGroup, mode, popShareQueueNum}; persist the file),
+offline, under the write safety rules (`mqtool.safety`); 4.9.x has no such switch.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
+from formats.errors import MqtoolError
+from mqtool.offset_reset import (
+    BrokerVersion,
+    StoreCatalog,
+    check_writable,
+    resolve_broker_version,
+)
+from mqtool.progress import is_system_group
+from mqtool.render import Column, RenderContext, emit_document, emit_rows
+from mqtool.safety import warn, write_guard
+from store.storedir import Store
+
+REQUEST_MODE_FILE = "messageRequestMode.json"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+MODES = ("PULL", "POP")
+DEFAULT_MODE = "PULL"  # BrokerConfig.defaultMessageRequestMode
+
+
+class ConsumeModeError(MqtoolError):
+    """A consume-mode change the broker would refuse, or one this store cannot take."""
+
+
+def pull_retry_topic(group: str) -> str:
+    """`MixAll.getRetryTopic`: the retry topic of push/pull consumption."""
+    return RETRY_PREFIX + group
+
+
+def pop_retry_topic(topic: str, group: str, v2: bool = False) -> str:
+    """`KeyBuilder.buildPopRetryTopic`: `%RETRY%<group>_<topic>` (V1) or `%RETRY%<group>+<topic>` (V2)."""
+    return f"{RETRY_PREFIX}{group}{'+' if v2 else '_'}{topic}"
+
+
+@dataclass
+class RetryTopicState:
+    """A retry topic that applies to a group, and the messages in it the group has not consumed."""
+
+    topic: str
+    kind: str  # "pull", "pop" (V1) or "pop-v2"
+    exists: bool
+    messages_waiting: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "kind": self.kind,
+            "exists": self.exists,
+            "messagesWaiting": self.messages_waiting,
+        }
+
+
+@dataclass
+class ConsumeModeRow:
+    """The mode the broker would use for (topic, group), and its retry topics."""
+
+    topic: str
+    group: str
+    mode: str
+    pop_share_queue_num: int
+    source: str  # "file" or "default"
+    retry_topics: list[RetryTopicState] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def retry_messages_waiting(self) -> int:
+        return sum(r.messages_waiting for r in self.retry_topics)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "group": self.group,
+            "mode": self.mode,
+            "popShareQueueNum": self.pop_share_queue_num,
+            "source": self.source,
+            "retryTopics": [r.to_dict() for r in self.retry_topics],
+            "retryMessagesWaiting": self.retry_messages_waiting,
+            "note": self.note,
+        }
+
+
+@dataclass
+class ConsumeModes:
+    """The rows of `consume_modes` and what to know about them."""
+
+    rows: list[ConsumeModeRow]
+    broker_version: BrokerVersion
+    notes: list[str] = field(default_factory=list)
+
+
+class _Context:
+    """Loaded tables and queue lookups shared by the rows of one answer."""
+
+    def __init__(self, store: Store, catalog: StoreCatalog) -> None:
+        self.store = store
+        self.catalog = catalog
+
+    def topic_exists(self, topic: str) -> bool:
+        return self.catalog.topic_config(topic) is not None or bool(
+            self.store.consume_queues.queue_ids(topic)
+        )
+
+    def waiting(self, topic: str, group: str) -> int:
+        """Sum over the topic's queues of maxOffset - the group's offset (from the min offset when
+        the group has none, or when retention deleted past it)."""
+        config = self.catalog.topic_config(topic)
+        queues = set(self.store.consume_queues.queue_ids(topic))
+        if config is not None:
+            queues.update(range(max(0, config.read_queue_nums)))
+        committed = self.catalog.committed(topic, group)
+        total = 0
+        for queue_id in sorted(queues):
+            cq = self.store.consume_queue(topic, queue_id)
+            low, high = cq.min_offset, cq.max_offset
+            start = committed.get(queue_id)
+            start = low if start is None else max(start, low)
+            total += max(0, high - start)
+        return total
+
+    def retry_state(self, topic: str, group: str, kind: str) -> RetryTopicState:
+        exists = self.topic_exists(topic)
+        return RetryTopicState(topic, kind, exists, self.waiting(topic, group) if exists else 0)
+
+    def retry_topics(self, topic: str, group: str, mode: str) -> list[RetryTopicState]:
+        if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+            return []
+        if mode != "POP":
+            return [self.retry_state(pull_retry_topic(group), group, "pull")]
+        states = [self.retry_state(pop_retry_topic(topic, group), group, "pop")]
+        v2 = pop_retry_topic(topic, group, v2=True)
+        if self.topic_exists(v2):
+            states.append(self.retry_state(v2, group, "pop-v2"))
+        return states
+
+
+def _row_note(topic: str, source: str) -> str | None:
+    if topic.startswith(RETRY_PREFIX):
+        if source == "file":
+            return "a retry topic: setConsumeMode refuses to set it, but the broker uses this stored entry"
+        return "a retry topic: always PULL unless the file says otherwise"
+    return None
+
+
+def consume_modes(
+    store: Store, group: str | None = None, topic: str | None = None, *, broker_version: int | None = None
+) -> ConsumeModes:
+    """Rows for every entry of messageRequestMode.json and every topic@group of consumerOffset.json
+    (defaults, PULL), filtered by group/topic; a named pair without either gets its default row."""
+    catalog = StoreCatalog.load(store)
+    version = resolve_broker_version(store, broker_version, catalog)
+    ctx = _Context(store, catalog)
+    out = ConsumeModes([], version, list(catalog.notes))
+    table = MessageRequestModeTable()
+    if version.major == 4:
+        out.notes.append("4.9.x broker: there is no consume-mode switch, every consumer pulls (PULL)")
+    else:
+        loaded = store.config(REQUEST_MODE_FILE).load()
+        table = loaded.model
+        if loaded.source != "file":
+            out.notes.append(f"{REQUEST_MODE_FILE}: {loaded.reason}")
+        out.notes.extend(loaded.warnings)
+    pairs: dict[tuple[str, str], tuple[str, int, str]] = {}
+    for t, groups in table.message_request_mode_map.items():
+        for g, body in groups.items():
+            pairs[(t, g)] = (body.mode, body.pop_share_queue_num, "file")
+    for t, g, _, _ in catalog.offsets.entries():
+        if (t, g) in pairs or t.startswith((RETRY_PREFIX, DLQ_PREFIX)) or "@" in g or is_system_group(g):
+            continue
+        pairs[(t, g)] = (DEFAULT_MODE, 0, "default")
+    if group is not None and topic is not None and (topic, group) not in pairs:
+        pairs[(topic, group)] = (DEFAULT_MODE, 0, "default")
+    for (t, g), (mode, share, source) in pairs.items():
+        if (group is not None and g != group) or (topic is not None and t != topic):
+            continue
+        row = ConsumeModeRow(t, g, mode, share, source, ctx.retry_topics(t, g, mode), _row_note(t, source))
+        out.rows.append(row)
+    out.rows.sort(key=lambda r: (r.group, r.topic.startswith(RETRY_PREFIX), r.topic))
+    return out
+
+
+# --- set ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConsumeModeChange:
+    """A planned (and, once applied, done) setConsumeMode."""
+
+    topic: str
+    group: str
+    mode_before: str
+    pop_share_queue_num_before: int
+    source_before: str
+    mode: str
+    pop_share_queue_num: int
+    broker_version: BrokerVersion
+    warnings: list[str] = field(default_factory=list)
+    executed: bool = False
+    after: ConsumeModes | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.source_before != "file" or (self.mode_before, self.pop_share_queue_num_before) != (
+            self.mode,
+            self.pop_share_queue_num,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "group": self.group,
+            "modeBefore": self.mode_before,
+            "popShareQueueNumBefore": self.pop_share_queue_num_before,
+            "sourceBefore": self.source_before,
+            "mode": self.mode,
+            "popShareQueueNum": self.pop_share_queue_num,
+            "changed": self.changed,
+            "executed": self.executed,
+            "after": None if self.after is None else [r.to_dict() for r in self.after.rows],
+        }
+
+
+def plan_consume_mode(
+    store: Store,
+    topic: str,
+    group: str,
+    mode: str,
+    pop_share_queue_num: int = 0,
+    *,
+    broker_version: int | None = None,
+    allow_new_group: bool = False,
+) -> ConsumeModeChange:
+    """Check a setConsumeMode as the 5.x broker does and say what would change. Read-only."""
+    catalog = StoreCatalog.load(store)
+    version = resolve_broker_version(store, broker_version, catalog)
+    if version.major == 4:
+        raise ConsumeModeError(
+            f"this store is from a 4.9.x broker ({version.reason}): 4.9 has no consume-mode switch "
+            "(messageRequestMode.json and setConsumeMode are 5.x only); use --broker-version 5 if the broker "
+            "is 5.x"
+        )
+    wanted = mode.upper()
+    if wanted not in MODES:
+        raise ConsumeModeError(f"--mode must be PULL or POP, not {mode!r}")
+    if not JAVA_INT_MIN <= pop_share_queue_num <= JAVA_INT_MAX:
+        raise ConsumeModeError(f"--pop-share-queue-num {pop_share_queue_num} overflows Java int")
+    if not topic or not group:
+        raise ConsumeModeError("--topic and --group are required")
+    if topic.startswith(RETRY_PREFIX):
+        raise ConsumeModeError(
+            f"retry topic is not allowed to set mode: {topic} (the broker answers NO_PERMISSION)"
+        )
+    if catalog.topic_config(topic) is None:
+        raise ConsumeModeError(f"topic[{topic}] not exist: it is not in topics.json (TOPIC_NOT_EXIST)")
+    warnings = list(catalog.notes)
+    if not catalog.group_exists(group):
+        if not allow_new_group:
+            raise ConsumeModeError(
+                f"subscription group does not exist: {group} is not in subscriptionGroup.json "
+                "(--allow-new-group sets it anyway; a broker with autoCreateSubscriptionGroup=true "
+                "creates it)"
+            )
+        warnings.append(f"consumer group {group} is not in subscriptionGroup.json")
+    current = consume_modes(store, group, topic, broker_version=5)
+    before = next(r for r in current.rows if r.topic == topic and r.group == group)
+    change = ConsumeModeChange(
+        topic,
+        group,
+        before.mode,
+        before.pop_share_queue_num,
+        before.source,
+        wanted,
+        pop_share_queue_num,
+        version,
+        warnings,
+    )
+    if before.mode != wanted:
+        ctx = _Context(store, catalog)
+        for state in before.retry_topics:
+            if state.messages_waiting:
+                warnings.append(
+                    f"{_messages(state.messages_waiting)} in {state.topic}, the {before.mode} retry "
+                    f"topic; in {wanted} mode new retries go to "
+                    + ", ".join(s.topic for s in ctx.retry_topics(topic, group, wanted))
+                )
+    return change
+
+
+def _messages(n: int) -> str:
+    return "1 message waits" if n == 1 else f"{n} messages wait"
+
+
+def apply_consume_mode(
+    store: Store, change: ConsumeModeChange, execute: bool, *, note: Callable[[str], None] = warn
+) -> ConsumeModeChange:
+    """Write the change into messageRequestMode.json (created if absent), then read the state back."""
+    config = store.config(REQUEST_MODE_FILE)
+    with write_guard(store, execute, note=note) as may_write:
+        if not may_write or not change.changed:
+            return change
+        loaded = config.load()
+        check_writable(loaded)
+        table: MessageRequestModeTable = loaded.model
+        table.set_mode(change.topic, change.group, change.mode, change.pop_share_queue_num)
+        config.save(table)
+        change.executed = True
+        change.after = consume_modes(store, change.group, change.topic, broker_version=5)
+    row = change.after.rows[0] if change.after.rows else None
+    if row is None or (row.mode, row.pop_share_queue_num, row.source) != (
+        change.mode,
+        change.pop_share_queue_num,
+        "file",
+    ):
+        raise MqtoolError("read-back of the written file does not show the new mode", str(config.path))
+    return change
+
+
+def set_consume_mode(
+    store: Store,
+    topic: str,
+    group: str,
+    mode: str,
+    pop_share_queue_num: int = 0,
+    execute: bool = False,
+    *,
+    broker_version: int | None = None,
+    allow_new_group: bool = False,
+    note: Callable[[str], None] = warn,
+) -> ConsumeModeChange:
+    """`mqadmin setConsumeMode`, offline: plan, then write when `execute` (see the module doc)."""
+    change = plan_consume_mode(
+        store,
+        topic,
+        group,
+        mode,
+        pop_share_queue_num,
+        broker_version=broker_version,
+        allow_new_group=allow_new_group,
+    )
+    return apply_consume_mode(store, change, execute, note=note)
+
+
+# --- rendering ---------------------------------------------------------------------------------------
+
+MODE_COLUMNS = [
+    Column("topic"),
+    Column("group"),
+    Column("mode"),
+    Column("popShareQueueNum", "pop share queues", "int"),
+    Column("source"),
+    Column("retry", "retry topics (messages waiting)"),
+    Column("retryMessagesWaiting", "waiting", "int"),
+]
+
+
+def _retry_text(row: ConsumeModeRow) -> str:
+    parts = []
+    for r in row.retry_topics:
+        parts.append(f"{r.topic} ({r.messages_waiting})" if r.exists else f"{r.topic} (not created yet)")
+    return ", ".join(parts) or "-"
+
+
+def _say(ctx: RenderContext, text: str) -> None:
+    if ctx.machine:
+        sys.stderr.write(f"mqtool: note: {text}\n")
+    else:
+        ctx.out.write(text + "\n")
+
+
+def render_modes(modes: ConsumeModes, ctx: RenderContext, *, title: str = "Consume modes") -> None:
+    if ctx.machine:
+        emit_rows((r.to_dict() for r in modes.rows), MODE_COLUMNS, ctx)
+    else:
+        rows = [{**r.to_dict(), "retry": _retry_text(r)} for r in modes.rows]
+        emit_rows(rows, MODE_COLUMNS, ctx, title=title, empty="(no topic/group known)")
+        for r in modes.rows:
+            if r.note:
+                _say(ctx, f"Note: {r.topic} / {r.group}: {r.note}")
+    for text in modes.notes:
+        _say(ctx, text if ctx.machine else "Note: " + text)
+    if not ctx.machine and modes.broker_version.major == 5 and any(r.source == "default" for r in modes.rows):
+        _say(ctx, "Note: source 'default' = no entry in messageRequestMode.json: the broker uses PULL")
+
+
+def render_change(change: ConsumeModeChange, ctx: RenderContext, execute: bool) -> None:
+    for w in change.warnings:
+        warn(w)
+
+    def human() -> None:
+        row = {
+            "topic": change.topic,
+            "group": change.group,
+            "mode": f"{change.mode_before} -> {change.mode}",
+            "share": f"{change.pop_share_queue_num_before} -> {change.pop_share_queue_num}",
+            "source": f"{change.source_before} -> file",
+        }
+        columns = [
+            Column("topic"),
+            Column("group"),
+            Column("mode"),
+            Column("share", "pop share queues"),
+            Column("source"),
+        ]
+        emit_rows([row], columns, ctx, title="Consume mode change")
+        if not change.changed:
+            _say(ctx, "Nothing to change: messageRequestMode.json already has this entry.")
+        elif not execute:
+            _say(
+                ctx,
+                "Dry run: nothing was written. Add --execute to write config/messageRequestMode.json "
+                "(the broker must be stopped; it reads the file at start-up).",
+            )
+        elif change.after is not None:
+            _say(ctx, "Wrote config/messageRequestMode.json (previous content kept in .bak). Now:")
+            render_modes(change.after, ctx, title="Consume mode (read back)")
+
+    emit_document(change.to_dict(), ctx, human)
+
+
+__all__ = [
+    "ConsumeModeChange",
+    "ConsumeModeError",
+    "ConsumeModeRow",
+    "ConsumeModes",
+    "RetryTopicState",
+    "apply_consume_mode",
+    "consume_modes",
+    "plan_consume_mode",
+    "pop_retry_topic",
+    "pull_retry_topic",
+    "render_change",
+    "render_modes",
+    "set_consume_mode",
+]

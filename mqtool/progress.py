@@ -1,0 +1,375 @@
+"""Consumer progress (`mqtool offsets show`): consumerOffset.json against the consume queues, offline.
+
+Like `mqadmin consumerProgress` (OPERATIONS §3.2): per group/topic/queue the committed consumer offset,
+the queue's min and max offset, the lag (maxOffset - consumerOffset, mqadmin's "Diff") and the store
+time of the last consumed message (the one at consumerOffset - 1). Unlike mqadmin it never turns a
+missing or impossible offset into 0: each row carries a `state` —
+
+* `ok`: minOffset <= consumerOffset <= maxOffset;
+* `behind-min`: the committed offset is below the queue's min offset (retention deleted messages the
+  group never consumed; `deleted` says how many);
+* `beyond-max`: the committed offset is past the end of the queue (lag is negative);
+* `no-queue`: the queue has no consume queue directory (min/max/lag are null);
+* `no-offset`: a queue of a topic the group consumes, without a committed offset for this queue;
+* `no-committed-offset`: a group of subscriptionGroup.json with no committed offset at all (one row,
+  topic and queueId null).
+
+Retry topics (`%RETRY%<group>`, POP `%RETRY%<group>_<topic>`) are listed under their group, after its
+ordinary topics. Also home of two helpers the query commands share: `committed_offsets` and
+`store_time_of` (a record's STORETIMESTAMP without walking the commitlog).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.errors import MqtoolError
+from formats.structs import BORNHOST_V6_FLAG, MESSAGE_MAGICS
+from store.storedir import Store
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+# Record head (FORMATS §2.2): TOTALSIZE, MAGICCODE at 0; SYSFLAG at 36; BORNHOST at 48 (8 or 20 bytes),
+# then STORETIMESTAMP. struct, not construct: this runs once per unit in time searches.
+_PRELUDE = struct.Struct(">ii")
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_SYSFLAG_AT = 36
+_BORNHOST_AT = 48
+_HEAD_BYTES = 76  # up to STORETIMESTAMP with an IPv6 born host
+
+# MixAll's built-in groups: left out of the "no committed offset" rows unless asked for by name.
+SYSTEM_GROUPS = frozenset(
+    {
+        "TOOLS_CONSUMER",
+        "FILTERSRV_CONSUMER",
+        "__MONITOR_CONSUMER",
+        "CLIENT_INNER_PRODUCER",
+        "SELF_TEST_C_GROUP",
+        "CID_ONS-HTTP-PROXY",
+        "CID_ONSAPI_PERMISSION",
+        "CID_ONSAPI_OWNER",
+        "CID_ONSAPI_PULL",
+    }
+)
+SYSTEM_GROUP_PREFIXES = ("CID_RMQ_SYS_",)
+
+STATES = ("ok", "behind-min", "beyond-max", "no-queue", "no-offset", "no-committed-offset")
+
+
+def is_system_group(group: str) -> bool:
+    return group in SYSTEM_GROUPS or group.startswith(SYSTEM_GROUP_PREFIXES)
+
+
+def is_retry_topic(topic: str | None) -> bool:
+    return bool(topic) and topic.startswith(RETRY_PREFIX)
+
+
+def retry_topics(group: str, topic: str) -> set[str]:
+    """The group's retry topic and its POP retry topics for `topic` (V1 `_` and V2 `+` separators)."""
+    return {RETRY_PREFIX + group, f"{RETRY_PREFIX}{group}_{topic}", f"{RETRY_PREFIX}{group}+{topic}"}
+
+
+# --- shared helpers ------------------------------------------------------------------------------
+
+
+def store_time_of(store: Store) -> Callable[[int, int], int]:
+    """(phy_offset, size) -> STORETIMESTAMP of the record there, or -1 when no message of that size
+    starts there (deleted by retention, outside the files, not a record head).
+
+    Like `CommitLog.pickupStoreTimestamp` but without the commitlog's max offset (which walks the
+    last files); instead the record head is checked: message magic and TOTALSIZE == size.
+    """
+    commitlog = store.commitlog
+    files = commitlog.queue
+
+    def store_time(phy_offset: int, size: int) -> int:
+        if phy_offset < commitlog.min_offset:
+            return -1
+        f = files.find(phy_offset)
+        if f is None:
+            return -1
+        pos = phy_offset - f.start_offset
+        if pos + _HEAD_BYTES > f.size:
+            return -1
+        buf = f.buffer()
+        total, magic = _PRELUDE.unpack_from(buf, pos)
+        if magic not in MESSAGE_MAGICS or total != size:
+            return -1
+        sys_flag = _INT.unpack_from(buf, pos + _SYSFLAG_AT)[0]
+        at = pos + _BORNHOST_AT + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
+        return _LONG.unpack_from(buf, at)[0]
+
+    return store_time
+
+
+@dataclass
+class CommittedOffsets:
+    """consumerOffset.json as (topic, queueId) -> {group: offset}, plus how it was loaded."""
+
+    by_queue: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    by_group: dict[str, dict[str, dict[int, int]]] = field(default_factory=dict)  # group -> topic -> q
+    notes: list[str] = field(default_factory=list)
+
+    def consumed_by(self, topic: str, queue_id: int, queue_offset: int) -> dict[str, bool]:
+        """{group: True when its committed offset is past `queue_offset`} for the message's queue."""
+        groups = self.by_queue.get((topic, queue_id), {})
+        return {group: offset > queue_offset for group, offset in sorted(groups.items())}
+
+
+def committed_offsets(store: Store, *, strict: bool = False) -> CommittedOffsets:
+    """Load consumerOffset.json as the broker does (.bak fallback). With `strict=False` a file that
+    cannot be loaded gives empty tables and a note instead of an error."""
+    out = CommittedOffsets()
+    try:
+        loaded = store.config("consumerOffset.json").load()
+    except MqtoolError as exc:
+        if strict:
+            raise
+        out.notes.append(f"consumer offsets unknown: {exc}")
+        return out
+    if loaded.source != "file":
+        out.notes.append(f"consumerOffset.json: {loaded.reason}")
+    out.notes.extend(loaded.warnings)
+    for topic, group, queue_id, offset in loaded.model.entries():
+        out.by_queue.setdefault((topic, queue_id), {})[group] = offset
+        out.by_group.setdefault(group, {}).setdefault(topic, {})[queue_id] = offset
+    return out
+
+
+# --- consumer progress ---------------------------------------------------------------------------
+
+
+@dataclass
+class ProgressRow:
+    """One group/topic/queue of consumer progress (JSON names of notes/json-output.md)."""
+
+    group: str
+    topic: str | None
+    queue_id: int | None
+    consumer_offset: int | None
+    min_offset: int | None
+    max_offset: int | None
+    lag: int | None
+    last_consumed_timestamp: int | None
+    newest_timestamp: int | None
+    state: str
+
+    @property
+    def retry(self) -> bool:
+        return is_retry_topic(self.topic)
+
+    @property
+    def deleted(self) -> int | None:
+        """Messages deleted by retention before the group consumed them (state behind-min)."""
+        if self.state != "behind-min" or self.min_offset is None or self.consumer_offset is None:
+            return None
+        return self.min_offset - self.consumer_offset
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "queueId": self.queue_id,
+            "consumerOffset": self.consumer_offset,
+            "minOffset": self.min_offset,
+            "maxOffset": self.max_offset,
+            "lag": self.lag,
+            "lastConsumedTimestamp": self.last_consumed_timestamp,
+            "newestTimestamp": self.newest_timestamp,
+            "state": self.state,
+            "retry": self.retry,
+            "deleted": self.deleted,
+        }
+
+
+@dataclass
+class GroupTotal:
+    group: str
+    topics: int
+    queues: int
+    lag: int  # sum of the rows' numeric lags (mqadmin's "Consume Diff Total")
+    flagged: int  # rows whose state is not ok
+    last_consumed_timestamp: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "topics": self.topics,
+            "queues": self.queues,
+            "lag": self.lag,
+            "flagged": self.flagged,
+            "lastConsumedTimestamp": self.last_consumed_timestamp,
+        }
+
+
+@dataclass
+class ConsumerProgress:
+    rows: list[ProgressRow]
+    totals: list[GroupTotal]
+    notes: list[str] = field(default_factory=list)
+
+
+def _load_model(store: Store, name: str, notes: list[str]):
+    try:
+        loaded = store.config(name).load()
+    except MqtoolError as exc:
+        notes.append(f"{name} not used: {exc}")
+        return None
+    if loaded.source != "file":
+        notes.append(f"{name}: {loaded.reason}")
+    return loaded.model
+
+
+def _queue_row(
+    store: Store, group: str, topic: str, queue_id: int, offset: int | None, store_time
+) -> ProgressRow:
+    cqs = store.consume_queues
+    if queue_id not in cqs.queue_ids(topic):
+        state = "no-queue" if offset is not None else "no-offset"
+        return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
+    cq = store.consume_queue(topic, queue_id)
+    lo, hi = cq.min_offset, cq.max_offset
+
+    def time_at(queue_offset: int) -> int | None:
+        unit = cq.unit(queue_offset)
+        if unit is None:
+            return None
+        t = store_time(unit.phy_offset, unit.size)
+        return t if t > 0 else None
+
+    newest = time_at(hi - 1) if hi > lo else None
+    if offset is None:
+        return ProgressRow(group, topic, queue_id, None, lo, hi, None, None, newest, "no-offset")
+    state = "ok" if lo <= offset <= hi else ("behind-min" if offset < lo else "beyond-max")
+    last = time_at(offset - 1) if offset >= 1 else None
+    return ProgressRow(group, topic, queue_id, offset, lo, hi, hi - offset, last, newest, state)
+
+
+def _topic_order(topic: str | None) -> tuple[int, str]:
+    return (1 if is_retry_topic(topic) else 0, topic or "")
+
+
+def consumer_progress(
+    store: Store, *, group: str | None = None, topic: str | None = None, include_system: bool = False
+) -> ConsumerProgress:
+    """Rows for every committed offset in consumerOffset.json (filtered by group/topic), the queues of
+    those topics without a committed offset, and the groups of subscriptionGroup.json without any.
+
+    With `topic`, a group's retry topics are listed along with it. Raises MqtoolError when the group or
+    topic is unknown to the store.
+    """
+    notes: list[str] = []
+    committed = committed_offsets(store, strict=True)
+    notes.extend(committed.notes)
+    topics_model = _load_model(store, "topics.json", notes)
+    groups_model = _load_model(store, "subscriptionGroup.json", notes)
+    topic_configs = topics_model.topic_config_table if topics_model is not None else {}
+    known_groups = set(groups_model.subscription_group_table) if groups_model is not None else set()
+    cq_topics = set(store.consume_queues.topics())
+
+    if group is not None and group not in committed.by_group and group not in known_groups:
+        raise MqtoolError(
+            f"unknown consumer group {group!r}: not in consumerOffset.json nor subscriptionGroup.json"
+        )
+    committed_topics = {t for topics in committed.by_group.values() for t in topics}
+    if topic is not None and topic not in cq_topics | set(topic_configs) | committed_topics:
+        raise MqtoolError(f"unknown topic {topic!r}: no consume queue, topic config or committed offset")
+
+    store_time = store_time_of(store)
+    rows: list[ProgressRow] = []
+    for g in sorted(committed.by_group):
+        if group is not None and g != group:
+            continue
+        topics = committed.by_group[g]
+        if topic is not None:
+            if topic not in topics:
+                continue
+            chosen = [t for t in topics if t == topic or t in retry_topics(g, topic)]
+        else:
+            chosen = list(topics)
+        for t in sorted(chosen, key=_topic_order):
+            offsets = topics[t]
+            queue_ids = set(offsets) | set(store.consume_queues.queue_ids(t))
+            config = topic_configs.get(t)
+            if config is not None:
+                queue_ids |= set(range(max(config.read_queue_nums, 0)))
+            for q in sorted(queue_ids):
+                rows.append(_queue_row(store, g, t, q, offsets.get(q), store_time))
+    if topic is None:
+        for g in sorted(known_groups - set(committed.by_group)):
+            if group is not None and g != group:
+                continue
+            if group is None and not include_system and is_system_group(g):
+                continue
+            rows.append(ProgressRow(g, None, None, None, None, None, None, None, None, "no-committed-offset"))
+    return ConsumerProgress(rows, _totals(rows), notes)
+
+
+def _totals(rows: list[ProgressRow]) -> list[GroupTotal]:
+    totals: list[GroupTotal] = []
+    by_group: dict[str, list[ProgressRow]] = {}
+    for row in rows:
+        by_group.setdefault(row.group, []).append(row)
+    for g, group_rows in by_group.items():
+        queues = [r for r in group_rows if r.queue_id is not None]
+        times = [r.last_consumed_timestamp for r in group_rows if r.last_consumed_timestamp]
+        totals.append(
+            GroupTotal(
+                group=g,
+                topics=len({r.topic for r in queues}),
+                queues=len(queues),
+                lag=sum(r.lag for r in group_rows if r.lag is not None),
+                flagged=sum(1 for r in group_rows if r.state != "ok"),
+                last_consumed_timestamp=max(times) if times else None,
+            )
+        )
+    return totals
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+
+def render_progress(progress: ConsumerProgress, ctx) -> None:
+    """Rows as a table (plus per-group totals) for people; a JSON list of rows for scripts."""
+    from mqtool.render import Column, emit_rows, emit_table
+
+    columns = [
+        Column("group", max_width=40),
+        Column("topic", max_width=48),
+        Column("queueId", "queue", "int"),
+        Column("consumerOffset", "consumerOffset", "int"),
+        Column("minOffset", "minOffset", "int"),
+        Column("maxOffset", "maxOffset", "int"),
+        Column("lag", "lag", "int"),
+        Column("state"),
+        Column("lastConsumedTimestamp", "lastConsumed", "time"),
+        Column("newestTimestamp", "newest", "time"),
+    ]
+    docs = [r.to_json() for r in progress.rows]
+    if ctx.machine:
+        emit_rows(docs, columns, ctx)
+        return
+    for doc, row in zip(docs, progress.rows, strict=True):
+        if row.state == "behind-min":
+            doc["state"] = f"behind-min ({row.deleted} deleted unconsumed)"
+        elif row.state == "no-committed-offset":
+            doc["state"] = "no committed offset"
+    emit_table(docs, columns, ctx, title="Consumer progress", empty="(no consumer offsets)")
+    if progress.totals:
+        emit_table(
+            [t.to_json() for t in progress.totals],
+            [
+                Column("group", max_width=40),
+                Column("topics", "topics", "int"),
+                Column("queues", "queues", "int"),
+                Column("lag", "lag total", "int"),
+                Column("flagged", "not ok", "int"),
+                Column("lastConsumedTimestamp", "lastConsumed", "time"),
+            ],
+            ctx,
+            title="Totals per group",
+        )

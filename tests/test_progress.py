@@ -1,0 +1,191 @@
+"""mqtool.progress (offsets show) against the golden stores' consumerOffset.json and consume queues."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from mqtool import progress
+from store.storedir import Store
+from tests.golden import STORES, expect, store_path
+
+
+def committed(name: str) -> dict[tuple[str, str, int], int]:
+    """consumerOffset.json's offsetTable read with plain json (unquoted int keys quoted first)."""
+    text = (store_path(name) / "config" / "consumerOffset.json").read_text()
+    table = json.loads(re.sub(r"([{,]\s*)(-?\d+):", r'\1"\2":', text))["offsetTable"]
+    out = {}
+    for key, queues in table.items():
+        topic, group = key.split("@", 1)
+        for q, offset in queues.items():
+            out[(group, topic, int(q))] = offset
+    return out
+
+
+def queue_bounds(name: str) -> dict[str, dict]:
+    """min/max per queue as the store's files show them (store-c: the live store at the kill, whose
+    queues the files hold; its consumeQueues are after recovery)."""
+    if name == "store-c":
+        return expect(name)["crash"]["liveStoreAtKill"]["queues"]
+    return {
+        k: {"minOffset": v["minOffset"], "maxOffset": v["maxOffset"]}
+        for k, v in expect(name)["consumeQueues"].items()
+    }
+
+
+def message_at(name: str, topic: str, queue_id: int, queue_offset: int) -> dict | None:
+    for m in expect(name)["messages"]:
+        if m["kind"] == "MESSAGE" and (m["topic"], m["queueId"], m["queueOffset"]) == (
+            topic,
+            queue_id,
+            queue_offset,
+        ):
+            return m
+    return None
+
+
+@pytest.fixture(scope="module", params=STORES)
+def golden(request):
+    with Store.open(store_path(request.param)) as st:
+        yield request.param, st, progress.consumer_progress(st)
+
+
+def test_every_committed_offset_is_a_row(golden):
+    name, _, result = golden
+    rows = {(r.group, r.topic, r.queue_id): r for r in result.rows if r.consumer_offset is not None}
+    assert {k: r.consumer_offset for k, r in rows.items()} == committed(name)
+
+
+def test_lag_is_max_minus_consumer_offset(golden):
+    name, _, result = golden
+    bounds = queue_bounds(name)
+    checked = 0
+    for row in result.rows:
+        if row.consumer_offset is None:
+            assert row.lag is None
+            continue
+        want = bounds[f"{row.topic}/{row.queue_id}"]
+        assert (row.min_offset, row.max_offset) == (want["minOffset"], want["maxOffset"])
+        assert row.lag == want["maxOffset"] - row.consumer_offset
+        checked += 1
+    assert checked == len(committed(name))
+
+
+def test_states(golden):
+    name, _, result = golden
+    for row in result.rows:
+        assert row.state in progress.STATES
+        if row.state == "ok":
+            assert row.min_offset <= row.consumer_offset <= row.max_offset
+        if row.state == "behind-min":
+            assert row.consumer_offset < row.min_offset
+            assert row.deleted == row.min_offset - row.consumer_offset
+
+
+def test_store_c_group_b_below_min_is_flagged():
+    with Store.open(store_path("store-c")) as st:
+        result = progress.consumer_progress(st, group="groupB")
+    row = next(r for r in result.rows if r.queue_id == 0)
+    assert (row.topic, row.consumer_offset, row.min_offset) == ("RetentionTopic", 1, 292)
+    assert row.state == "behind-min"
+    assert row.deleted == 291
+    assert row.lag == 815 - 1
+    assert row.last_consumed_timestamp is None  # queue offset 0 was deleted by retention
+    others = [r for r in result.rows if r.queue_id != 0]
+    assert [r.state for r in others] == ["no-offset"] * 3
+    assert all(r.lag is None and r.consumer_offset is None for r in others)
+
+
+def test_last_consumed_and_newest_timestamps(golden):
+    name, _, result = golden
+    for row in result.rows:
+        if row.consumer_offset is None:
+            continue
+        before = message_at(name, row.topic, row.queue_id, row.consumer_offset - 1)
+        if row.consumer_offset >= 1 and row.min_offset <= row.consumer_offset - 1 < row.max_offset:
+            assert row.last_consumed_timestamp == before["storeTimestamp"]
+        else:
+            assert row.last_consumed_timestamp is None
+        if row.max_offset > row.min_offset:
+            newest = message_at(name, row.topic, row.queue_id, row.max_offset - 1)
+            assert row.newest_timestamp == newest["storeTimestamp"]
+
+
+def test_retry_topics_listed_under_their_group(golden):
+    name, _, result = golden
+    groups = [r.group for r in result.rows]
+    for group in set(groups):
+        rows = [r for r in result.rows if r.group == group]
+        assert groups.index(group) + len(rows) - 1 == len(groups) - 1 - groups[::-1].index(group)
+        retry = [r.retry for r in rows]
+        assert retry == sorted(retry)  # ordinary topics first, then the retry topics
+    assert any(r.retry for r in result.rows)
+
+
+def test_groups_without_offsets():
+    with Store.open(store_path("store-a")) as st:
+        result = progress.consumer_progress(st)
+        everything = progress.consumer_progress(st, include_system=True)
+    no_offset = [r.group for r in result.rows if r.state == "no-committed-offset"]
+    assert no_offset == [g for g in no_offset if not progress.is_system_group(g)]
+    assert any(g.startswith("group_abcdefghij") for g in no_offset)
+    assert "TOOLS_CONSUMER" in [r.group for r in everything.rows]
+    for r in result.rows:
+        if r.state == "no-committed-offset":
+            assert (r.topic, r.queue_id, r.lag, r.consumer_offset) == (None, None, None, None)
+
+
+def test_totals(golden):
+    _, _, result = golden
+    for total in result.totals:
+        rows = [r for r in result.rows if r.group == total.group]
+        assert total.lag == sum(r.lag for r in rows if r.lag is not None)
+        assert total.queues == len([r for r in rows if r.queue_id is not None])
+        assert total.flagged == len([r for r in rows if r.state != "ok"])
+
+
+def test_filters():
+    with Store.open(store_path("store-a")) as st:
+        only = progress.consumer_progress(st, topic="TopicTest")
+        assert {(r.group, r.topic) for r in only.rows} == {
+            ("groupA", "TopicTest"),
+            ("groupB", "TopicTest"),
+            ("groupA", "%RETRY%groupA"),
+        }
+        group = progress.consumer_progress(st, group="groupB")
+        assert {r.group for r in group.rows} == {"groupB"}
+        with pytest.raises(progress.MqtoolError, match="unknown consumer group"):
+            progress.consumer_progress(st, group="nope")
+        with pytest.raises(progress.MqtoolError, match="unknown topic"):
+            progress.consumer_progress(st, topic="NoSuchTopic")
+
+
+def test_store_time_of(golden):
+    name, st, _ = golden
+    store_time = progress.store_time_of(st)
+    for m in expect(name)["messages"]:
+        if m["kind"] == "MESSAGE":
+            assert store_time(m["physicalOffset"], m["totalSize"]) == m["storeTimestamp"]
+    first = next(m for m in expect(name)["messages"] if m["kind"] == "MESSAGE")
+    assert store_time(first["physicalOffset"], first["totalSize"] + 1) == -1
+    assert store_time(first["physicalOffset"] + 1, first["totalSize"]) == -1
+    assert store_time(10**15, 100) == -1
+
+
+def test_json_field_names(golden):
+    _, _, result = golden
+    for row in result.rows:
+        doc = row.to_json()
+        for name in (
+            "group",
+            "topic",
+            "queueId",
+            "consumerOffset",
+            "minOffset",
+            "maxOffset",
+            "lag",
+            "lastConsumedTimestamp",
+        ):
+            assert name in doc
