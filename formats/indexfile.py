@@ -7,6 +7,7 @@ one file's bytes when it is not known from the broker's config (see its docstrin
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,6 +26,9 @@ DEFAULT_HASH_SLOT_NUM = 5_000_000  # maxHashSlotNum
 DEFAULT_INDEX_NUM = 20_000_000  # maxIndexNum
 
 INT_MAX = 2**31 - 1
+# struct twins of structs.IndexSlot / structs.IndexEntry for the hot lookup path (property-tested equal).
+_SLOT = struct.Struct(">i")
+_ENTRY = struct.Struct(">iqii")
 LONG_MAX = 2**63 - 1
 
 # One entry as numpy sees it: packed, big-endian, 20 bytes (property-tested against `structs.IndexEntry`).
@@ -156,7 +160,13 @@ class IndexFile:
 
     @property
     def header(self) -> IndexHeader:
-        return decode_header(self.data, self.file)
+        # Read-only files are decoded once; a bytearray being written is read afresh each time.
+        if isinstance(self.data, bytearray):
+            return decode_header(self.data, self.file)
+        cached = self.__dict__.get("_header")
+        if cached is None:
+            cached = self.__dict__["_header"] = decode_header(self.data, self.file)
+        return cached
 
     @property
     def index_count(self) -> int:
@@ -169,8 +179,7 @@ class IndexFile:
     def slot_value(self, slot: int) -> int:
         if not 0 <= slot < self.geometry.hash_slot_num:
             raise FormatError(f"hash slot {slot} outside [0, {self.geometry.hash_slot_num})", self.file)
-        pos = self.geometry.slot_position(slot)
-        return structs.IndexSlot.parse(bytes(self.data[pos : pos + SLOT_SIZE]))
+        return _SLOT.unpack_from(self.data, self.geometry.slot_position(slot))[0]
 
     def entry(self, position: int) -> IndexEntry:
         """The entry at a 1-based position (position 0 is never written)."""
@@ -180,9 +189,10 @@ class IndexFile:
                 self.file,
                 self.geometry.entry_position(position) if position >= 0 else None,
             )
-        pos = self.geometry.entry_position(position)
-        e = structs.IndexEntry.parse(bytes(self.data[pos : pos + ENTRY_SIZE]))
-        return IndexEntry(position, e.keyHash, e.phyOffset, e.timeDiff, e.prevIndex)
+        key_hash, phy_offset, time_diff, prev_index = _ENTRY.unpack_from(
+            self.data, self.geometry.entry_position(position)
+        )
+        return IndexEntry(position, key_hash, phy_offset, time_diff, prev_index)
 
     def slots_view(self) -> np.ndarray:
         """All hash slots as a big-endian int32 array (zero-copy)."""

@@ -33,7 +33,7 @@ from formats.commitlog import STOPS, Message, read_prelude
 from formats.compression import BodyNotDecoded
 from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
-from formats.javahash import index_key, index_key_hash, tags_code
+from formats.javahash import tags_code
 from formats.msgid import OffsetMsgId, decode_offset_msg_id, looks_like_offset_msg_id
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from mqtool.progress import CommittedOffsets, store_time_of
@@ -122,47 +122,6 @@ def check_topic(store: Store, topic: str) -> None:
 
 _SLOT = struct.Struct(">i")
 _ENTRY = struct.Struct(">iqii")  # keyHash, phyOffset, timeDiff, prevIndex (FORMATS §5.4)
-
-
-class IndexLookup:
-    """`IndexService.queryOffset` without a cap (FORMATS §5.9), reading slots and entries with `struct`.
-
-    Same walk and stop rules as `store.index.IndexService.query_offset(max_num=None)` (a test keeps them
-    equal); headers are decoded once, which makes looking one UNIQ_KEY up under every topic cheap.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self.files = [(f.data, f.header, f.geometry) for f in store.index_service.files]
-
-    def query(self, topic: str, key: str, begin: int = 0, end: int = LONG_MAX) -> list[int]:
-        """Physical offsets of entries hashing like `topic#key` within [begin, end], newest first."""
-        key_hash = index_key_hash(index_key(topic, key))
-        out: list[int] = []
-        for data, h, g in reversed(self.files):
-            fb, fe = h.begin_timestamp, h.end_timestamp
-            if (begin < fb and end > fe) or fb <= begin <= fe or fb <= end <= fe:
-                self._walk(data, h, g, key_hash, begin, end, out)
-            if fb < begin:
-                break
-        return out
-
-    @staticmethod
-    def _walk(data, h, g, key_hash: int, begin: int, end: int, out: list[int]) -> None:
-        count = h.effective_index_count
-        pos = _SLOT.unpack_from(data, g.slot_position(key_hash % g.hash_slot_num))[0]
-        if pos <= 0 or pos > count or count <= 1:
-            return
-        base, limit, unpack = g.entry_position(0), g.index_num, _ENTRY.unpack_from
-        while 0 < pos < limit:
-            entry_hash, phy, time_diff, prev = unpack(data, base + pos * 20)
-            if time_diff < 0:
-                return
-            t = (h.begin_timestamp + time_diff * 1000 + 2**63) % 2**64 - 2**63  # Java long arithmetic
-            if entry_hash == key_hash and begin <= t <= end:
-                out.append(phy)
-            if prev <= 0 or prev > count or prev == pos or t < begin:
-                return
-            pos = prev
 
 
 # --- index coverage ------------------------------------------------------------------------------
@@ -402,7 +361,7 @@ def query_by_key(
     if max_num is not None and max_num <= 0:
         raise MqtoolError("--max must be positive")
     check_topic(store, topic)
-    raw = IndexLookup(store).query(topic, key, begin, end)
+    raw = store.index_service.query_offset(topic, key, None, begin, end).phy_offsets
     hits = HitReport(raw_hits=len(raw))
     seen: set[int] = set()
     found, truncated = _read_hits(
@@ -579,10 +538,9 @@ def query_by_id(
             f"{decoded.offset} was stored by {offset_msg.store_host_str}: the id is not from this store"
         )
     topics = [topic] if topic is not None else known_topics(store)
-    lookup = IndexLookup(store)
     raw: list[int] = []
     for t in topics:
-        raw.extend(lookup.query(t, ident))
+        raw.extend(store.index_service.query_offset(t, ident).phy_offsets)
     hits = HitReport(raw_hits=len(set(raw)))
     seen: set[int] = set()
     found, _ = _read_hits(store, raw, lambda m: m.uniq_key == ident, hits, None, seen)

@@ -277,3 +277,18 @@ def test_wrong_size_raises_format_error(data: bytes) -> None:
 
 def test_file_size_formula() -> None:
     assert index_file_size(5_000_000, 20_000_000) == 420_000_040 == DEFAULT_GEOMETRY.file_size
+
+
+@given(st.binary(min_size=24, max_size=24))
+def test_struct_read_path_equals_the_construct_declaration(raw: bytes) -> None:
+    from formats import structs
+    from formats.indexfile import _ENTRY, _SLOT
+
+    declared = structs.IndexEntry.parse(raw[:20])
+    assert _ENTRY.unpack_from(raw) == (
+        declared.keyHash,
+        declared.phyOffset,
+        declared.timeDiff,
+        declared.prevIndex,
+    )
+    assert _SLOT.unpack_from(raw)[0] == structs.IndexSlot.parse(raw[:4])

@@ -44,14 +44,6 @@ def golden(request):
 # --- query key ----------------------------------------------------------------------------------
 
 
-def test_index_lookup_equals_index_service(golden):
-    name, st = golden
-    lookup = query.IndexLookup(st)
-    for q in expect(name)["indexQueries"]:
-        want = st.index_service.query_offset(q["topic"], q["key"], None, q["begin"], q["end"]).phy_offsets
-        assert lookup.query(q["topic"], q["key"], q["begin"], q["end"]) == want
-
-
 def test_every_index_query_filtered_equals_query_key(golden):
     """Raw hits of the real IndexService, filtered by the exact key check == `query key`.
 
@@ -150,7 +142,7 @@ def test_store_c_deleted_hits_are_counted():
         retention = expect("store-c")["retention"]
         rows = next(v for k, v in retention.items() if k.startswith("deletedMessages"))
         deleted = {row[0]: row for row in rows}
-        raw = query.IndexLookup(st).query("RetentionTopic", "shared-key")
+        raw = st.index_service.query_offset("RetentionTopic", "shared-key").phy_offsets
     assert result.hits.deleted == len([o for o in set(raw) if o < expect("store-c")["minPhyOffset"]])
     assert result.hits.deleted > 0
     gone = [o for o in raw if o < expect("store-c")["minPhyOffset"]]
