@@ -14,9 +14,11 @@ import typer
 
 from formats.errors import MqtoolError
 from mqtool.cli_consume_mode import consume_mode_app
+from mqtool.cli_delay import delay_app
 from mqtool.cli_dump import dump_app, info
 from mqtool.cli_offsets import offsets_app
 from mqtool.cli_query import query_app
+from mqtool.cli_txn import txn_app
 from mqtool.cli_write import rebuild, sample_app
 from mqtool.cliopts import GLOBALS, FormatOpt, StoreOpt, TzOpt
 
@@ -41,6 +43,8 @@ app.add_typer(offsets_app, name="offsets")
 app.add_typer(consume_mode_app, name="consume-mode")
 app.command()(rebuild)
 app.add_typer(sample_app, name="sample")
+app.add_typer(delay_app, name="delay")
+app.add_typer(txn_app, name="txn")
 
 
 @app.callback()

@@ -1,0 +1,138 @@
+"""`mqtool delay ...`: the delay queue (SCHEDULE_TOPIC_XXXX) — what waits, how late it is, and replaying it
+exactly as the broker's ScheduleMessageService does. Thin wrappers over `mqtool.delay`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+
+delay_app = new_app("Delay queue: list what waits in SCHEDULE_TOPIC_XXXX, level stats, replay what is due.")
+
+LevelOpt = Annotated[int | None, typer.Option("--level", "-l", help="Only this delay level (1-based).")]
+NowOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        metavar="TIME",
+        help="The time to judge 'due' and ages against (epoch ms, ISO-8601, yyyy-MM-dd#HH:mm:ss:SSS, "
+        "-2h). Default: now.",
+        show_default=False,
+    ),
+]
+BrokerVersionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--broker-version",
+        metavar="4|5",
+        help="Follow 4.9.x or 5.x rules (property order and separators). Default: detected from the store.",
+        show_default=False,
+    ),
+]
+
+
+def resolve_now(now: str | None, zone) -> int:
+    """--now as epoch ms (the current time when not given)."""
+    from mqtool.timeparse import now_ms, parse_time
+
+    return now_ms() if now is None else parse_time(now, zone)
+
+
+@delay_app.command("list")
+def delay_list(
+    level: LevelOpt = None,
+    due: Annotated[bool, typer.Option("--due", help="Only messages due at --now.")] = False,
+    pending: Annotated[bool, typer.Option("--pending", help="Only messages not yet due at --now.")] = False,
+    timer: Annotated[
+        bool, typer.Option("--timer", help="List 5.x timer-wheel messages (rmq_sys_wheel_timer) instead.")
+    ] = False,
+    now: NowOpt = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Every message of SCHEDULE_TOPIC_XXXX not yet delivered (queue offset at or after its level's progress
+    in delayOffset.json): level, delay, delivery time (the ConsumeQueue tags code), due or not at --now, real
+    topic and queue, keys, unique key, store time."""
+    from formats.errors import MqtoolError
+    from mqtool import delay
+
+    if due and pending:
+        raise MqtoolError("--due and --pending exclude each other")
+    s = session(store, fmt, tz)
+    when = resolve_now(now, s.ctx.zone)
+    with s.open_store(broker_config) as st:
+        if timer:
+            delay.render_timer_list(delay.list_timer_messages(st, now=when), s.ctx, when)
+            return
+        only = "due" if due else "pending" if pending else None
+        listing = delay.list_delayed(st, now=when, level=level, only=only)
+        delay.render_list(listing, s.ctx)
+    _notes(listing.notes)
+
+
+@delay_app.command("stats")
+def delay_stats(
+    now: NowOpt = None,
+    stuck_after: Annotated[
+        str,
+        typer.Option(
+            "--stuck-after",
+            metavar="DURATION",
+            help="Call a level stuck when its oldest message is this late.",
+        ),
+    ] = "1m",
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Per delay level: backlog, messages due, the oldest due time and how late it is ("stuck" when due long
+    ago), delayOffset.json progress against the queue's min and max; the messageDelayLevel table in use
+    (default, or from --broker-config); 5.x timer-wheel messages, when there are any."""
+    from mqtool import delay
+    from mqtool.timeparse import parse_duration
+
+    s = session(store, fmt, tz)
+    when = resolve_now(now, s.ctx.zone)
+    with s.open_store(broker_config) as st:
+        delay.render_stats(delay.delay_stats(st, now=when, stuck_after_ms=parse_duration(stuck_after)), s.ctx)
+
+
+@delay_app.command("replay")
+def delay_replay(
+    level: LevelOpt = None,
+    now: NowOpt = None,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Write the records and delayOffset.json (default: dry run).")
+    ] = False,
+    broker_version: BrokerVersionOpt = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Deliver what is due exactly as DeliverDelayedMessageTimerTask.executeOnTimeUp does: each due message
+    becomes a new record in its real topic/queue (messageTimeUp: properties as the broker rebuilds them, tags
+    code back to the tag hash, same body/flag/born fields), dispatched to ConsumeQueue and index, and
+    delayOffset.json advances. A message already delivered is recognised and not delivered twice. A --now
+    ahead of the clock delivers early (said in a note). Dry run unless --execute; never while a broker holds
+    the store lock. Timer-wheel messages are not replayed."""
+    from mqtool import delay
+
+    s = session(store, fmt, tz)
+    when = resolve_now(now, s.ctx.zone)
+    with s.open_store(broker_config) as st:
+        plan = delay.plan_replay(st, now=when, level=level, broker_version=broker_version)
+        result = delay.execute_replay(st, plan, execute)
+        delay.render_plan(plan, result, s.ctx, execute)
+
+
+def _notes(notes: list[str]) -> None:
+    import sys
+
+    for note in notes:
+        sys.stderr.write(f"mqtool: note: {note}\n")

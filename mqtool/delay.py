@@ -1,0 +1,1398 @@
+"""Delay queue (`mqtool delay`): what waits in SCHEDULE_TOPIC_XXXX, and delivering it as the broker does.
+
+A delayed message is parked in `SCHEDULE_TOPIC_XXXX`, queue `level - 1`, with `REAL_TOPIC`/`REAL_QID`
+(OPERATIONS §6.2); its ConsumeQueue tags code is the delivery time (FORMATS §4.3). The broker's
+`ScheduleMessageService` runs one `DeliverDelayedMessageTimerTask` per level: from the level's progress in
+`delayOffset.json` it walks the units, stops at the first one not yet due (`correctDeliverTimestamp`), and
+stores each due message again in its real topic/queue with `messageTimeUp` (§6.3, §6.4).
+
+This module reproduces that offline:
+* `list_delayed` — every unit at or after its level's progress, with its delivery time and whether it is
+  due at a given time; `delay_stats` — per level backlog, oldest due time, lateness, progress vs queue;
+* `plan_replay` — the exact records `executeOnTimeUp` would write now (properties re-serialised in the
+  broker's Java `HashMap` order, with the 4.9.x or 5.x separator style), and the new progress;
+  `execute_replay` appends and dispatches them and advances `delayOffset.json`, under the write safety
+  rules; a second run finds nothing due that was already delivered, so nothing is delivered twice;
+* 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, §6.6) are listed
+  (`list_timer_messages`) but never replayed: their state lives in timerlog/timerwheel/timercheck.
+
+Also home of the broker-rebuild helpers `mqtool.transactions` shares: `java_hashmap_order`,
+`rebuild_properties` and `broker_major` (which broker's rules to follow).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from formats.commitlog import Message, build_message, java_length, java_parse_int
+from formats.consumequeue import FILLER_SIZE, is_ext_address
+from formats.errors import FormatError, MqtoolError
+from formats.javahash import java_string_hash
+from formats.properties import (
+    CRC32_RESERVED_LEN,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    decode_properties,
+    encode_properties,
+    split_crc32_trailer,
+)
+from formats.structs import CQ_STORE_UNIT_SIZE, TimerCheckpoint
+from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
+from mqtool.timeparse import format_time, now_ms
+from store.consumequeue import NATIVE_UNIT_DTYPE
+from store.storedir import Store
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+DELAY_OFFSET = "delayOffset.json"
+
+PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
+PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
+PROPERTY_TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
+PROPERTY_TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+TIMER_PROPERTIES = (
+    PROPERTY_TIMER_DELIVER_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_OUT_MS,
+)
+
+MAX_TOPIC_LENGTH_V1 = 127  # 4.9.x refuses longer topics (no V2 records)
+DEFAULT_STUCK_AFTER_MS = 60_000
+CRASH_ENV = "MQTOOL_TEST_CRASH_AT"
+"""Test hook shared with the write path: comma-separated step names at which the process SIGKILLs itself
+(here: `delay-appended` after the records are appended and dispatched, before delayOffset.json)."""
+
+
+class DelayError(MqtoolError):
+    """A delay-queue request that cannot be answered (unknown level, bad options)."""
+
+
+class WriteNotAvailableError(MqtoolError):
+    """`--execute` cannot write now (the store needs recovery first, or the write path is missing)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Broker rebuild helpers (shared with mqtool.transactions)
+
+
+def _spread(key: str) -> int:
+    """`HashMap.hash(key)`: the String hash with its high half folded in, as an unsigned int."""
+    h = java_string_hash(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _table_size_for(capacity: int) -> int:
+    size = 1
+    while size < capacity:
+        size <<= 1
+    return size
+
+
+def java_hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
+    """Iteration order of a `java.util.HashMap(initial_capacity)` after `put`ting `keys` in order.
+
+    Buckets in index order, each bucket in insertion order; a resize (size > 0.75 * capacity, or a bin
+    of 9 nodes in a table smaller than 64) splits every bucket into its low and high halves keeping
+    their order, as `HashMap.resize` does. A bin that Java would turn into a tree cannot be reproduced
+    and raises FormatError (it needs 9 keys in one of 64+ buckets).
+    """
+    capacity = _table_size_for(max(1, initial_capacity))
+    threshold = int(capacity * 0.75)
+    buckets: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
+    present: set[str] = set()
+    size = 0
+
+    def resize() -> None:
+        nonlocal capacity, threshold, buckets
+        new = [[] for _ in range(capacity * 2)]
+        for index, bucket in enumerate(buckets):
+            for h, key in bucket:
+                new[index + capacity if h & capacity else index].append((h, key))
+        capacity, threshold, buckets = capacity * 2, threshold * 2, new
+
+    for key in keys:
+        if key in present:
+            continue  # put() on an existing key keeps its node where it is
+        present.add(key)
+        h = _spread(key)
+        bucket = buckets[h & (capacity - 1)]
+        bucket.append((h, key))
+        if len(bucket) > 8:
+            if capacity < 64:
+                resize()
+            else:
+                raise FormatError(
+                    "property names collide 9 times in one HashMap bucket: Java would use a tree bin, "
+                    "whose order mqtool does not reproduce"
+                )
+        size += 1
+        if size > threshold:
+            resize()
+    return [key for bucket in buckets for _, key in bucket]
+
+
+# `MessageDecoder.string2messageProperties`: 4.9.x `new HashMap()`, 5.x `new HashMap(128)`.
+_DECODER_MAP_CAPACITY = {4: 16, 5: 128}
+
+
+def rebuild_properties(raw: bytes, major: int) -> bytes:
+    """`messageProperties2String(string2messageProperties(raw))` as broker `major` (4 or 5) runs it.
+
+    What `messageTimeUp` and `endMessageTransaction` store: the record's properties decoded into a
+    Java HashMap and written back in its iteration order, every pair followed by \\x02 (5.x) or the
+    pairs joined by \\x02 (4.9.x).
+    """
+    props = decode_properties(raw)
+    order = java_hashmap_order(props, _DECODER_MAP_CAPACITY[major])
+    return encode_properties([(key, props[key]) for key in order], trailing_separator=major >= 5)
+
+
+@dataclass(frozen=True)
+class BrokerMajor:
+    """Which broker's rules to follow: 4 (4.9.x) or 5 (5.x), and why."""
+
+    major: int
+    reason: str
+    detected: bool = True
+
+    def describe(self) -> str:
+        how = "detected" if self.detected else "given with --broker-version"
+        return f"broker {self.major}.x ({how}: {self.reason})"
+
+
+_BROKER_REBUILT_TOPICS = (SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC)
+
+
+def _newest_broker_rebuilt(store: Store) -> Message | None:
+    """The newest record whose properties the broker itself serialised (schedule, half, op topics)."""
+    newest: tuple[int, int, int, str, int] | None = None
+    queues = store.consume_queues
+    for topic in _BROKER_REBUILT_TOPICS:
+        for queue_id in queues.queue_ids(topic):
+            try:
+                cq = store.consume_queue(topic, queue_id)
+                if cq.max_offset <= cq.min_offset:
+                    continue
+                unit = cq.unit(cq.max_offset - 1)
+            except MqtoolError:
+                continue
+            if unit is not None and unit.size > 0 and (newest is None or unit.phy_offset > newest[0]):
+                newest = (unit.phy_offset, unit.size, queue_id, topic, cq.max_offset - 1)
+    if newest is None:
+        return None
+    return read_message_or_none(store, newest[0], newest[1])
+
+
+def broker_major(store: Store, given: int | None = None) -> BrokerMajor:
+    """`given` (4 or 5), else detected: the separator style of the newest record the broker serialised
+    itself (5.x ends every pair with \\x02, 4.9.x does not), else config-file marks, else 5."""
+    if given is not None:
+        if given not in (4, 5):
+            raise DelayError(f"--broker-version must be 4 or 5, not {given}")
+        return BrokerMajor(given, "", detected=False)
+    msg = _newest_broker_rebuilt(store)
+    if msg is not None and msg.properties_raw:
+        where = f"{msg.topic} record at {msg.physical_offset}"
+        if msg.properties_raw.endswith(b"\x02"):
+            return BrokerMajor(5, f"the {where} ends its properties with \\x02")
+        return BrokerMajor(4, f"the {where} has no trailing \\x02 in its properties")
+    try:
+        loaded = store.config(DELAY_OFFSET).load()
+    except MqtoolError:
+        loaded = None
+    if loaded is not None and loaded.source != "none":
+        if loaded.model.data_version is not None:
+            return BrokerMajor(5, "delayOffset.json has a dataVersion")
+        return BrokerMajor(4, "delayOffset.json has no dataVersion")
+    if (store.root / "abort.bak").exists():
+        return BrokerMajor(5, "abort.bak exists")
+    return BrokerMajor(5, "no version marks in the store; assuming 5.x")
+
+
+def read_message_or_none(store: Store, phy_offset: int, size: int) -> Message | None:
+    """`lookMessageByOffset(offset, size)`: the message there, or None where the broker finds none."""
+    if phy_offset < store.commitlog.min_offset:
+        return None
+    try:
+        return store.commitlog.read_message_at(phy_offset, size)
+    except MqtoolError:
+        return None
+
+
+def crash_point(step: str) -> None:
+    """Kill this process (SIGKILL) when the test hook names `step` (see CRASH_ENV)."""
+    steps = os.environ.get(CRASH_ENV, "")
+    if step in {s.strip() for s in steps.split(",") if s.strip()}:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Levels and progress
+
+
+@dataclass(frozen=True)
+class DelayLevels:
+    """The messageDelayLevel table in use: level (1-based) -> delay in ms."""
+
+    table: dict[int, int]
+    text: str
+    source: str  # "default" or "broker-config"
+
+    @property
+    def max_level(self) -> int:
+        return max(self.table) if self.table else 0
+
+    def delay_ms(self, level: int) -> int | None:
+        return self.table.get(level)
+
+
+def delay_levels(store: Store) -> DelayLevels:
+    cfg = store.broker_config
+    source = "broker-config" if "messageDelayLevel" in cfg.explicit else "default"
+    return DelayLevels(cfg.delay_level_table(), cfg.messageDelayLevel, source)
+
+
+def duration_text(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def human_duration(ms: int | None) -> str:
+    """A duration for people: the two largest units, e.g. `1d 3h`, `27m 5s`, `850ms`."""
+    if ms is None:
+        return ""
+    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size:
+            parts.append(f"{ms // size}{unit}")
+            ms %= size
+        elif parts:
+            parts.append("")
+        if len(parts) == 2:
+            break
+    return sign + " ".join(p for p in parts if p)
+
+
+@dataclass
+class DelayProgress:
+    """delayOffset.json as the ScheduleMessageService loads it."""
+
+    table: dict[int, int]
+    model: Any  # formats.configs.DelayOffsetTable
+    source: str  # file / bak / none
+    notes: list[str] = field(default_factory=list)
+
+
+def load_delay_progress(store: Store) -> DelayProgress:
+    loaded = store.config(DELAY_OFFSET).load()
+    notes = list(loaded.warnings)
+    if loaded.source != "file":
+        notes.append(f"{DELAY_OFFSET}: {loaded.reason}")
+    return DelayProgress(dict(loaded.model.offset_table), loaded.model, loaded.source, notes)
+
+
+def effective_start(stored: int | None, cq_min: int, cq_max: int) -> int:
+    """Where a level's task really starts: the stored offset (0 when absent) moved into [min, max],
+    as 5.x `correctDelayOffset` and both versions' "CQ offset invalid" resets do."""
+    return min(max(stored or 0, cq_min), cq_max)
+
+
+def correct_deliver_timestamp(now: int, tags_code: int, delay_ms: int) -> int:
+    """`correctDeliverTimestamp`: a delivery time further ahead than now + the level's delay (clock went
+    back, configuration changed) is taken as now."""
+    return now if tags_code > now + delay_ms else tags_code
+
+
+def _schedule_levels(store: Store) -> list[int]:
+    return [queue_id + 1 for queue_id in store.consume_queues.queue_ids(SCHEDULE_TOPIC)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# delay list
+
+
+@dataclass
+class DelayRow:
+    """One not-yet-delivered unit of SCHEDULE_TOPIC_XXXX (JSON names of notes/json-output.md)."""
+
+    level: int
+    delay_ms: int | None
+    queue_offset: int
+    phy_offset: int
+    size: int
+    deliver_timestamp: int
+    due: bool
+    real_topic: str | None = None
+    real_queue_id: int | None = None
+    uniq_key: str | None = None
+    keys: str | None = None
+    tags: str | None = None
+    store_timestamp: int | None = None
+    born_timestamp: int | None = None
+    reconsume_times: int | None = None
+    late_ms: int | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "queueOffset": self.queue_offset,
+            "phyOffset": self.phy_offset,
+            "deliverTimestamp": self.deliver_timestamp,
+            "realTopic": self.real_topic,
+            "realQueueId": self.real_queue_id,
+            "due": self.due,
+            "uniqKey": self.uniq_key,
+            "keys": self.keys,
+            "delayMs": self.delay_ms,
+            "size": self.size,
+            "tags": self.tags,
+            "storeTimestamp": self.store_timestamp,
+            "bornTimestamp": self.born_timestamp,
+            "reconsumeTimes": self.reconsume_times,
+            "lateMs": self.late_ms,
+            "note": self.note,
+        }
+
+
+@dataclass
+class DelayListing:
+    rows: list[DelayRow]
+    now: int
+    levels: DelayLevels
+    notes: list[str] = field(default_factory=list)
+
+
+def _deliver_time(
+    store: Store, level: int, delay: int | None, phy: int, size: int, tags: int
+) -> tuple[int, str | None]:
+    """The unit's delivery time: its tags code, or store time + delay where it holds a CQ-ext address."""
+    if not is_ext_address(tags):
+        return tags, None
+    stored = store.commitlog.pickup_store_timestamp(phy, size)
+    return stored + (
+        delay if delay is not None else 1000
+    ), "tags code is a CQ-ext address: store time + delay"
+
+
+def _real_queue(msg: Message) -> tuple[str | None, int | None]:
+    props = msg.properties
+    qid = props.get(PROPERTY_REAL_QUEUE_ID)
+    return props.get(PROPERTY_REAL_TOPIC), (None if qid is None else java_parse_int(qid))
+
+
+def iter_pending_units(store: Store, level: int, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(queueOffset, phyOffset, size, tagsCode) of SCHEDULE_TOPIC_XXXX queue `level - 1` in [start, end)."""
+    cq = store.consume_queue(SCHEDULE_TOPIC, level - 1)
+    yield from cq.units(start, end).tolist()
+
+
+def list_delayed(
+    store: Store,
+    *,
+    now: int,
+    level: int | None = None,
+    only: Literal["due", "pending"] | None = None,
+) -> DelayListing:
+    """Every unit of SCHEDULE_TOPIC_XXXX at or after its level's progress (not yet delivered)."""
+    levels = delay_levels(store)
+    progress = load_delay_progress(store)
+    listing = DelayListing([], now, levels, list(progress.notes))
+    present = _schedule_levels(store)
+    if level is not None:
+        if level < 1:
+            raise DelayError(f"delay levels start at 1, not {level}")
+        present = [lv for lv in present if lv == level]
+    for lv in present:
+        cq = store.consume_queue(SCHEDULE_TOPIC, lv - 1)
+        delay = levels.delay_ms(lv)
+        start = effective_start(progress.table.get(lv), cq.min_offset, cq.max_offset)
+        if delay is None and start < cq.max_offset:
+            listing.notes.append(
+                f"level {lv} is not in messageDelayLevel ({levels.max_level} levels): the broker runs no "
+                "delivery task for it, its messages are never delivered"
+            )
+        for q, phy, size, tags in iter_pending_units(store, lv, start, cq.max_offset):
+            deliver, note = _deliver_time(store, lv, delay, phy, size, tags)
+            effective = deliver if delay is None else correct_deliver_timestamp(now, deliver, delay)
+            if delay is not None and effective != deliver:
+                note = "delivery time beyond now + delay: the broker delivers it at once"
+            due = delay is not None and effective <= now
+            if only == "due" and not due:
+                continue
+            if only == "pending" and due:
+                continue
+            row = DelayRow(
+                lv, delay, q, phy, size, deliver, due, late_ms=(now - deliver) if due else None, note=note
+            )
+            msg = read_message_or_none(store, phy, size)
+            if msg is None:
+                row.note = "no message at this unit's offset: the broker skips it"
+            else:
+                row.real_topic, row.real_queue_id = _real_queue(msg)
+                row.uniq_key, row.keys, row.tags = msg.uniq_key, msg.keys, msg.tags
+                row.store_timestamp, row.born_timestamp = msg.store_timestamp, msg.born_timestamp
+                row.reconsume_times = msg.reconsume_times
+            listing.rows.append(row)
+    return listing
+
+
+_LIST_COLUMNS = [
+    Column("level", kind="int"),
+    Column("delay"),
+    Column("queueOffset", "qOffset", kind="int"),
+    Column("deliverTimestamp", "deliver at", kind="time"),
+    Column("due", kind="bool"),
+    Column("late"),
+    Column("realTopic", "real topic", max_width=40),
+    Column("realQueueId", "queue", kind="int"),
+    Column("keys", max_width=30),
+    Column("uniqKey", "uniq key"),
+    Column("storeTimestamp", "stored at", kind="time"),
+    Column("note", max_width=50),
+]
+
+
+def render_list(listing: DelayListing, ctx: RenderContext) -> None:
+    def rows() -> Iterator[dict[str, Any]]:
+        for row in listing.rows:
+            data = row.to_json()
+            if not ctx.machine:
+                data["delay"] = duration_text(row.delay_ms)
+                data["late"] = human_duration(row.late_ms) if row.late_ms else ""
+            yield data
+
+    title = f"Delayed messages not yet delivered (due at {format_time(listing.now, ctx.zone)})"
+    emit_rows(rows(), _LIST_COLUMNS, ctx, title=None if ctx.machine else title, empty="(none)")
+
+
+# ---------------------------------------------------------------------------------------------------
+# delay stats
+
+
+@dataclass
+class LevelStats:
+    level: int
+    delay_ms: int | None
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    progress: int | None  # as stored in delayOffset.json (None: absent)
+    start: int  # where the broker's task starts (progress moved into [min, max])
+    backlog: int
+    due: int
+    oldest_deliver_timestamp: int | None
+    late_ms: int | None
+    stuck: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "delayMs": self.delay_ms,
+            "queueId": self.queue_id,
+            "minOffset": self.min_offset,
+            "maxOffset": self.max_offset,
+            "delayOffset": self.progress,
+            "startOffset": self.start,
+            "delivered": self.start - self.min_offset,
+            "backlog": self.backlog,
+            "due": self.due,
+            "oldestDeliverTimestamp": self.oldest_deliver_timestamp,
+            "lateMs": self.late_ms,
+            "stuck": self.stuck,
+        }
+
+
+@dataclass
+class DelayStats:
+    now: int
+    levels: DelayLevels
+    rows: list[LevelStats]
+    progress_source: str
+    timer: TimerSummary | None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "now": self.now,
+            "messageDelayLevel": self.levels.text,
+            "messageDelayLevelSource": self.levels.source,
+            "delayLevelTable": {str(k): v for k, v in self.levels.table.items()},
+            "delayOffsetSource": self.progress_source,
+            "levels": [r.to_json() for r in self.rows],
+            "timer": None if self.timer is None else self.timer.to_json(),
+            "notes": self.notes,
+        }
+
+
+def delay_stats(store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_AFTER_MS) -> DelayStats:
+    """Per level: queue min/max, stored progress, backlog, due count, oldest due time, lateness."""
+    levels = delay_levels(store)
+    progress = load_delay_progress(store)
+    notes = list(progress.notes)
+    rows: list[LevelStats] = []
+    present = set(_schedule_levels(store))
+    for lv in sorted(present | set(progress.table)):
+        delay = levels.delay_ms(lv)
+        if lv in present:
+            cq = store.consume_queue(SCHEDULE_TOPIC, lv - 1)
+            cq_min, cq_max = cq.min_offset, cq.max_offset
+        else:
+            cq_min = cq_max = 0
+        stored = progress.table.get(lv)
+        start = effective_start(stored, cq_min, cq_max)
+        if stored is not None and stored != start:
+            notes.append(
+                f"level {lv}: delayOffset.json says {stored}, outside the queue's [{cq_min}, {cq_max}]; "
+                f"the broker starts at {start}"
+            )
+        due = 0
+        oldest: int | None = None
+        if lv in present and start < cq_max:
+            for _, phy, size, tags in iter_pending_units(store, lv, start, cq_max):
+                deliver, _ = _deliver_time(store, lv, delay, phy, size, tags)
+                if oldest is None or deliver < oldest:
+                    oldest = deliver
+                if delay is not None and correct_deliver_timestamp(now, deliver, delay) <= now:
+                    due += 1
+        late = None if oldest is None or oldest > now else now - oldest
+        stuck = late is not None and (late > stuck_after_ms or delay is None)
+        rows.append(
+            LevelStats(
+                lv, delay, lv - 1, cq_min, cq_max, stored, start, cq_max - start, due, oldest, late, stuck
+            )
+        )
+        if delay is None and cq_max > start:
+            notes.append(
+                f"level {lv} is not in messageDelayLevel: its {cq_max - start} messages are never delivered"
+            )
+    return DelayStats(now, levels, rows, progress.source, timer_summary(store, now=now), notes)
+
+
+_STATS_COLUMNS = [
+    Column("level", kind="int"),
+    Column("delay"),
+    Column("minOffset", "min", kind="int"),
+    Column("maxOffset", "max", kind="int"),
+    Column("delayOffset", "progress", kind="int"),
+    Column("backlog", kind="int"),
+    Column("due", kind="int"),
+    Column("oldestDeliverTimestamp", "oldest due", kind="time"),
+    Column("late"),
+    Column("stuck", kind="bool"),
+]
+
+
+def render_stats(stats: DelayStats, ctx: RenderContext) -> None:
+    def human() -> None:
+        emit_fields(
+            [
+                ("now", stats.now, "time"),
+                ("messageDelayLevel", f"{stats.levels.text} ({stats.levels.source})", "text"),
+                ("delayOffset.json", stats.progress_source, "text"),
+            ],
+            ctx,
+            title="Delay queue (SCHEDULE_TOPIC_XXXX)",
+        )
+        rows = []
+        for r in stats.rows:
+            data = r.to_json()
+            data["delay"] = duration_text(r.delay_ms) if r.delay_ms is not None else "(no such level)"
+            data["late"] = human_duration(r.late_ms) if r.late_ms else ""
+            rows.append(data)
+        emit_rows(rows, _STATS_COLUMNS, ctx, title="Levels", empty="(no delay levels used)")
+        if stats.timer is not None:
+            t = stats.timer
+            emit_fields(
+                [
+                    ("messages in rmq_sys_wheel_timer", t.messages, "int"),
+                    ("not yet in the timer wheel", t.not_enqueued, "int"),
+                    ("waiting in the timer wheel", t.waiting, "int"),
+                    ("due now (not replayed offline)", t.due, "int"),
+                    ("timercheck lastReadTimeMs", t.last_read_time_ms, "time"),
+                ],
+                ctx,
+                title="5.x timer-wheel messages",
+            )
+        for note in stats.notes:
+            ctx.out.write(f"note: {note}\n")
+
+    emit_document(stats.to_json(), ctx, human)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 5.x timer-wheel messages (listed, never replayed)
+
+TIMER_NOT_REPLAYED = (
+    "5.x timer-wheel messages are not replayed offline: their delivery state lives in timerlog, "
+    "timerwheel and config/timercheck, which mqtool does not write (the timer store's recovery after "
+    "offline edits is not specified, OPERATIONS §10.6), so a copy appended to the real topic would be "
+    "delivered a second time when the broker's TimerMessageStore reaches its slot"
+)
+
+
+@dataclass
+class TimerCheck:
+    last_read_time_ms: int
+    last_timer_queue_offset: int
+
+
+def read_timercheck(store: Store) -> TimerCheck | None:
+    path = store.config_dir / "timercheck"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) < TimerCheckpoint.sizeof():
+        return None
+    c = TimerCheckpoint.parse(data[: TimerCheckpoint.sizeof()])
+    return TimerCheck(c.lastReadTimeMs, c.lastTimerQueueOffset)
+
+
+@dataclass
+class TimerRow:
+    queue_offset: int
+    phy_offset: int
+    size: int
+    deliver_timestamp: int | None  # TIMER_OUT_MS
+    real_topic: str | None
+    real_queue_id: int | None
+    uniq_key: str | None
+    keys: str | None
+    store_timestamp: int | None
+    roll_times: int | None
+    delete_marker: str | None
+    state: str  # not-enqueued / waiting / passed / unknown
+    due: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": None,
+            "queueOffset": self.queue_offset,
+            "phyOffset": self.phy_offset,
+            "deliverTimestamp": self.deliver_timestamp,
+            "realTopic": self.real_topic,
+            "realQueueId": self.real_queue_id,
+            "due": self.due,
+            "uniqKey": self.uniq_key,
+            "keys": self.keys,
+            "topic": TIMER_TOPIC,
+            "storeTimestamp": self.store_timestamp,
+            "rollTimes": self.roll_times,
+            "deleteUniqKey": self.delete_marker,
+            "timerState": self.state,
+        }
+
+
+@dataclass
+class TimerSummary:
+    messages: int
+    not_enqueued: int
+    waiting: int
+    due: int
+    last_read_time_ms: int | None
+    last_timer_queue_offset: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "notEnqueued": self.not_enqueued,
+            "waiting": self.waiting,
+            "due": self.due,
+            "lastReadTimeMs": self.last_read_time_ms,
+            "lastTimerQueueOffset": self.last_timer_queue_offset,
+            "replay": TIMER_NOT_REPLAYED,
+        }
+
+
+def list_timer_messages(store: Store, *, now: int) -> list[TimerRow]:
+    """Messages of `rmq_sys_wheel_timer` (every queue), with TIMER_OUT_MS and where the timer store is.
+
+    `state`: `not-enqueued` (at or after timercheck's lastTimerQueueOffset: the timer store has not read
+    it yet), `passed` (its slot time is before lastReadTimeMs: delivered or rolled), `waiting` (in the
+    wheel), `unknown` (no timercheck file).
+    """
+    check = read_timercheck(store)
+    rows: list[TimerRow] = []
+    for queue_id in store.consume_queues.queue_ids(TIMER_TOPIC):
+        cq = store.consume_queue(TIMER_TOPIC, queue_id)
+        for q, phy, size, _tags in cq.units().tolist():
+            msg = read_message_or_none(store, phy, size)
+            props = msg.properties if msg is not None else {}
+            out_ms = (
+                java_parse_int(props.get(PROPERTY_TIMER_OUT_MS, "x"))
+                if PROPERTY_TIMER_OUT_MS in props
+                else None
+            )
+            if out_ms is None and PROPERTY_TIMER_OUT_MS in props and props[PROPERTY_TIMER_OUT_MS].isdigit():
+                out_ms = int(props[PROPERTY_TIMER_OUT_MS])  # a long beyond int range
+            real_topic, real_qid = _real_queue(msg) if msg is not None else (None, None)
+            roll = props.get(PROPERTY_TIMER_ROLL_TIMES)
+            if check is None:
+                state = "unknown"
+            elif q >= check.last_timer_queue_offset:
+                state = "not-enqueued"
+            elif out_ms is not None and out_ms < check.last_read_time_ms:
+                state = "passed"
+            else:
+                state = "waiting"
+            rows.append(
+                TimerRow(
+                    q,
+                    phy,
+                    size,
+                    out_ms,
+                    real_topic,
+                    real_qid,
+                    None if msg is None else msg.uniq_key,
+                    None if msg is None else msg.keys,
+                    None if msg is None else msg.store_timestamp,
+                    None if roll is None else java_parse_int(roll),
+                    props.get(PROPERTY_TIMER_DEL_UNIQKEY),
+                    state,
+                    state != "passed" and out_ms is not None and out_ms <= now,
+                )
+            )
+    return rows
+
+
+def timer_summary(store: Store, *, now: int) -> TimerSummary | None:
+    if not store.consume_queues.queue_ids(TIMER_TOPIC):
+        return None
+    rows = list_timer_messages(store, now=now)
+    check = read_timercheck(store)
+    return TimerSummary(
+        len(rows),
+        sum(r.state == "not-enqueued" for r in rows),
+        sum(r.state == "waiting" for r in rows),
+        sum(r.due for r in rows),
+        None if check is None else check.last_read_time_ms,
+        None if check is None else check.last_timer_queue_offset,
+    )
+
+
+_TIMER_COLUMNS = [
+    Column("queueOffset", "qOffset", kind="int"),
+    Column("deliverTimestamp", "deliver at (TIMER_OUT_MS)", kind="time"),
+    Column("due", kind="bool"),
+    Column("timerState", "timer state"),
+    Column("realTopic", "real topic", max_width=40),
+    Column("realQueueId", "queue", kind="int"),
+    Column("keys", max_width=30),
+    Column("uniqKey", "uniq key"),
+    Column("rollTimes", "rolls", kind="int"),
+    Column("deleteUniqKey", "deletes"),
+]
+
+
+def render_timer_list(rows: list[TimerRow], ctx: RenderContext, now: int) -> None:
+    title = f"5.x timer-wheel messages (rmq_sys_wheel_timer; due at {format_time(now, ctx.zone)})"
+    emit_rows(
+        (r.to_json() for r in rows), _TIMER_COLUMNS, ctx, title=None if ctx.machine else title, empty="(none)"
+    )
+    if rows and not ctx.machine:
+        ctx.out.write(f"note: {TIMER_NOT_REPLAYED}\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# delay replay: the plan
+
+
+def message_time_up(
+    msg: Message, major: int, *, store_timestamp: int = 0, queue_offset: int = 0, physical_offset: int = 0
+) -> Message:
+    """`ScheduleMessageService.messageTimeUp`: the record delivered for schedule record `msg`.
+
+    TOPIC/QUEUEID from REAL_TOPIC/REAL_QID; BODY (as stored), FLAG, SYSFLAG, born time and host, STOREHOST
+    and RECONSUMETIMES copied; PREPARED TRANSACTION OFFSET 0; PROPERTIES = the schedule record's whole map
+    re-serialised before DELAY (and the 5.x TIMER_* keys) are cleared from memory, so DELAY, REAL_TOPIC,
+    REAL_QID, WAIT stay in the stored string. STORETIMESTAMP, QUEUEOFFSET and PHYSICALOFFSET are the
+    append's. Raises DelayError when REAL_TOPIC/REAL_QID cannot give a destination.
+    """
+    topic, queue_id = _real_queue(msg)
+    if not topic:
+        raise DelayError(f"schedule record at {msg.physical_offset} has no REAL_TOPIC property")
+    if queue_id is None:
+        raise DelayError(
+            f"schedule record at {msg.physical_offset} has REAL_QID "
+            f"{msg.properties.get(PROPERTY_REAL_QUEUE_ID)!r}, not an int (Integer.parseInt fails)"
+        )
+    if major < 5 and java_length(topic) > MAX_TOPIC_LENGTH_V1:
+        raise DelayError(f"real topic of {java_length(topic)} characters: a 4.9.x broker refuses it (> 127)")
+    return build_message(
+        topic=topic,
+        body=msg.body,
+        properties=rebuild_properties(msg.properties_raw, major),
+        queue_id=queue_id,
+        flag=msg.flag,
+        queue_offset=queue_offset,
+        physical_offset=physical_offset,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=(msg.born_host, msg.born_port),
+        store_timestamp=store_timestamp,
+        store_host=(msg.store_host, msg.store_port),
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=0,
+    )
+
+
+def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
+    """A record as JSON; one not written yet has no position, store time or offsetMsgId (the append's)."""
+    out = record.to_json(include_body=False)
+    if not written:
+        out.update(physicalOffset=None, storeTimestamp=None, offsetMsgId=None)
+    return out
+
+
+Action = Literal["deliver", "done", "skip", "drop", "stop"]
+
+
+@dataclass
+class Delivery:
+    """One unit the replay looks at, and what `executeOnTimeUp` does with it."""
+
+    level: int
+    queue_offset: int  # in SCHEDULE_TOPIC_XXXX queue level-1
+    phy_offset: int
+    size: int
+    deliver_timestamp: int
+    action: Action
+    reason: str | None = None
+    source: Message | None = None
+    record: Message | None = None  # the record to write (deliver)
+    written: Message | None = None  # what was written (after execute)
+
+    def to_json(self) -> dict[str, Any]:
+        rec = self.written or self.record
+        return {
+            "level": self.level,
+            "queueOffset": self.queue_offset,
+            "phyOffset": self.phy_offset,
+            "deliverTimestamp": self.deliver_timestamp,
+            "action": self.action,
+            "reason": self.reason,
+            "realTopic": None if rec is None else rec.topic,
+            "realQueueId": None if rec is None else rec.queue_id,
+            "uniqKey": None if self.source is None else self.source.uniq_key,
+            "keys": None if self.source is None else self.source.keys,
+            "newQueueOffset": None if rec is None else rec.queue_offset,
+            "newPhyOffset": None if self.written is None else self.written.physical_offset,
+            "newStoreTimestamp": None if self.written is None else self.written.store_timestamp,
+            "record": None if rec is None else planned_json(rec, written=self.written is not None),
+        }
+
+
+@dataclass
+class ReplayPlan:
+    broker: BrokerMajor
+    now: int
+    levels: DelayLevels
+    deliveries: list[Delivery]
+    progress_before: dict[int, int]  # delayOffset.json as loaded
+    progress_after: dict[int, int]  # what it will hold
+    timer_messages: int = 0
+    notes: list[str] = field(default_factory=list)
+    level: int | None = None  # the --level asked for
+
+    @property
+    def to_deliver(self) -> list[Delivery]:
+        return [d for d in self.deliveries if d.action == "deliver"]
+
+    @property
+    def progress_changes(self) -> list[tuple[int, int | None, int]]:
+        return [
+            (lv, self.progress_before.get(lv), new)
+            for lv, new in sorted(self.progress_after.items())
+            if self.progress_before.get(lv) != new
+        ]
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.to_deliver or self.progress_changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerVersion": self.broker.major,
+            "brokerVersionReason": self.broker.reason,
+            "now": self.now,
+            "deliveries": [d.to_json() for d in self.deliveries],
+            "delayOffset": [{"level": lv, "from": old, "to": new} for lv, old, new in self.progress_changes],
+            "timerMessages": self.timer_messages,
+            "timerReplay": TIMER_NOT_REPLAYED if self.timer_messages else None,
+            "notes": self.notes,
+        }
+
+
+def plan_replay(
+    store: Store, *, now: int, level: int | None = None, broker_version: int | None = None
+) -> ReplayPlan:
+    """What `executeOnTimeUp` of every level (or just `level`) would do at `now`, record by record.
+
+    Per level, from its progress moved into the queue's [min, max]: a due unit is delivered (a unit
+    whose record is missing is skipped; one whose real topic is RMQ_SYS_TRANS_HALF_TOPIC is dropped), the
+    first unit not yet due stops the level. New progress: after the last delivered unit, and on 5.x also
+    the offset of the unit the level stopped at (`updateOffset(currOffset)`); 5.x also keeps the
+    `correctDelayOffset` clamp. Queue offsets of the new records are planned from the real queues' max
+    offsets; physical offset and store time are the append's.
+    """
+    broker = broker_major(store, broker_version)
+    levels = delay_levels(store)
+    progress = load_delay_progress(store)
+    plan = ReplayPlan(
+        broker,
+        now,
+        levels,
+        [],
+        dict(progress.table),
+        dict(progress.table),
+        notes=list(progress.notes),
+        level=level,
+    )
+    present = _schedule_levels(store)
+    if level is not None:
+        if level < 1:
+            raise DelayError(f"delay levels start at 1, not {level}")
+        present = [lv for lv in present if lv == level]
+    for lv in present:
+        delay = levels.delay_ms(lv)
+        cq = store.consume_queue(SCHEDULE_TOPIC, lv - 1)
+        stored = progress.table.get(lv)
+        start = effective_start(stored, cq.min_offset, cq.max_offset)
+        if delay is None:
+            if start < cq.max_offset:
+                plan.notes.append(
+                    f"level {lv} is not in messageDelayLevel: the broker has no task for it, "
+                    "nothing is delivered"
+                )
+            continue
+        if broker.major >= 5 and stored is not None and stored != start:
+            plan.progress_after[lv] = start  # correctDelayOffset at load
+        for q, phy, size, tags in iter_pending_units(store, lv, start, cq.max_offset):
+            deliver, _ = _deliver_time(store, lv, delay, phy, size, tags)
+            if correct_deliver_timestamp(now, deliver, delay) > now:
+                plan.deliveries.append(Delivery(lv, q, phy, size, deliver, "stop", "not due yet"))
+                if broker.major >= 5:
+                    plan.progress_after[lv] = q
+                break
+            msg = read_message_or_none(store, phy, size)
+            if msg is None:
+                plan.deliveries.append(
+                    Delivery(
+                        lv,
+                        q,
+                        phy,
+                        size,
+                        deliver,
+                        "skip",
+                        "no message at this offset (lookMessageByOffset null)",
+                    )
+                )
+                continue
+            try:
+                record = message_time_up(msg, broker.major, store_timestamp=now)
+            except DelayError as exc:
+                plan.deliveries.append(Delivery(lv, q, phy, size, deliver, "stop", str(exc), msg))
+                plan.notes.append(
+                    f"level {lv} stops at queue offset {q}: {exc}; nothing after it is delivered"
+                )
+                break
+            if record.topic == TRANS_HALF_TOPIC:
+                plan.deliveries.append(
+                    Delivery(
+                        lv,
+                        q,
+                        phy,
+                        size,
+                        deliver,
+                        "drop",
+                        "real topic is RMQ_SYS_TRANS_HALF_TOPIC: discarded",
+                        msg,
+                    )
+                )
+                continue
+            plan.deliveries.append(Delivery(lv, q, phy, size, deliver, "deliver", None, msg, record))
+            plan.progress_after[lv] = q + 1
+    _recognise_delivered(store, plan.deliveries)
+    next_queue_offset: dict[tuple[str, int], int] = {}
+    for d in plan.to_deliver:
+        key = (d.record.topic, d.record.queue_id)
+        if key not in next_queue_offset:
+            next_queue_offset[key] = queue_max_offset(store, *key)
+        d.record = replace(d.record, queue_offset=next_queue_offset[key])
+        next_queue_offset[key] += 1
+    _check_destinations(store, plan)
+    clock = now_ms()
+    if now > clock and plan.to_deliver:
+        plan.notes.append(
+            f"--now is {human_duration(now - clock)} ahead of the clock: messages due by then are delivered "
+            "early, with store times before their delivery times"
+        )
+    plan.timer_messages = sum(1 for _ in _timer_units(store))
+    if plan.timer_messages:
+        plan.notes.append(f"{plan.timer_messages} message(s) in rmq_sys_wheel_timer: {TIMER_NOT_REPLAYED}")
+    return plan
+
+
+def _timer_units(store: Store) -> Iterator[int]:
+    for queue_id in store.consume_queues.queue_ids(TIMER_TOPIC):
+        cq = store.consume_queue(TIMER_TOPIC, queue_id)
+        yield from range(cq.min_offset, cq.max_offset)
+
+
+def queue_max_offset(store: Store, topic: str, queue_id: int) -> int:
+    """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ."""
+    if queue_id not in store.consume_queues.queue_ids(topic):
+        return 0
+    return store.consume_queue(topic, queue_id).max_offset
+
+
+def units_after(store: Store, topic: str, queue_id: int, phy_offset: int) -> np.ndarray:
+    """Native units (queueOffset, phyOffset, size, tagsCode) of a queue whose phyOffset > `phy_offset`,
+    read file by file from the end (a queue's physical offsets grow with its queue offsets)."""
+    if queue_id not in store.consume_queues.queue_ids(topic):
+        return np.empty(0, dtype=NATIVE_UNIT_DTYPE)
+    cq = store.consume_queue(topic, queue_id)
+    parts: list[np.ndarray] = []
+    per_file = cq.units_per_file
+    for f in reversed(cq.live_files):
+        first = f.start_offset // CQ_STORE_UNIT_SIZE
+        units = cq.units(max(first, cq.min_offset), first + per_file)
+        if len(units):
+            parts.append(units[units["phyOffset"] > phy_offset])
+            real = units[units["size"] != FILLER_SIZE]
+            if len(real) and int(real["phyOffset"][0]) <= phy_offset:
+                break
+    if not parts:
+        return np.empty(0, dtype=NATIVE_UNIT_DTYPE)
+    return np.concatenate(parts[::-1])
+
+
+def same_delivery(found: Message, planned: Message) -> bool:
+    """Is `found` the record `planned` describes, but for STORETIMESTAMP, QUEUEOFFSET, PHYSICALOFFSET
+    (and a 5.2+ property CRC trailer, which covers those)?"""
+    return (
+        found.topic == planned.topic
+        and found.queue_id == planned.queue_id
+        and found.body == planned.body
+        and found.flag == planned.flag
+        and found.sys_flag == planned.sys_flag
+        and found.born_timestamp == planned.born_timestamp
+        and found.born_host == planned.born_host
+        and found.born_port == planned.born_port
+        and found.store_host == planned.store_host
+        and found.store_port == planned.store_port
+        and found.reconsume_times == planned.reconsume_times
+        and found.prepared_transaction_offset == planned.prepared_transaction_offset
+        and split_crc32_trailer(found.properties_raw)[0] == split_crc32_trailer(planned.properties_raw)[0]
+    )
+
+
+class CopyFinder:
+    """Finds records already in a real queue that equal planned ones (written by the broker, or by an
+    earlier run that stopped before it could record its progress), each found record used once."""
+
+    def __init__(self, store: Store, bounds: dict[tuple[str, int], int]) -> None:
+        self.store = store
+        self.units = {key: units_after(store, key[0], key[1], phy) for key, phy in bounds.items()}
+        self.used: set[int] = set()
+
+    def find(self, planned: Message, after_phy: int, match=same_delivery) -> Message | None:
+        units = self.units.get((planned.topic, planned.queue_id))
+        if units is None or not len(units):
+            return None
+        tags = planned.tags_code()
+        sizes = {planned.total_size, planned.total_size + CRC32_RESERVED_LEN}
+        hits = units[
+            (units["phyOffset"] > after_phy)
+            & (units["tagsCode"] == tags)
+            & np.isin(units["size"], list(sizes))
+        ]
+        for phy, size in zip(hits["phyOffset"].tolist(), hits["size"].tolist(), strict=True):
+            if phy in self.used:
+                continue
+            found = read_message_or_none(self.store, phy, size)
+            if found is not None and match(found, planned):
+                self.used.add(phy)
+                return found
+        return None
+
+
+def _recognise_delivered(store: Store, deliveries: list[Delivery]) -> None:
+    """Mark deliveries whose record is already in the real queue after the schedule record as `done`."""
+    todo = [d for d in deliveries if d.action == "deliver"]
+    bounds: dict[tuple[str, int], int] = {}
+    for d in todo:
+        key = (d.record.topic, d.record.queue_id)
+        bounds[key] = min(bounds.get(key, d.phy_offset), d.phy_offset)
+    finder = CopyFinder(store, bounds)
+    for d in todo:
+        found = finder.find(d.record, d.phy_offset)
+        if found is not None:
+            d.action = "done"
+            d.written = found
+            d.reason = (
+                f"already delivered: {found.topic} queue {found.queue_id} offset {found.queue_offset} "
+                f"(phy {found.physical_offset}) is this record; only the progress moves"
+            )
+
+
+def _check_destinations(store: Store, plan: ReplayPlan) -> None:
+    """Warn where a real queue is not readable by consumers (not in topics.json or past readQueueNums)."""
+    try:
+        topics = store.config("topics.json").load().model.topic_config_table
+    except MqtoolError:
+        return
+    seen: set[tuple[str, int]] = set()
+    for d in plan.to_deliver:
+        key = (d.record.topic, d.record.queue_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        config = topics.get(key[0])
+        if config is None:
+            plan.notes.append(f"{key[0]} is not in topics.json: consumers will not find queue {key[1]}")
+        elif key[1] >= config.read_queue_nums:
+            plan.notes.append(f"{key[0]} queue {key[1]} is past readQueueNums {config.read_queue_nums}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# delay replay: execution
+
+
+@dataclass
+class ReplayResult:
+    executed: bool
+    written: list[Message] = field(default_factory=list)
+    delay_offset_written: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def execute_replay(store: Store, plan: ReplayPlan, execute: bool) -> ReplayResult:
+    """Write the plan: append + dispatch the delivered records, then advance delayOffset.json.
+
+    Dry run unless `execute`; with it, the write safety rules of `mqtool.safety` (no broker may hold the
+    store lock; we hold it while writing). The order makes a crash harmless: records first, progress
+    last, and the progress is re-derived at the next run from the queues (a record already delivered is
+    recognised by its UNIQ_KEY in the real queue after the schedule record, so it is not delivered twice).
+    """
+    from mqtool.safety import write_guard
+
+    result = ReplayResult(executed=False)
+    with write_guard(store, execute) as writable:
+        if not writable or not plan.changes_anything:
+            return result
+        refuse_unclean(store)
+        writer = store_writer(store, plan.broker.major)
+        with Store(store.root, store.broker_config) as again:  # fresh views, under the lock
+            fresh = plan_replay(again, now=plan.now, level=plan.level, broker_version=plan.broker.major)
+        if [(d.level, d.queue_offset, d.action) for d in fresh.deliveries] != [
+            (d.level, d.queue_offset, d.action) for d in plan.deliveries
+        ]:
+            raise DelayError("the store changed since the plan was made; run the command again")
+        records = [d.record for d in plan.to_deliver]
+        written = writer.append(records) if records else []
+        for d, w in zip(plan.to_deliver, written, strict=True):
+            d.written = w
+        result.written = written
+        result.notes.extend(writer.warnings)
+        crash_point("delay-appended")
+        if plan.progress_changes:
+            model = load_delay_progress(store).model
+            for lv, _old, new in plan.progress_changes:
+                model.offset_table[lv] = new
+            store.config(DELAY_OFFSET).save(model)
+            result.delay_offset_written = True
+        result.executed = True
+    return result
+
+
+def refuse_unclean(store: Store) -> None:
+    """No write while `abort` exists: the broker's recovery (or `mqtool rebuild`) must run first, so the
+    ConsumeQueues this module reads to recognise earlier deliveries are complete."""
+    if (store.root / "abort").exists():
+        raise WriteNotAvailableError(
+            "`abort` exists: the last broker run (or an interrupted mqtool write) did not finish. Start the "
+            "broker once so its recovery runs (or rebuild the consume queues and index), then run this again",
+            str(store.root / "abort"),
+        )
+
+
+class StoreWriter:
+    """The store write path for records built here: `store.appender.CommitLogAppender` appends them with
+    the broker's CommitLog rules (queue offset, physical offset, store time, file roll) and dispatches
+    them to the ConsumeQueues and the index as ReputMessageService does."""
+
+    def __init__(self, store: Store, appender_module: Any, major: int | None = None) -> None:
+        self.store = store
+        self._appender = appender_module
+        self.major = major
+        self.warnings: list[str] = []
+
+    def append(self, records: list[Message]) -> list[Message]:
+        """Append `records` in order; returns them as written (queue offset, physical offset, store time)."""
+        if not records:
+            return []
+        hosts = {(r.store_host, r.store_port) for r in records}
+        host = next(iter(hosts)) if len(hosts) == 1 else None
+        if host is None:
+            self.warnings.append("records with different store hosts: the store's own host is written")
+        mod = self._appender
+        written: list[Message] = []
+        with mod.CommitLogAppender(
+            self.store.root, broker_config=self.store.broker_config, version=self.major, store_host=host
+        ) as app:
+            self.warnings.extend(app.warnings)
+            for r in records:
+                result = app.append(
+                    mod.NewMessage(
+                        topic=r.topic,
+                        body=r.body,
+                        properties=r.properties_raw,
+                        queue_id=r.queue_id,
+                        flag=r.flag,
+                        sys_flag=r.sys_flag,
+                        born_timestamp=r.born_timestamp,
+                        born_host=(r.born_host, r.born_port),
+                        reconsume_times=r.reconsume_times,
+                        prepared_transaction_offset=r.prepared_transaction_offset,
+                    )
+                )
+                written.append(
+                    replace(
+                        r,
+                        queue_offset=result.queue_offset,
+                        physical_offset=result.physical_offset,
+                        store_timestamp=result.store_timestamp,
+                        total_size=result.total_size,
+                    )
+                )
+        return written
+
+
+_NOT_AVAILABLE = (
+    "--execute is not available: the store write path (store/appender.py) is not in this build; the "
+    "plan above is exactly what would be written"
+)
+
+
+def store_writer(store: Store, major: int | None = None) -> StoreWriter:
+    """The write path, or WriteNotAvailableError when this build does not have it."""
+    try:
+        from store import appender
+    except ImportError as exc:  # pragma: no cover - the write path is part of the package
+        raise WriteNotAvailableError(_NOT_AVAILABLE) from exc
+    return StoreWriter(store, appender, major)
+
+
+# ---------------------------------------------------------------------------------------------------
+# delay replay: rendering
+
+
+_PLAN_COLUMNS = [
+    Column("level", kind="int"),
+    Column("queueOffset", "qOffset", kind="int"),
+    Column("deliverTimestamp", "deliver at", kind="time"),
+    Column("action"),
+    Column("realTopic", "real topic", max_width=40),
+    Column("realQueueId", "queue", kind="int"),
+    Column("newQueueOffset", "new qOffset", kind="int"),
+    Column("keys", max_width=30),
+    Column("uniqKey", "uniq key"),
+    Column("reason", max_width=60),
+]
+
+
+def render_plan(plan: ReplayPlan, result: ReplayResult, ctx: RenderContext, execute: bool) -> None:
+    document = plan.to_json()
+    document["executed"] = result.executed
+
+    def human() -> None:
+        out = ctx.out
+        out.write(f"{plan.broker.describe()}; now = {format_time(plan.now, ctx.zone)}\n")
+        emit_rows(
+            [d.to_json() for d in plan.deliveries],
+            _PLAN_COLUMNS,
+            ctx,
+            title="Delay replay (executeOnTimeUp per level)",
+            empty="(nothing due)",
+        )
+        changes = plan.progress_changes
+        if changes:
+            emit_rows(
+                [{"level": lv, "from": old, "to": new} for lv, old, new in changes],
+                [Column("level", kind="int"), Column("from", kind="int"), Column("to", kind="int")],
+                ctx,
+                title="delayOffset.json",
+            )
+        for note in plan.notes + result.notes:
+            out.write(f"note: {note}\n")
+        n = len(plan.to_deliver)
+        if result.executed:
+            offsets = "updated" if result.delay_offset_written else "unchanged"
+            out.write(f"delivered {n} message(s); delayOffset.json {offsets}\n")
+        elif not plan.changes_anything:
+            out.write("nothing to do\n")
+        elif not execute:
+            out.write(f"dry run: {n} message(s) would be delivered; add --execute to write\n")
+
+    emit_document(document, ctx, human)
+
+
+__all__ = [
+    "DELAY_OFFSET",
+    "SCHEDULE_TOPIC",
+    "TIMER_NOT_REPLAYED",
+    "TIMER_TOPIC",
+    "BrokerMajor",
+    "DelayError",
+    "DelayLevels",
+    "DelayListing",
+    "DelayRow",
+    "DelayStats",
+    "Delivery",
+    "LevelStats",
+    "ReplayPlan",
+    "ReplayResult",
+    "TimerRow",
+    "WriteNotAvailableError",
+    "broker_major",
+    "correct_deliver_timestamp",
+    "delay_levels",
+    "delay_stats",
+    "effective_start",
+    "execute_replay",
+    "java_hashmap_order",
+    "list_delayed",
+    "list_timer_messages",
+    "load_delay_progress",
+    "message_time_up",
+    "plan_replay",
+    "planned_json",
+    "read_message_or_none",
+    "refuse_unclean",
+    "rebuild_properties",
+    "render_list",
+    "render_plan",
+    "render_stats",
+    "render_timer_list",
+]

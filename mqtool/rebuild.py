@@ -1,0 +1,404 @@
+"""`mqtool rebuild [cq|index|all]`: rebuild ConsumeQueues and/or the index from the commitlog.
+
+The rebuild dispatches every live commitlog record as the broker does (`store.rebuild`, whose
+docstring says what a rebuild of a crashed or retention-trimmed store means) into a staging
+directory, compares the result with the current files, and prints that plan: per queue whether its
+files stay the same, differ (and from which queue offset), are new, removed or kept, and whether the
+index contents change. That makes the dry run a consistency check. With `--execute`, under
+`mqtool.safety.write_guard` (refused while a broker holds the lock), the rebuilt directories are
+swapped in atomically; nothing is written when nothing differs.
+
+Settings, each from the first source that has it: the command-line flag, `--broker-config`, the
+current files, the broker default (`mappedFileSizeConsumeQueue`, `maxHashSlotNum`, `maxIndexNum`).
+The dry run builds in a temporary directory outside the store; `--execute` builds inside the store
+root (same file system, so the swap is a rename).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any
+
+from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
+from formats.errors import MqtoolError
+from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
+from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+from mqtool.safety import warn, write_guard
+from store.appender import detect_store_version
+from store.config import ConfigFile
+from store.consumequeue import is_rocksdb_dir
+from store.dispatch import delay_levels_ms, existing_cq_file_size, existing_index_geometry
+from store.rebuild import (
+    DIRECTORIES,
+    BuildResult,
+    IndexDiff,
+    QueueDiff,
+    build_staging,
+    compare_consume_queues,
+    compare_index,
+    finish,
+    prepare_staging,
+)
+from store.storedir import Store
+
+TARGETS = ("cq", "index", "all")
+
+
+class RebuildRefused(MqtoolError):
+    """A rebuild mqtool will not do on this store."""
+
+
+@dataclass
+class Setting:
+    value: int
+    source: str
+
+
+@dataclass
+class RebuildReport:
+    """The plan (and, with execute, what was done)."""
+
+    target: str
+    execute: bool
+    root: Path
+    cq_file_size: Setting
+    hash_slot_num: Setting
+    index_num: Setting
+    version: str
+    build: BuildResult
+    queues: list[QueueDiff]
+    index: IndexDiff | None
+    executed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        queue_change = any(q.status != "same" for q in self.queues)
+        return queue_change or (self.index is not None and self.index.status != "same")
+
+    def to_json(self) -> dict[str, Any]:
+        b = self.build
+        doc: dict[str, Any] = {
+            "target": self.target,
+            "execute": self.execute,
+            "executed": self.executed,
+            "changes": self.changes,
+            "store": str(self.root),
+            "brokerVersion": self.version,
+            "settings": {
+                "mappedFileSizeConsumeQueue": vars(self.cq_file_size),
+                "maxHashSlotNum": vars(self.hash_slot_num),
+                "maxIndexNum": vars(self.index_num),
+            },
+            "commitlog": {
+                "minOffset": b.commitlog_min_offset,
+                "validEnd": b.valid_end,
+                "stop": b.stop_kind,
+                "stopReason": b.stop_reason,
+                "messages": b.messages,
+                "lastStoreTimestamp": b.last_store_timestamp,
+            },
+            "warnings": self.warnings,
+        }
+        if b.cq:
+            doc["consumeQueues"] = {
+                "units": b.cq_units,
+                "queues": [_queue_row(q) for q in self.queues],
+            }
+        if self.index is not None:
+            doc["index"] = {
+                "status": self.index.status,
+                "firstDifference": self.index.first_difference,
+                "keys": b.index_keys,
+                "current": [_index_row(n, h) for n, h in self.index.old_files],
+                "rebuilt": [_index_row(n, h) for n, h in self.index.new_files],
+            }
+        return doc
+
+
+def _queue_row(q: QueueDiff) -> dict[str, Any]:
+    return {
+        "topic": q.topic,
+        "queueId": q.queue_id,
+        "status": q.status,
+        "minOffset": q.old_min,
+        "maxOffset": q.old_max,
+        "newMinOffset": q.new_min,
+        "newMaxOffset": q.new_max,
+        "files": q.old_files,
+        "newFiles": q.new_files,
+        "firstDifference": q.first_difference,
+    }
+
+
+def _index_row(name: str, h) -> dict[str, Any]:
+    return {
+        "file": name,
+        "beginTimestamp": h.begin_timestamp,
+        "endTimestamp": h.end_timestamp,
+        "beginPhyOffset": h.begin_phy_offset,
+        "endPhyOffset": h.end_phy_offset,
+        "hashSlotCount": h.hash_slot_count,
+        "indexCount": h.index_count,
+    }
+
+
+# --- settings --------------------------------------------------------------------------------------
+
+
+def resolve_settings(
+    store: Store,
+    cq_file_size: int | None = None,
+    hash_slot_num: int | None = None,
+    index_num: int | None = None,
+) -> tuple[Setting, Setting, Setting, list[str]]:
+    """(mappedFileSizeConsumeQueue, maxHashSlotNum, maxIndexNum) with where each came from."""
+    notes: list[str] = []
+    cfg = store.broker_config
+
+    def pick(flag: int | None, flag_name: str, key: str, found: int | None, default: int) -> Setting:
+        if flag is not None:
+            if flag <= 0:
+                raise RebuildRefused(f"{flag_name} must be positive")
+            return Setting(flag, flag_name)
+        if key in cfg.explicit:
+            return Setting(getattr(cfg, key), "broker.conf")
+        if found is not None:
+            return Setting(found, "current files")
+        return Setting(default, "broker default")
+
+    found_cq = existing_cq_file_size(store.root)
+    try:
+        geometry = existing_index_geometry(store.root)
+    except MqtoolError as exc:
+        geometry = None
+        notes.append(f"index geometry not readable from the current files ({exc})")
+    cq = pick(cq_file_size, "--mapped-file-size-consume-queue", "mappedFileSizeConsumeQueue", found_cq,
+              DEFAULT_CQ_FILE_SIZE)  # fmt: skip
+    slots = pick(hash_slot_num, "--max-hash-slot-num", "maxHashSlotNum",
+                 geometry.hash_slot_num if geometry else None, DEFAULT_HASH_SLOT_NUM)  # fmt: skip
+    num = pick(index_num, "--max-index-num", "maxIndexNum", geometry.index_num if geometry else None,
+               DEFAULT_INDEX_NUM)  # fmt: skip
+    if cq.value % 20:
+        raise RebuildRefused(f"mappedFileSizeConsumeQueue {cq.value} is not a multiple of 20")
+    if num.value < 2:
+        raise RebuildRefused("maxIndexNum must be at least 2")
+    return cq, slots, num, notes
+
+
+def _refuse_unsupported(store: Store, cq: bool) -> None:
+    root = store.root
+    if cq and is_rocksdb_dir(root / "consumequeue"):
+        raise RebuildRefused(
+            "consume queues are stored in RocksDB (storeType=defaultRocksDB); only file-based ones can be "
+            "rebuilt",
+            str(root / "consumequeue"),
+        )
+    if cq and (root / "consumequeue_ext").is_dir():
+        raise RebuildRefused(
+            "consumequeue_ext/ exists (enableConsumeQueueExt): units hold ext addresses, which mqtool does "
+            "not build",
+            str(root / "consumequeue_ext"),
+        )
+    if cq:
+        try:
+            topics = ConfigFile(root, "topics.json").load().model
+        except MqtoolError:
+            topics = None
+        for name, config in getattr(topics, "topic_config_table", {}).items():
+            if (config.attributes or {}).get("queue.type", "").lower() == "batchcq":
+                raise RebuildRefused(
+                    f"topic {name} is a BatchCQ topic (batchconsumequeue/), which mqtool does not build",
+                    str(root / "config" / "topics.json"),
+                )
+    commitlog = root / "commitlog"
+    if not commitlog.is_dir() or not any(p.name.isdigit() for p in commitlog.iterdir()):
+        raise RebuildRefused("the commitlog has no files: there is nothing to rebuild from", str(commitlog))
+
+
+# --- the operation ---------------------------------------------------------------------------------
+
+
+def rebuild(
+    store: Store,
+    target: str = "all",
+    *,
+    execute: bool = False,
+    cq_file_size: int | None = None,
+    hash_slot_num: int | None = None,
+    index_num: int | None = None,
+    zone: tzinfo | None = None,
+    now: Callable[[], int] | None = None,
+    note: Callable[[str], None] = warn,
+    progress: Callable[[int], None] | None = None,
+) -> RebuildReport:
+    """Plan the rebuild of `target` (cq, index, all); with `execute`, also do it."""
+    if target not in TARGETS:
+        raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index or all")
+    do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
+    _refuse_unsupported(store, do_cq)
+    cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
+    version = detect_store_version(store.root)
+    version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"
+    clock = now or (lambda: int(time.time() * 1000))
+    delay_levels = delay_levels_ms(store.broker_config.delay_level_table())
+    with write_guard(store, execute, note=note) as may_write:
+        scratch: Path | None = None
+        if may_write:
+            staging = prepare_staging(store.root)
+        else:
+            scratch = Path(tempfile.mkdtemp(prefix="mqtool-rebuild-"))
+            staging = scratch / "staging"
+        try:
+            result = build_staging(
+                store.root,
+                staging,
+                cq=do_cq,
+                index=do_index,
+                cq_file_size=cq_size.value,
+                index_geometry=IndexGeometry(slots.value, num.value),
+                delay_levels=delay_levels,
+                now_ms=clock,
+                zone=zone,
+                accept_v2=version is None or version.major >= 5,
+                progress=progress,
+            )
+            report = RebuildReport(
+                target,
+                execute,
+                store.root,
+                cq_size,
+                slots,
+                num,
+                version_text,
+                result,
+                compare_consume_queues(store.root, result) if do_cq else [],
+                compare_index(store.root, result) if do_index else None,
+                warnings=notes + result.warnings,
+            )
+            if result.stop_kind != "end":
+                report.warnings.append(
+                    f"the commitlog ends with a {result.stop_kind} record at {result.valid_end} "
+                    f"({result.stop_reason}); the rebuild covers the records before it, as the broker's "
+                    "recovery would"
+                )
+            if may_write:
+                if report.changes:
+                    names = [
+                        DIRECTORIES[t]
+                        for t in ("cq", "index")
+                        if (t == "cq" and do_cq) or (t == "index" and do_index)
+                    ]
+                    finish(store.root, result, names)
+                    report.executed = True
+                else:
+                    shutil.rmtree(staging, ignore_errors=True)
+        except BaseException:
+            if may_write:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+    return report
+
+
+# --- rendering -------------------------------------------------------------------------------------
+
+QUEUE_COLUMNS = [
+    Column("topic", max_width=48),
+    Column("queueId", "queue", "int"),
+    Column("status"),
+    Column("minOffset", "min", "int"),
+    Column("maxOffset", "max", "int"),
+    Column("newMinOffset", "new min", "int"),
+    Column("newMaxOffset", "new max", "int"),
+    Column("files", "files", "int"),
+    Column("newFiles", "new files", "int"),
+    Column("firstDifference", "first diff at", "int"),
+]
+INDEX_COLUMNS = [
+    Column("file"),
+    Column("beginTimestamp", "begin", "time"),
+    Column("endTimestamp", "end", "time"),
+    Column("beginPhyOffset", "begin offset", "int"),
+    Column("endPhyOffset", "end offset", "int"),
+    Column("indexCount", "indexCount", "int"),
+]
+
+
+def render_report(report: RebuildReport, ctx: RenderContext) -> None:
+    doc = report.to_json()
+
+    def human() -> None:
+        b = report.build
+        if report.executed:
+            verdict = "rebuilt and swapped in"
+        elif report.execute:
+            verdict = "nothing to do: the current files are what the rebuild gives"
+        elif report.changes:
+            verdict = "dry run: would rewrite (use --execute)"
+        else:
+            verdict = "dry run: the current files match the rebuild"
+        pairs: list[tuple[str, Any, str]] = [
+            ("store", str(report.root), "text"),
+            ("rebuild", report.target, "text"),
+            ("result", verdict, "text"),
+            ("broker version", report.version, "text"),
+            ("commitlog", f"[{b.commitlog_min_offset}, {b.valid_end}) {b.messages} messages", "text"),
+            ("commitlog end", f"{b.stop_kind} {b.stop_reason}".strip(), "text"),
+        ]
+        if b.cq:
+            changed = sum(1 for q in report.queues if q.status != "same")
+            pairs.append(
+                (
+                    "mappedFileSizeConsumeQueue",
+                    f"{report.cq_file_size.value} ({report.cq_file_size.source})",
+                    "text",
+                )
+            )
+            pairs.append(
+                ("consume queues", f"{len(report.queues)} ({changed} change), {b.cq_units} units", "text")
+            )
+        if report.index is not None:
+            pairs.append(
+                ("maxHashSlotNum", f"{report.hash_slot_num.value} ({report.hash_slot_num.source})", "text")
+            )
+            pairs.append(("maxIndexNum", f"{report.index_num.value} ({report.index_num.source})", "text"))
+            diff = report.index.status + (
+                f" ({report.index.first_difference})" if report.index.first_difference else ""
+            )
+            pairs.append(
+                ("index", f"{diff}; {len(report.index.new_files)} files, {b.index_keys} keys", "text")
+            )
+        for text in report.warnings:
+            pairs.append(("warning", text, "text"))
+        emit_fields(pairs, ctx, title="Rebuild plan" if not report.executed else "Rebuild")
+        if b.cq:
+            emit_table([_queue_row(q) for q in report.queues], QUEUE_COLUMNS, ctx, title="ConsumeQueues")
+        if report.index is not None:
+            emit_table(
+                [_index_row(n, h) for n, h in report.index.new_files],
+                INDEX_COLUMNS,
+                ctx,
+                title="Rebuilt index files",
+            )
+
+    emit_document(doc, ctx, human)
+
+
+__all__ = [
+    "TARGETS",
+    "RebuildRefused",
+    "RebuildReport",
+    "Setting",
+    "rebuild",
+    "render_report",
+    "resolve_settings",
+]

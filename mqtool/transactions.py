@@ -1,0 +1,1035 @@
+"""Transaction queue (`mqtool txn`): which half messages are pending, committed or rolled back, and ending
+them offline exactly as EndTransactionProcessor does.
+
+Reading (OPERATIONS §7): half messages live in `RMQ_SYS_TRANS_HALF_TOPIC` (queue 0), op messages in
+`RMQ_SYS_TRANS_OP_HALF_TOPIC` (same queue id, tag `d`, body = half queue offsets: 4.9.x one decimal
+offset, 5.1+ `h,h,h,` batches). A half is *done* when an op names it; *committed* when, in addition, a
+record in its real queue (REAL_TOPIC/REAL_QID) has SYSFLAG type COMMIT and PREPARED TRANSACTION OFFSET =
+the half's commitlog offset; *rolled back* otherwise. The check-back service re-appends halves it checks
+(TRANSACTION_CHECK_TIMES incremented; 5.x immunity copies carry TRAN_PREPARED_QUEUE_OFFSET = the original
+queue offset), so a transaction is the original half plus its re-put copies, keyed on the original offset;
+an op naming any of them ends it. Halves given up by the check service were copied to
+`TRANS_CHECK_MAX_TIME_TOPIC` (state `discarded`).
+
+Writing (`plan_end` + `execute_end`): a commit appends the commit copy (`endMessageTransaction`: the half's
+whole property map re-serialised, SYSFLAG type COMMIT, PREPARED TRANSACTION OFFSET = the half's offset) to
+the real queue; commit and rollback both append an op message (5.x batched `h,` body, 4.9.x one per
+offset). Dry run by default; `--execute` under the write safety rules; idempotent (a done transaction is
+left alone, a commit copy already written by an interrupted run is reused and only the op is added).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from formats.commitlog import Message, build_message, java_length, java_parse_int
+from formats.errors import MqtoolError
+from formats.javahash import tags_code as tags_hash
+from formats.properties import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    encode_properties,
+)
+from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
+from mqtool.delay import (
+    MAX_TOPIC_LENGTH_V1,
+    TIMER_PROPERTIES,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    BrokerMajor,
+    broker_major,
+    crash_point,
+    human_duration,
+    java_hashmap_order,
+    planned_json,
+    queue_max_offset,
+    read_message_or_none,
+    rebuild_properties,
+    refuse_unclean,
+    store_writer,
+    units_after,
+)
+from mqtool.render import Column, RenderContext, emit_document, emit_rows
+from mqtool.timeparse import format_time
+from store.storedir import Store
+
+CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRANS_GROUP = "CID_RMQ_SYS_TRANS"
+REMOVE_TAG = "d"
+OFFSET_SEPARATOR = ","
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+PROPERTY_TRANSACTION_ID = "__transactionId__"
+PROPERTY_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+PROPERTY_CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+TRANSACTION_TIMEOUT_MS = 6000  # BrokerConfig.transactionTimeOut
+TRANSACTION_OP_MSG_MAX_SIZE = 4096  # BrokerConfig.transactionOpMsgMaxSize (5.1+)
+
+State = Literal["pending", "committed", "rolled-back", "discarded"]
+STATES: tuple[str, ...] = ("pending", "committed", "rolled-back", "discarded")
+
+
+class TransactionError(MqtoolError):
+    """A transaction request that cannot be carried out (unknown half offset, conflicting end, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading: halves, ops, commit copies, discards
+
+
+@dataclass
+class HalfRecord:
+    """One record of the half queue (an original half or a copy the check service re-appended)."""
+
+    queue_id: int
+    queue_offset: int
+    message: Message
+
+    @property
+    def check_times(self) -> int | None:
+        value = self.message.properties.get(PROPERTY_CHECK_TIMES)
+        return None if value is None else java_parse_int(value)
+
+    @property
+    def prepared_queue_offset(self) -> int | None:
+        value = self.message.properties.get(PROPERTY_PREPARED_QUEUE_OFFSET)
+        return None if value is None else _java_parse_long(value)
+
+    @property
+    def is_copy(self) -> bool:
+        """Re-appended by the check service (it always sets TRANSACTION_CHECK_TIMES first)."""
+        props = self.message.properties
+        return PROPERTY_CHECK_TIMES in props or PROPERTY_PREPARED_QUEUE_OFFSET in props
+
+    @property
+    def is_immunity_copy(self) -> bool:
+        return PROPERTY_PREPARED_QUEUE_OFFSET in self.message.properties
+
+
+def _java_parse_long(text: str) -> int | None:
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+@dataclass
+class OpRecord:
+    queue_offset: int
+    phy_offset: int
+    store_timestamp: int
+    offsets: list[int]
+
+
+@dataclass
+class OpScan:
+    """The op queue of one half queue: which half offsets each op names."""
+
+    by_half_offset: dict[int, OpRecord] = field(default_factory=dict)
+    ops: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_op_body(body: bytes) -> tuple[list[int], list[str]]:
+    """Half queue offsets of an op body, both forms (`1234` and `1,2,3,`): split on `,`, empty parts
+    ignored; parts that are not longs are reported (a 4.9.x broker reads `1,2,` as one bad number)."""
+    text = body.decode("utf-8", "replace")
+    offsets: list[int] = []
+    bad: list[str] = []
+    for part in text.split(OFFSET_SEPARATOR):
+        if not part:
+            continue
+        value = _java_parse_long(part)
+        if value is None:
+            bad.append(part)
+        else:
+            offsets.append(value)
+    return offsets, bad
+
+
+def scan_ops(store: Store, queue_id: int) -> OpScan:
+    scan = OpScan()
+    if queue_id not in store.consume_queues.queue_ids(TRANS_OP_HALF_TOPIC):
+        return scan
+    cq = store.consume_queue(TRANS_OP_HALF_TOPIC, queue_id)
+    for q, phy, size, _tags in cq.units().tolist():
+        msg = read_message_or_none(store, phy, size)
+        if msg is None:
+            scan.notes.append(f"op queue offset {q}: no message at phy {phy}")
+            continue
+        if msg.tags != REMOVE_TAG:
+            continue
+        scan.ops += 1
+        offsets, bad = parse_op_body(msg.body)
+        if bad:
+            scan.notes.append(f"op queue offset {q}: body parts that are not offsets: {bad[:3]}")
+        record = OpRecord(q, phy, msg.store_timestamp, offsets)
+        for h in offsets:
+            scan.by_half_offset.setdefault(h, record)
+    return scan
+
+
+@dataclass
+class Transaction:
+    """An original half and its re-put copies, keyed on the original half queue offset."""
+
+    queue_id: int
+    members: list[HalfRecord]
+    state: State = "pending"
+    op: OpRecord | None = None
+    op_named: int | None = None  # the half offset the op names
+    commit: Message | None = None
+    discard: Message | None = None
+    notes: list[str] = field(default_factory=list)
+    # derived at listing time
+    age_ms: int | None = None
+    check_max: int = 15
+    timeout_ms: int = TRANSACTION_TIMEOUT_MS
+
+    @property
+    def original(self) -> HalfRecord:
+        return self.members[0]
+
+    @property
+    def latest(self) -> HalfRecord:
+        return self.members[-1]
+
+    @property
+    def target(self) -> HalfRecord:
+        """The half an END_TRANSACTION names: the newest member that is not an immunity copy."""
+        for member in reversed(self.members):
+            if not member.is_immunity_copy:
+                return member
+        return self.original
+
+    @property
+    def half_queue_offset(self) -> int:
+        return self.original.queue_offset
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return self.latest.message.properties
+
+    @property
+    def real_topic(self) -> str | None:
+        return self.properties.get(PROPERTY_REAL_TOPIC)
+
+    @property
+    def real_queue_id(self) -> int | None:
+        value = self.properties.get(PROPERTY_REAL_QUEUE_ID)
+        return None if value is None else java_parse_int(value)
+
+    @property
+    def check_times(self) -> int:
+        return self.latest.check_times or 0
+
+    @property
+    def immunity_ms(self) -> int | None:
+        """`getImmunityTime`: CHECK_IMMUNITY_TIME_IN_SECONDS * 1000, at least transactionTimeOut."""
+        value = self.properties.get(PROPERTY_CHECK_IMMUNITY)
+        if value is None:
+            return None
+        seconds = _java_parse_long(value)
+        ms = seconds * 1000 if seconds is not None else 0
+        return max(ms, self.timeout_ms)
+
+    @property
+    def immune(self) -> bool:
+        immunity = self.immunity_ms
+        return immunity is not None and self.age_ms is not None and self.age_ms < immunity
+
+    def to_json(self) -> dict[str, Any]:
+        msg = self.original.message
+        props = self.properties
+        commit = self.commit
+        return {
+            "halfQueueOffset": self.half_queue_offset,
+            "phyOffset": msg.physical_offset,
+            "state": self.state,
+            "realTopic": self.real_topic,
+            "realQueueId": self.real_queue_id,
+            "producerGroup": props.get(PROPERTY_PRODUCER_GROUP),
+            "transactionId": props.get(PROPERTY_TRANSACTION_ID) or msg.uniq_key,
+            "checkTimes": self.check_times,
+            "bornTimestamp": msg.born_timestamp,
+            "queueId": self.queue_id,
+            "uniqKey": msg.uniq_key,
+            "keys": msg.keys,
+            "tags": msg.tags,
+            "storeTimestamp": msg.store_timestamp,
+            "ageMs": self.age_ms,
+            "transactionCheckMax": self.check_max,
+            "checkLimitReached": self.check_times >= self.check_max,
+            "checkImmunitySeconds": props.get(PROPERTY_CHECK_IMMUNITY),
+            "immunityMs": self.immunity_ms,
+            "immune": self.immune,
+            "copies": [
+                {
+                    "queueOffset": m.queue_offset,
+                    "phyOffset": m.message.physical_offset,
+                    "checkTimes": m.check_times,
+                }
+                for m in self.members[1:]
+            ],
+            "latestQueueOffset": self.latest.queue_offset,
+            "opQueueOffset": None if self.op is None else self.op.queue_offset,
+            "opNamesHalfOffset": self.op_named,
+            "commit": None
+            if commit is None
+            else {
+                "topic": commit.topic,
+                "queueId": commit.queue_id,
+                "queueOffset": commit.queue_offset,
+                "phyOffset": commit.physical_offset,
+                "preparedTransactionOffset": commit.prepared_transaction_offset,
+                "storeTimestamp": commit.store_timestamp,
+            },
+            "discardedTo": None
+            if self.discard is None
+            else {
+                "topic": self.discard.topic,
+                "queueId": self.discard.queue_id,
+                "queueOffset": self.discard.queue_offset,
+                "phyOffset": self.discard.physical_offset,
+            },
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class HalfQueueSummary:
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    check_offset: int  # RMQ_SYS_TRANS_HALF_TOPIC@CID_RMQ_SYS_TRANS (absent: min offset)
+    check_offset_stored: bool
+    op_min_offset: int
+    op_max_offset: int
+    op_check_offset: int | None
+    ops: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queueId": self.queue_id,
+            "minOffset": self.min_offset,
+            "maxOffset": self.max_offset,
+            "checkOffset": self.check_offset,
+            "checkOffsetStored": self.check_offset_stored,
+            "opMinOffset": self.op_min_offset,
+            "opMaxOffset": self.op_max_offset,
+            "opCheckOffset": self.op_check_offset,
+            "opMessages": self.ops,
+        }
+
+
+@dataclass
+class TxnReport:
+    now: int
+    broker: BrokerMajor
+    transactions: list[Transaction]
+    queues: list[HalfQueueSummary]
+    check_max: int
+    discarded_records: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(STATES, 0)
+        for t in self.transactions:
+            out[t.state] += 1
+        return out
+
+    def find(self, half_offset: int, queue_id: int = 0) -> Transaction | None:
+        for t in self.transactions:
+            if t.queue_id == queue_id and any(m.queue_offset == half_offset for m in t.members):
+                return t
+        return None
+
+
+def _check_offsets(store: Store, notes: list[str]) -> dict[tuple[str, int], int]:
+    try:
+        loaded = store.config("consumerOffset.json").load()
+    except MqtoolError as exc:
+        notes.append(f"consumerOffset.json cannot be loaded ({exc}): check progress taken as queue minimum")
+        return {}
+    out: dict[tuple[str, int], int] = {}
+    for topic in (TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC):
+        for queue_id, offset in (loaded.model.offset_table.get(f"{topic}@{TRANS_GROUP}") or {}).items():
+            out[(topic, queue_id)] = offset
+    return out
+
+
+def _group_halves(records: Iterable[HalfRecord]) -> list[list[HalfRecord]]:
+    """Originals with their re-put copies: a copy joins the latest earlier group with its UNIQ_KEY
+    (an immunity copy the group whose original offset it names)."""
+    groups: list[list[HalfRecord]] = []
+    by_uniq: dict[str, list[HalfRecord]] = {}
+    by_offset: dict[int, list[HalfRecord]] = {}
+    for record in records:
+        uniq = record.message.uniq_key
+        group = None
+        if record.is_copy:
+            named = record.prepared_queue_offset
+            group = by_offset.get(named) if named is not None else None
+            if group is None and uniq is not None:
+                group = by_uniq.get(uniq)
+        if group is None:
+            group = [record]
+            groups.append(group)
+            by_offset[record.queue_offset] = group
+        else:
+            group.append(record)
+        if uniq is not None:
+            by_uniq[uniq] = group
+    return groups
+
+
+def _commit_copies(store: Store, transactions: list[Transaction]) -> dict[int, Message]:
+    """Commit copies in the real queues, by PREPARED TRANSACTION OFFSET: per real queue the units after
+    the first half that names it, with the halves' tags code, whose record has SYSFLAG type COMMIT."""
+    wanted: dict[tuple[str, int], tuple[int, set[int]]] = {}
+    for t in transactions:
+        if t.real_topic is None or t.real_queue_id is None:
+            continue
+        key = (t.real_topic, t.real_queue_id)
+        low, codes = wanted.get(key, (t.original.message.physical_offset, set()))
+        codes.add(tags_hash(t.original.message.tags))
+        wanted[key] = (min(low, t.original.message.physical_offset), codes)
+    found: dict[int, Message] = {}
+    for (topic, queue_id), (low, codes) in wanted.items():
+        units = units_after(store, topic, queue_id, low)
+        for phy, size, tags in zip(
+            units["phyOffset"].tolist(), units["size"].tolist(), units["tagsCode"].tolist(), strict=True
+        ):
+            if tags not in codes:
+                continue
+            msg = read_message_or_none(store, phy, size)
+            if msg is not None and msg.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE:
+                found.setdefault(msg.prepared_transaction_offset, msg)
+    return found
+
+
+def _discards(store: Store) -> list[Message]:
+    out: list[Message] = []
+    for queue_id in store.consume_queues.queue_ids(CHECK_MAX_TIME_TOPIC):
+        cq = store.consume_queue(CHECK_MAX_TIME_TOPIC, queue_id)
+        for _q, phy, size, _tags in cq.units().tolist():
+            msg = read_message_or_none(store, phy, size)
+            if msg is not None:
+                out.append(msg)
+    return out
+
+
+def list_transactions(store: Store, *, now: int, broker_version: int | None = None) -> TxnReport:
+    """Every transaction of the half queue(s) and its state (see the module doc)."""
+    broker = broker_major(store, broker_version)
+    check_max = store.broker_config.transactionCheckMax
+    report = TxnReport(now, broker, [], [], check_max)
+    progress = _check_offsets(store, report.notes)
+    for queue_id in store.consume_queues.queue_ids(TRANS_HALF_TOPIC):
+        cq = store.consume_queue(TRANS_HALF_TOPIC, queue_id)
+        records: list[HalfRecord] = []
+        for q, phy, size, _tags in cq.units().tolist():
+            msg = read_message_or_none(store, phy, size)
+            if msg is None:
+                report.notes.append(f"half queue {queue_id} offset {q}: no message at phy {phy}")
+                continue
+            records.append(HalfRecord(queue_id, q, msg))
+        ops = scan_ops(store, queue_id)
+        report.notes.extend(f"op queue {queue_id}: {n}" for n in ops.notes)
+        stored_check = (TRANS_HALF_TOPIC, queue_id) in progress
+        check_offset = progress.get((TRANS_HALF_TOPIC, queue_id), cq.min_offset)
+        op_min = op_max = 0
+        if queue_id in store.consume_queues.queue_ids(TRANS_OP_HALF_TOPIC):
+            op_cq = store.consume_queue(TRANS_OP_HALF_TOPIC, queue_id)
+            op_min, op_max = op_cq.min_offset, op_cq.max_offset
+        report.queues.append(
+            HalfQueueSummary(
+                queue_id,
+                cq.min_offset,
+                cq.max_offset,
+                check_offset,
+                stored_check,
+                op_min,
+                op_max,
+                progress.get((TRANS_OP_HALF_TOPIC, queue_id)),
+                ops.ops,
+            )
+        )
+        for group in _group_halves(records):
+            t = Transaction(queue_id, group, check_max=check_max)
+            t.age_ms = now - t.original.message.born_timestamp
+            for member in group:
+                op = ops.by_half_offset.get(member.queue_offset)
+                if op is not None:
+                    t.op, t.op_named = op, member.queue_offset
+                    break
+            t.notes.extend(_half_notes(t))
+            report.transactions.append(t)
+    commits = _commit_copies(store, report.transactions)
+    discards = _discards(store)
+    report.discarded_records = len(discards)
+    discard_by_uniq: dict[str, Message] = {}
+    for d in discards:
+        if d.uniq_key is not None:
+            discard_by_uniq.setdefault(d.uniq_key, d)
+    for t in report.transactions:
+        for member in t.members:
+            commit = commits.get(member.message.physical_offset)
+            if commit is not None:
+                t.commit = commit
+                break
+        _classify(t, discard_by_uniq, next(q.check_offset for q in report.queues if q.queue_id == t.queue_id))
+    return report
+
+
+def _half_notes(t: Transaction) -> list[str]:
+    """What the broker would stumble on when ending this half."""
+    notes = []
+    if t.real_topic is None:
+        notes.append("half message has no REAL_TOPIC")
+    if t.properties.get(PROPERTY_PRODUCER_GROUP) is None:
+        notes.append("half message has no PGROUP")
+    return notes
+
+
+def _classify(t: Transaction, discard_by_uniq: dict[str, Message], check_offset: int) -> None:
+    uniq = t.original.message.uniq_key
+    discard = discard_by_uniq.get(uniq) if uniq is not None else None
+    if discard is not None and discard.born_timestamp == t.original.message.born_timestamp:
+        t.discard = discard
+    if t.op is not None:
+        t.state = "committed" if t.commit is not None else "rolled-back"
+        return
+    if t.commit is not None:
+        t.notes.append(
+            f"a commit copy is already in {t.commit.topic} queue {t.commit.queue_id} (offset "
+            f"{t.commit.queue_offset}) but no op marks the half done: `txn commit` only adds the op"
+        )
+    if t.discard is not None:
+        t.state = "discarded"
+        t.notes.append(
+            f"copied to {CHECK_MAX_TIME_TOPIC} (phy {t.discard.physical_offset}): the check service gave up "
+            f"on it (checked {t.check_times} times, transactionCheckMax {t.check_max}, or older than "
+            "fileReservedTime)"
+        )
+        return
+    if t.latest.queue_offset < check_offset:
+        t.state = "discarded"
+        t.notes.append(
+            f"behind the check progress ({check_offset}) with no op, no re-put copy and no "
+            f"{CHECK_MAX_TIME_TOPIC} copy: the check service will not look at it again"
+        )
+        return
+    t.state = "pending"
+    if t.check_times >= t.check_max:
+        t.notes.append(f"checked {t.check_times} times: the next check round discards it")
+
+
+# ---------------------------------------------------------------------------------------------------
+# txn list rendering
+
+_LIST_COLUMNS = [
+    Column("halfQueueOffset", "half", kind="int"),
+    Column("state"),
+    Column("realTopic", "real topic", max_width=40),
+    Column("realQueueId", "queue", kind="int"),
+    Column("producerGroup", "producer group"),
+    Column("transactionId", "transaction id"),
+    Column("keys", max_width=30),
+    Column("age"),
+    Column("checks"),
+    Column("immunity"),
+    Column("bornTimestamp", "born", kind="time"),
+    Column("note", max_width=60),
+]
+
+
+def filter_state(report: TxnReport, state: str) -> list[Transaction]:
+    if state == "all":
+        return list(report.transactions)
+    if state not in STATES:
+        raise TransactionError(f"unknown --state {state!r}; choose one of {', '.join(STATES)}, all")
+    return [t for t in report.transactions if t.state == state]
+
+
+def render_list(report: TxnReport, transactions: list[Transaction], ctx: RenderContext) -> None:
+    if ctx.machine:
+        emit_rows((t.to_json() for t in transactions), _LIST_COLUMNS, ctx)
+        return
+    rows = []
+    for t in transactions:
+        data = t.to_json()
+        data["age"] = human_duration(t.age_ms)
+        data["checks"] = f"{t.check_times}/{t.check_max}"
+        if t.immunity_ms is not None:
+            data["immunity"] = f"{human_duration(t.immunity_ms)} ({'immune' if t.immune else 'over'})"
+        data["note"] = "; ".join(t.notes)
+        rows.append(data)
+    counts = ", ".join(f"{n} {s}" for s, n in report.counts().items())
+    emit_rows(rows, _LIST_COLUMNS, ctx, title=f"Transactions ({counts})", empty="(none)")
+    for q in report.queues:
+        stored = "" if q.check_offset_stored else " (not stored: queue min)"
+        ctx.out.write(
+            f"half queue {q.queue_id}: offsets [{q.min_offset}, {q.max_offset}), check progress "
+            f"{q.check_offset}{stored}; op queue [{q.op_min_offset}, {q.op_max_offset}), "
+            f"{q.ops} op message(s)\n"
+        )
+    if report.discarded_records:
+        ctx.out.write(f"{CHECK_MAX_TIME_TOPIC}: {report.discarded_records} discarded half message(s)\n")
+    ctx.out.write(f"{report.broker.describe()}; transactionCheckMax {report.check_max}\n")
+    for note in report.notes:
+        ctx.out.write(f"note: {note}\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# commit / rollback: the records EndTransactionProcessor writes
+
+
+def end_message_transaction(half: Message, major: int, *, store_timestamp: int = 0) -> Message:
+    """`EndTransactionProcessor.endMessageTransaction` + commit: the record stored in the real queue.
+
+    TOPIC/QUEUEID from REAL_TOPIC/REAL_QID; BODY, FLAG, born time and host, STOREHOST, RECONSUMETIMES
+    copied; SYSFLAG = the half's with transaction type COMMIT; PREPARED TRANSACTION OFFSET = the half's
+    commitlog offset; PROPERTIES = the half's whole map re-serialised before REAL_TOPIC, REAL_QID and
+    TRAN_MSG leave the in-memory map. QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP are the append's.
+    """
+    props = half.properties
+    topic = props.get(PROPERTY_REAL_TOPIC)
+    qid_text = props.get(PROPERTY_REAL_QUEUE_ID)
+    queue_id = None if qid_text is None else java_parse_int(qid_text)
+    where = f"half message at phy {half.physical_offset}"
+    if not topic:
+        raise TransactionError(f"{where} has no REAL_TOPIC: the broker cannot commit it")
+    if queue_id is None:
+        raise TransactionError(f"{where} has REAL_QID {qid_text!r}: Integer.parseInt fails in the broker")
+    if props.get(PROPERTY_PRODUCER_GROUP) is None:
+        raise TransactionError(f"{where} has no PGROUP: checkPrepareMessage fails in the broker")
+    delay = props.get(PROPERTY_DELAY_TIME_LEVEL)
+    if (delay is not None and (java_parse_int(delay) or 0) > 0) or any(k in props for k in TIMER_PROPERTIES):
+        raise TransactionError(
+            f"{where} carries DELAY/TIMER_* properties: the broker's put path would schedule the commit "
+            "copy instead of storing it; mqtool does not commit such halves offline"
+        )
+    if major < 5 and java_length(topic) > MAX_TOPIC_LENGTH_V1:
+        raise TransactionError(
+            f"{where}: a 4.9.x broker refuses its {java_length(topic)}-character real topic"
+        )
+    return build_message(
+        topic=topic,
+        body=half.body,
+        properties=rebuild_properties(half.properties_raw, major),
+        queue_id=queue_id,
+        flag=half.flag,
+        sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
+        born_timestamp=half.born_timestamp,
+        born_host=(half.born_host, half.born_port),
+        store_timestamp=store_timestamp,
+        store_host=(half.store_host, half.store_port),
+        reconsume_times=half.reconsume_times,
+        prepared_transaction_offset=half.physical_offset,
+    )
+
+
+def op_properties(major: int) -> bytes:
+    """`new Message(opTopic, "d", body)`: TAGS=d and WAIT=true in the client HashMap's order (WAIT
+    first), serialised before the broker adds UNIQ_KEY (so op messages are not indexed)."""
+    props = {"TAGS": REMOVE_TAG, "WAIT": "true"}
+    order = java_hashmap_order(props, 16)
+    return encode_properties([(k, props[k]) for k in order], trailing_separator=major >= 5)
+
+
+def op_bodies(offsets: list[int], major: int, max_size: int = TRANSACTION_OP_MSG_MAX_SIZE) -> list[bytes]:
+    """Op message bodies for `offsets`: 4.9.x one `h` per message; 5.x `h,` entries batched as
+    `getOpMessage` does (entries appended while the body is shorter than transactionOpMsgMaxSize)."""
+    if major < 5:
+        return [str(h).encode("ascii") for h in offsets]
+    bodies: list[bytes] = []
+    current = ""
+    for h in offsets:
+        if current and len(current) >= max_size:
+            bodies.append(current.encode("ascii"))
+            current = ""
+        current += f"{h}{OFFSET_SEPARATOR}"
+    if current:
+        bodies.append(current.encode("ascii"))
+    return bodies
+
+
+def op_message(
+    queue_id: int, body: bytes, major: int, broker_host: tuple[bytes, int], now: int, queue_offset: int = 0
+) -> Message:
+    """`TransactionalMessageBridge.makeOpMessageInner`: topic RMQ_SYS_TRANS_OP_HALF_TOPIC, the half's
+    queue id, SYSFLAG 0, born/store host = the broker, born time = now, tag `d`."""
+    return build_message(
+        topic=TRANS_OP_HALF_TOPIC,
+        body=body,
+        properties=op_properties(major),
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        born_timestamp=now,
+        born_host=broker_host,
+        store_timestamp=now,
+        store_host=broker_host,
+    )
+
+
+Action = Literal["commit", "rollback"]
+
+
+@dataclass
+class EndRequest:
+    """One END_TRANSACTION to carry out, and what it will write."""
+
+    transaction: Transaction
+    action: Action
+    status: Literal["write", "done"]  # done: already ended this way, nothing to write
+    commit_record: Message | None = None  # to write
+    existing_commit: Message | None = None  # written earlier (reused)
+    op_offsets: list[int] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.transaction
+        rec = self.commit_record
+        return {
+            "halfQueueOffset": t.half_queue_offset,
+            "queueId": t.queue_id,
+            "action": self.action,
+            "status": self.status,
+            "state": t.state,
+            "targetHalfQueueOffset": t.target.queue_offset,
+            "targetPhyOffset": t.target.message.physical_offset,
+            "realTopic": t.real_topic,
+            "realQueueId": t.real_queue_id,
+            "producerGroup": t.properties.get(PROPERTY_PRODUCER_GROUP),
+            "transactionId": t.properties.get(PROPERTY_TRANSACTION_ID) or t.original.message.uniq_key,
+            "commitQueueOffset": None if rec is None else rec.queue_offset,
+            "commitRecord": None if rec is None else planned_json(rec, written=False),
+            "existingCommitPhyOffset": None
+            if self.existing_commit is None
+            else self.existing_commit.physical_offset,
+            "opOffsets": self.op_offsets,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class EndPlan:
+    broker: BrokerMajor
+    now: int
+    requests: list[EndRequest]
+    op_records: list[Message]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[Message]:
+        """What is appended, in order: each commit copy, then (5.x) the batched ops of each half queue;
+        on 4.9.x each commit copy is followed by its own op, as EndTransactionProcessor writes them."""
+        commits = [r.commit_record for r in self.requests if r.commit_record is not None]
+        if self.broker.major >= 5:
+            return commits + self.op_records
+        out: list[Message] = []
+        ops = iter(self.op_records)
+        for r in self.requests:
+            if r.status != "write":
+                continue
+            if r.commit_record is not None:
+                out.append(r.commit_record)
+            out.extend(next(ops) for _ in r.op_offsets)
+        return out
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.op_records)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerVersion": self.broker.major,
+            "brokerVersionReason": self.broker.reason,
+            "now": self.now,
+            "requests": [r.to_json() for r in self.requests],
+            "opMessages": [
+                {"queueId": m.queue_id, "queueOffset": m.queue_offset, "body": m.body.decode("ascii")}
+                for m in self.op_records
+            ],
+            "notes": self.notes,
+        }
+
+
+def select_halves(report: TxnReport, offsets: Iterable[int], queue_id: int = 0) -> list[Transaction]:
+    chosen: list[Transaction] = []
+    for h in offsets:
+        t = report.find(h, queue_id)
+        if t is None:
+            raise TransactionError(f"no half message at {TRANS_HALF_TOPIC} queue {queue_id} offset {h}")
+        if t not in chosen:
+            chosen.append(t)
+    return chosen
+
+
+def select_for_resolve(
+    report: TxnReport, *, older_than_ms: int | None = None, producer_group: str | None = None
+) -> list[Transaction]:
+    """Pending transactions born at least `older_than_ms` before now (and of `producer_group`)."""
+    out = []
+    for t in report.transactions:
+        if t.state != "pending":
+            continue
+        if older_than_ms is not None and (t.age_ms is None or t.age_ms < older_than_ms):
+            continue
+        if producer_group is not None and t.properties.get(PROPERTY_PRODUCER_GROUP) != producer_group:
+            continue
+        out.append(t)
+    return out
+
+
+def plan_end(store: Store, report: TxnReport, transactions: list[Transaction], action: Action) -> EndPlan:
+    """What EndTransactionProcessor writes for each transaction (acting as the answer to a check-back,
+    so 5.x's check-immunity refusal of producer-side late requests does not apply).
+
+    A transaction already ended the same way is left alone (idempotent); one ended the other way, or a
+    rollback of a half whose commit copy is already stored, is refused before anything is written.
+    """
+    major = report.broker.major
+    plan = EndPlan(report.broker, report.now, [], [])
+    conflicts: list[str] = []
+    check_offsets = {q.queue_id: q.check_offset for q in report.queues}
+    for t in transactions:
+        done_as: Action | None = None
+        if t.state == "committed":
+            done_as = "commit"
+        elif t.state == "rolled-back":
+            done_as = "rollback"
+        if done_as is not None:
+            if done_as != action:
+                conflicts.append(f"half {t.half_queue_offset} is already {t.state}")
+            else:
+                plan.requests.append(EndRequest(t, action, "done", reason=f"already {t.state}"))
+            continue
+        if action == "rollback" and t.commit is not None:
+            conflicts.append(
+                f"half {t.half_queue_offset} already has a commit copy in {t.commit.topic} (phy "
+                f"{t.commit.physical_offset}); it can only be committed"
+            )
+            continue
+        target = t.target
+        request = EndRequest(t, action, "write")
+        if action == "commit":
+            if t.commit is not None:
+                request.existing_commit = t.commit
+                request.reason = (
+                    "commit copy already stored (interrupted earlier run): only the op is written"
+                )
+            else:
+                try:
+                    request.commit_record = end_message_transaction(
+                        target.message, major, store_timestamp=report.now
+                    )
+                except TransactionError as exc:
+                    conflicts.append(str(exc))
+                    continue
+        offsets = [target.queue_offset]
+        low = check_offsets.get(t.queue_id, 0)
+        for m in t.members:
+            if m is not target and not m.is_immunity_copy and m.queue_offset >= low:
+                offsets.append(m.queue_offset)  # would be checked again otherwise
+        request.op_offsets = sorted(offsets)
+        if len(offsets) > 1:
+            plan.notes.append(
+                f"half {t.half_queue_offset}: the op also names "
+                f"{[o for o in request.op_offsets if o != target.queue_offset]} (copies the check service "
+                "has not passed yet), so none of them is checked again"
+            )
+        plan.requests.append(request)
+    if conflicts:
+        raise TransactionError("; ".join(conflicts) + " (nothing written)")
+    _build_ops(plan)
+    _assign_queue_offsets(store, plan)
+    return plan
+
+
+def _build_ops(plan: EndPlan) -> None:
+    major = plan.broker.major
+    by_queue: dict[int, list[int]] = {}
+    host: tuple[bytes, int] | None = None
+    for r in plan.requests:
+        if r.status != "write":
+            continue
+        by_queue.setdefault(r.transaction.queue_id, []).extend(r.op_offsets)
+        if host is None:
+            msg = r.transaction.original.message
+            host = (msg.store_host, msg.store_port)
+    if host is None:
+        return
+    if major < 5:
+        for r in plan.requests:  # one op per offset, in request order
+            if r.status == "write":
+                for h in r.op_offsets:
+                    plan.op_records.append(
+                        op_message(r.transaction.queue_id, str(h).encode(), major, host, plan.now)
+                    )
+        return
+    for queue_id, offsets in by_queue.items():
+        for body in op_bodies(offsets, major):
+            plan.op_records.append(op_message(queue_id, body, major, host, plan.now))
+
+
+def _assign_queue_offsets(store: Store, plan: EndPlan) -> None:
+    """Plan the new records' queue offsets from the queues' max offsets, in append order."""
+    next_offset: dict[tuple[str, int], int] = {}
+    replaced: dict[int, Message] = {}
+    for msg in plan.records:
+        key = (msg.topic, msg.queue_id)
+        if key not in next_offset:
+            next_offset[key] = queue_max_offset(store, *key)
+        replaced[id(msg)] = replace(msg, queue_offset=next_offset[key])
+        next_offset[key] += 1
+    for r in plan.requests:
+        if r.commit_record is not None:
+            r.commit_record = replaced[id(r.commit_record)]
+    plan.op_records = [replaced[id(m)] for m in plan.op_records]
+
+
+# ---------------------------------------------------------------------------------------------------
+# commit / rollback: execution and rendering
+
+
+@dataclass
+class EndResult:
+    executed: bool
+    written: list[Message] = field(default_factory=list)
+
+
+def execute_end(
+    store: Store, plan: EndPlan, execute: bool, *, replan: Callable[[Store], EndPlan] | None = None
+) -> EndResult:
+    """Append the plan's records (commit copies, then ops) and dispatch them, under the write safety
+    rules. Dry run unless `execute`. With `replan`, the plan is made again under the store lock from
+    fresh views of the store, and a plan that changed meanwhile is refused. A crash between a commit copy
+    and its op is repaired by running the same command again: the half is still pending, its commit copy
+    is found and reused, and only the op is written."""
+    from mqtool.safety import write_guard
+
+    result = EndResult(executed=False)
+    with write_guard(store, execute) as writable:
+        if not writable or not plan.changes_anything:
+            return result
+        refuse_unclean(store)
+        writer = store_writer(store, plan.broker.major)
+        if replan is not None:
+            with Store(store.root, store.broker_config) as again:
+                fresh = replan(again)
+            if [(r.transaction.half_queue_offset, r.status, r.op_offsets) for r in fresh.requests] != [
+                (r.transaction.half_queue_offset, r.status, r.op_offsets) for r in plan.requests
+            ]:
+                raise TransactionError("the store changed since the plan was made; run the command again")
+        records = plan.records
+        if plan.broker.major >= 5:  # commit copies first, then the batched ops (TransactionalOpBatchService)
+            commits = [m for m in records if m.topic != TRANS_OP_HALF_TOPIC]
+            result.written = writer.append(commits)
+            crash_point("txn-commits-appended")
+            result.written += writer.append([m for m in records if m.topic == TRANS_OP_HALF_TOPIC])
+        else:  # 4.9.x: each op right after its commit copy, in one append session
+            result.written = writer.append(records)
+        result.executed = True
+    return result
+
+
+_PLAN_COLUMNS = [
+    Column("halfQueueOffset", "half", kind="int"),
+    Column("action"),
+    Column("status"),
+    Column("state", "was"),
+    Column("realTopic", "real topic", max_width=40),
+    Column("realQueueId", "queue", kind="int"),
+    Column("commitQueueOffset", "commit qOffset", kind="int"),
+    Column("opOffsets", "op names"),
+    Column("producerGroup", "producer group"),
+    Column("transactionId", "transaction id"),
+    Column("reason", max_width=60),
+]
+
+
+def render_plan(plan: EndPlan, result: EndResult, ctx: RenderContext, execute: bool) -> None:
+    document = plan.to_json()
+    document["executed"] = result.executed
+    if result.written:
+        document["written"] = [
+            {
+                "topic": m.topic,
+                "queueId": m.queue_id,
+                "queueOffset": m.queue_offset,
+                "phyOffset": m.physical_offset,
+            }
+            for m in result.written
+        ]
+
+    def human() -> None:
+        out = ctx.out
+        out.write(f"{plan.broker.describe()}; now = {format_time(plan.now, ctx.zone)}\n")
+        emit_rows(
+            [r.to_json() for r in plan.requests],
+            _PLAN_COLUMNS,
+            ctx,
+            title="End transactions (EndTransactionProcessor)",
+            empty="(no transaction selected)",
+        )
+        if plan.op_records:
+            emit_rows(
+                [
+                    {"queueId": m.queue_id, "queueOffset": m.queue_offset, "body": m.body.decode("ascii")}
+                    for m in plan.op_records
+                ],
+                [
+                    Column("queueId", "op queue", kind="int"),
+                    Column("queueOffset", "qOffset", kind="int"),
+                    Column("body"),
+                ],
+                ctx,
+                title=f"Op messages ({TRANS_OP_HALF_TOPIC})",
+            )
+        for note in plan.notes:
+            out.write(f"note: {note}\n")
+        commits = sum(r.commit_record is not None for r in plan.requests)
+        summary = f"{commits} commit copy(ies) and {len(plan.op_records)} op message(s)"
+        if result.executed:
+            out.write(f"wrote {summary}\n")
+        elif not plan.changes_anything:
+            out.write("nothing to do\n")
+        elif not execute:
+            out.write(f"dry run: would write {summary}; add --execute to write\n")
+
+    emit_document(document, ctx, human)
+
+
+__all__ = [
+    "CHECK_MAX_TIME_TOPIC",
+    "STATES",
+    "EndPlan",
+    "EndRequest",
+    "EndResult",
+    "HalfRecord",
+    "OpScan",
+    "Transaction",
+    "TransactionError",
+    "TxnReport",
+    "end_message_transaction",
+    "execute_end",
+    "filter_state",
+    "list_transactions",
+    "op_bodies",
+    "op_message",
+    "op_properties",
+    "parse_op_body",
+    "plan_end",
+    "render_list",
+    "render_plan",
+    "scan_ops",
+    "select_for_resolve",
+    "select_halves",
+]
