@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeVar
 from formats import fastjson
 from formats.errors import FormatError
 from formats.fastjson import Path
-from formats.javahash import java_string_hash
+from formats.javahash import java_hashmap_order
 
 JAVA_INT_MIN = -(2**31)
 JAVA_INT_MAX = 2**31 - 1
@@ -135,34 +135,10 @@ def _unknown(obj: dict[Any, Any], names: Iterable[str]) -> dict[Any, Any]:
 # Java collection iteration order, for properties the broker derives (groupTopicMap)
 
 
-def _java_hash_spread(key: str) -> int:
-    h = java_string_hash(key) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
 def java_hash_order(keys: Iterable[str], initial_capacity: int) -> list[str]:
-    """Iteration order of a `java.util.HashMap`/`HashSet` of Strings filled with `keys` in this order.
-
-    Buckets are `(n - 1) & (h ^ h >>> 16)` and a bucket keeps insertion order across resizes; the table
-    doubles past 3/4 load and, below 64 buckets, when a bucket would exceed 8 entries. Buckets the JDK
-    turns into trees (9+ colliding keys with 64+ buckets) are iterated here in insertion order.
-    """
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity <<= 1
-    unique: dict[str, int] = {}
-    for key in keys:
-        if key in unique:
-            continue
-        unique[key] = _java_hash_spread(key)
-        if len(unique) > capacity * 3 // 4:
-            capacity <<= 1
-        elif capacity < 64:
-            bucket = unique[key] & (capacity - 1)
-            if sum(1 for h in unique.values() if h & (capacity - 1) == bucket) > 8:
-                capacity <<= 1
-    position = {key: i for i, key in enumerate(unique)}
-    return sorted(unique, key=lambda k: (unique[k] & (capacity - 1), position[k]))
+    """Iteration order of a `java.util.HashMap`/`HashSet` of Strings filled with `keys` in this order
+    (tree bins, which need 9 colliding keys in 64+ buckets, are approximated by insertion order)."""
+    return java_hashmap_order(keys, initial_capacity, exact=False)
 
 
 def java_split_topic_group(key: str) -> list[str]:

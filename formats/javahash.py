@@ -34,3 +34,50 @@ def index_key(topic: str, key: str) -> str:
 def tags_code(tags: str | None) -> int:
     """ConsumeQueue tags code of a TAGS property: its Java hash, 0 when absent or empty."""
     return java_string_hash(tags) if tags else 0
+
+
+def _hashmap_spread(key: str) -> int:
+    """`HashMap.hash(key)`: the String hash with its high half folded in, as an unsigned int."""
+    h = java_string_hash(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hashmap_order(keys, initial_capacity: int = 16, *, exact: bool = True) -> list[str]:
+    """Iteration order of a `java.util.HashMap(initial_capacity)` (or HashSet) after `put`ting `keys`.
+
+    Buckets in index order, each bucket in insertion order; a resize (size > 0.75 * capacity, or a bin
+    of 9 nodes in a table smaller than 64, both possibly in one put) splits every bucket into its low
+    and high halves keeping their order, as `HashMap.resize` does. A bin Java turns into a tree (9 keys
+    in one of 64+ buckets) has an order this does not reproduce: `exact` raises ValueError then,
+    otherwise that bin keeps insertion order. Re-putting a key keeps its node where it is.
+    """
+    capacity = 1
+    while capacity < max(1, initial_capacity):
+        capacity <<= 1
+    threshold = int(capacity * 0.75)
+    buckets: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
+    present: set[str] = set()
+
+    def resize() -> None:
+        nonlocal capacity, threshold, buckets
+        new: list[list[tuple[int, str]]] = [[] for _ in range(capacity * 2)]
+        for index, bucket in enumerate(buckets):
+            for h, key in bucket:
+                new[index + capacity if h & capacity else index].append((h, key))
+        capacity, threshold, buckets = capacity * 2, threshold * 2, new
+
+    for key in keys:
+        if key in present:
+            continue
+        present.add(key)
+        h = _hashmap_spread(key)
+        bucket = buckets[h & (capacity - 1)]
+        bucket.append((h, key))
+        if len(bucket) > 8:
+            if capacity < 64:
+                resize()
+            elif exact:
+                raise ValueError("9 keys collide in one HashMap bucket: Java would use a tree bin")
+        if len(present) > threshold:
+            resize()
+    return [key for bucket in buckets for _, key in bucket]

@@ -19,16 +19,12 @@ from typing import Any
 
 from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
 from formats.errors import MqtoolError
-from mqtool.offset_reset import (
-    BrokerVersion,
-    StoreCatalog,
-    check_writable,
-    resolve_broker_version,
-)
+from mqtool.offset_reset import StoreCatalog, check_writable
 from mqtool.progress import is_system_group
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.safety import warn, write_guard
 from store.storedir import Store
+from store.version import BrokerVersion, resolve_broker_version
 
 REQUEST_MODE_FILE = "messageRequestMode.json"
 RETRY_PREFIX = "%RETRY%"
@@ -166,7 +162,7 @@ def consume_modes(
     """Rows for every entry of messageRequestMode.json and every topic@group of consumerOffset.json
     (defaults, PULL), filtered by group/topic; a named pair without either gets its default row."""
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store, broker_version, catalog)
+    version = resolve_broker_version(store.root, broker_version)
     ctx = _Context(store, catalog)
     out = ConsumeModes([], version, list(catalog.notes))
     table = MessageRequestModeTable()
@@ -250,7 +246,7 @@ def plan_consume_mode(
 ) -> ConsumeModeChange:
     """Check a setConsumeMode as the 5.x broker does and say what would change. Read-only."""
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store, broker_version, catalog)
+    version = resolve_broker_version(store.root, broker_version)
     if version.major == 4:
         raise ConsumeModeError(
             f"this store is from a 4.9.x broker ({version.reason}): 4.9 has no consume-mode switch "

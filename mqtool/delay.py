@@ -32,7 +32,7 @@ import numpy as np
 from formats.commitlog import Message, build_message, java_length, java_parse_int
 from formats.consumequeue import FILLER_SIZE, is_ext_address
 from formats.errors import FormatError, MqtoolError
-from formats.javahash import java_string_hash
+from formats.javahash import java_hashmap_order as _java_hashmap_order
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_REAL_QUEUE_ID,
@@ -46,6 +46,7 @@ from mqtool.render import Column, RenderContext, emit_document, emit_fields, emi
 from mqtool.timeparse import format_time, now_ms
 from store.consumequeue import NATIVE_UNIT_DTYPE
 from store.storedir import Store
+from store.version import BrokerVersion, resolve_broker_version
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
@@ -85,60 +86,12 @@ class WriteNotAvailableError(MqtoolError):
 # Broker rebuild helpers (shared with mqtool.transactions)
 
 
-def _spread(key: str) -> int:
-    """`HashMap.hash(key)`: the String hash with its high half folded in, as an unsigned int."""
-    h = java_string_hash(key) & 0xFFFFFFFF
-    return h ^ (h >> 16)
-
-
-def _table_size_for(capacity: int) -> int:
-    size = 1
-    while size < capacity:
-        size <<= 1
-    return size
-
-
 def java_hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
-    """Iteration order of a `java.util.HashMap(initial_capacity)` after `put`ting `keys` in order.
-
-    Buckets in index order, each bucket in insertion order; a resize (size > 0.75 * capacity, or a bin
-    of 9 nodes in a table smaller than 64) splits every bucket into its low and high halves keeping
-    their order, as `HashMap.resize` does. A bin that Java would turn into a tree cannot be reproduced
-    and raises FormatError (it needs 9 keys in one of 64+ buckets).
-    """
-    capacity = _table_size_for(max(1, initial_capacity))
-    threshold = int(capacity * 0.75)
-    buckets: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
-    present: set[str] = set()
-    size = 0
-
-    def resize() -> None:
-        nonlocal capacity, threshold, buckets
-        new = [[] for _ in range(capacity * 2)]
-        for index, bucket in enumerate(buckets):
-            for h, key in bucket:
-                new[index + capacity if h & capacity else index].append((h, key))
-        capacity, threshold, buckets = capacity * 2, threshold * 2, new
-
-    for key in keys:
-        if key in present:
-            continue  # put() on an existing key keeps its node where it is
-        present.add(key)
-        h = _spread(key)
-        bucket = buckets[h & (capacity - 1)]
-        bucket.append((h, key))
-        if len(bucket) > 8:
-            if capacity < 64:
-                resize()
-            else:
-                raise FormatError(
-                    "property names collide 9 times in one HashMap bucket: Java would use a tree bin, "
-                    "whose order mqtool does not reproduce"
-                )
-        size += 1
-        if size > threshold:
-            resize()
-    return [key for bucket in buckets for _, key in bucket]
+    """`formats.javahash.java_hashmap_order`, refusing (FormatError) an order Java keeps in a tree bin."""
+    try:
+        return _java_hashmap_order(keys, initial_capacity)
+    except ValueError as exc:
+        raise FormatError(f"property names: {exc}, whose order mqtool does not reproduce") from exc
 
 
 # `MessageDecoder.string2messageProperties`: 4.9.x `new HashMap()`, 5.x `new HashMap(128)`.
@@ -155,19 +108,6 @@ def rebuild_properties(raw: bytes, major: int) -> bytes:
     props = decode_properties(raw)
     order = java_hashmap_order(props, _DECODER_MAP_CAPACITY[major])
     return encode_properties([(key, props[key]) for key in order], trailing_separator=major >= 5)
-
-
-@dataclass(frozen=True)
-class BrokerMajor:
-    """Which broker's rules to follow: 4 (4.9.x) or 5 (5.x), and why."""
-
-    major: int
-    reason: str
-    detected: bool = True
-
-    def describe(self) -> str:
-        how = "detected" if self.detected else "given with --broker-version"
-        return f"broker {self.major}.x ({how}: {self.reason})"
 
 
 _BROKER_REBUILT_TOPICS = (SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC)
@@ -193,30 +133,13 @@ def _newest_broker_rebuilt(store: Store) -> Message | None:
     return read_message_or_none(store, newest[0], newest[1])
 
 
-def broker_major(store: Store, given: int | None = None) -> BrokerMajor:
-    """`given` (4 or 5), else detected: the separator style of the newest record the broker serialised
-    itself (5.x ends every pair with \\x02, 4.9.x does not), else config-file marks, else 5."""
-    if given is not None:
-        if given not in (4, 5):
-            raise DelayError(f"--broker-version must be 4 or 5, not {given}")
-        return BrokerMajor(given, "", detected=False)
-    msg = _newest_broker_rebuilt(store)
-    if msg is not None and msg.properties_raw:
-        where = f"{msg.topic} record at {msg.physical_offset}"
-        if msg.properties_raw.endswith(b"\x02"):
-            return BrokerMajor(5, f"the {where} ends its properties with \\x02")
-        return BrokerMajor(4, f"the {where} has no trailing \\x02 in its properties")
-    try:
-        loaded = store.config(DELAY_OFFSET).load()
-    except MqtoolError:
-        loaded = None
-    if loaded is not None and loaded.source != "none":
-        if loaded.model.data_version is not None:
-            return BrokerMajor(5, "delayOffset.json has a dataVersion")
-        return BrokerMajor(4, "delayOffset.json has no dataVersion")
-    if (store.root / "abort.bak").exists():
-        return BrokerMajor(5, "abort.bak exists")
-    return BrokerMajor(5, "no version marks in the store; assuming 5.x")
+def broker_major(store: Store, given: int | None = None) -> BrokerVersion:
+    """`given` (4 or 5), else `store.version`'s answer with the newest record the broker serialised itself
+    (schedule, half, op topics) as evidence: 5.x ends every property pair with \\x02, 4.9.x does not."""
+    if given is not None and given not in (4, 5):
+        raise DelayError(f"--broker-version must be 4 or 5, not {given}")
+    record = None if given is not None else _newest_broker_rebuilt(store)
+    return resolve_broker_version(store.root, given, record)
 
 
 def read_message_or_none(store: Store, phy_offset: int, size: int) -> Message | None:
@@ -904,7 +827,7 @@ class Delivery:
 
 @dataclass
 class ReplayPlan:
-    broker: BrokerMajor
+    broker: BrokerVersion
     now: int
     levels: DelayLevels
     deliveries: list[Delivery]
@@ -1363,7 +1286,6 @@ __all__ = [
     "SCHEDULE_TOPIC",
     "TIMER_NOT_REPLAYED",
     "TIMER_TOPIC",
-    "BrokerMajor",
     "DelayError",
     "DelayLevels",
     "DelayListing",

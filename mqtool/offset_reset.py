@@ -42,6 +42,7 @@ from mqtool.timeparse import format_time, now_ms, zone_label
 from store.config import LoadedConfig
 from store.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
 from store.storedir import Store
+from store.version import BrokerVersion, resolve_broker_version
 
 CONSUMER_OFFSET = "consumerOffset.json"
 JAVA_LONG_MAX = 2**63 - 1
@@ -65,19 +66,6 @@ class ConfigNotWritableError(MqtoolError):
 
 
 # --- broker version --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BrokerVersion:
-    """4 (4.9.x algorithms, no consume-mode switch) or 5 (5.x), and why."""
-
-    major: int
-    reason: str
-    detected: bool = True
-
-    def describe(self) -> str:
-        how = "detected" if self.detected else "given with --broker-version"
-        return f"broker {self.major}.x ({how}: {self.reason})"
 
 
 @dataclass
@@ -130,51 +118,6 @@ class StoreCatalog:
 
     def committed(self, topic: str, group: str) -> dict[int, int]:
         return self.offsets.get(topic, group) or {}
-
-
-def detect_broker_version(store: Store, catalog: StoreCatalog | None = None) -> BrokerVersion:
-    """4.9.x or 5.x from what the files show (FORMATS §7.2, §8.3-8.5, OPERATIONS §9.2).
-
-    5.x marks: consumerOffset.json with a dataVersion, topics.json / subscriptionGroup.json in the 5.x
-    shape (stateVersion, attributes, forbiddenTable), messageRequestMode.json, `abort.bak`. 4.9.x marks:
-    consumerOffset.json without dataVersion, topics.json without attributes. No marks: 5.x.
-    """
-    catalog = catalog or StoreCatalog.load(store)
-    marks5: list[str] = []
-    marks4: list[str] = []
-    loaded = catalog.offsets_loaded
-    if loaded is not None and loaded.source != "none":
-        if catalog.offsets.data_version is not None or catalog.offsets.with_group_topic_map:
-            marks5.append("consumerOffset.json has a dataVersion")
-        else:
-            marks4.append("consumerOffset.json has no dataVersion")
-    if catalog.topics is not None:
-        if catalog.topics.is_v5:
-            marks5.append("topics.json has the 5.x shape")
-        elif catalog.topics.topic_config_table:
-            marks4.append("topics.json has no attributes")
-    if catalog.groups is not None and catalog.groups.is_v5:
-        marks5.append("subscriptionGroup.json has the 5.x shape")
-    if catalog.request_mode_present:
-        marks5.append("messageRequestMode.json exists")
-    if (store.root / "abort.bak").exists():
-        marks5.append("abort.bak exists")
-    if marks5:
-        return BrokerVersion(5, ", ".join(marks5))
-    if marks4:
-        return BrokerVersion(4, ", ".join(marks4))
-    return BrokerVersion(5, "no version marks in the store; assuming 5.x")
-
-
-def resolve_broker_version(
-    store: Store, given: int | None, catalog: StoreCatalog | None = None
-) -> BrokerVersion:
-    """`--broker-version` when given (4 or 5), else `detect_broker_version`."""
-    if given is None:
-        return detect_broker_version(store, catalog)
-    if given not in (4, 5):
-        raise ResetPlanError(f"--broker-version must be 4 or 5, not {given}")
-    return BrokerVersion(given, "", detected=False)
 
 
 # --- targets ---------------------------------------------------------------------------------------
@@ -352,7 +295,7 @@ def plan_reset(
     the 4.9.x time search. Read-only.
     """
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store, broker_version, catalog)
+    version = resolve_broker_version(store.root, broker_version)
     plan = ResetPlan([], target, version)
     plan.warnings.extend(catalog.notes)
     if target.kind == "time" and version.major == 4 and target.boundary is not None:
@@ -723,7 +666,7 @@ def plan_from_file(
     """A plan from a CSV plan file (see `read_plan_file`), validated against the store as `plan_reset`."""
     wanted = read_plan_file(path, default_group)
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store, broker_version, catalog)
+    version = resolve_broker_version(store.root, broker_version)
     plan = ResetPlan([], None, version, source=str(path))
     plan.warnings.extend(catalog.notes)
     times = store_time or store_time_of(store)
@@ -1003,7 +946,6 @@ def render_apply(result: ApplyResult, plan: ResetPlan, ctx: RenderContext, execu
 
 __all__ = [
     "ApplyResult",
-    "BrokerVersion",
     "ConfigNotWritableError",
     "PlanFileRow",
     "PlanOutdatedError",
@@ -1014,7 +956,6 @@ __all__ = [
     "StoreCatalog",
     "apply_plan",
     "check_writable",
-    "detect_broker_version",
     "export_plan",
     "offset_by_time",
     "parse_queue_ids",
@@ -1025,5 +966,4 @@ __all__ = [
     "render_apply",
     "render_plan",
     "reset_target",
-    "resolve_broker_version",
 ]

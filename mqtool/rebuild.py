@@ -30,7 +30,6 @@ from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 from mqtool.safety import warn, write_guard
-from store.appender import detect_store_version
 from store.config import ConfigFile
 from store.consumequeue import is_rocksdb_dir
 from store.dispatch import delay_levels_ms, existing_cq_file_size, existing_index_geometry
@@ -46,6 +45,7 @@ from store.rebuild import (
     prepare_staging,
 )
 from store.storedir import Store
+from store.version import detect_broker_version
 
 TARGETS = ("cq", "index", "all")
 
@@ -244,7 +244,7 @@ def rebuild(
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
     _refuse_unsupported(store, do_cq)
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
-    version = detect_store_version(store.root)
+    version = detect_broker_version(store.root)
     version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"
     clock = now or (lambda: int(time.time() * 1000))
     delay_levels = delay_levels_ms(store.broker_config.delay_level_table())

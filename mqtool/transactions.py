@@ -39,7 +39,6 @@ from mqtool.delay import (
     TIMER_PROPERTIES,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
-    BrokerMajor,
     broker_major,
     crash_point,
     human_duration,
@@ -55,6 +54,7 @@ from mqtool.delay import (
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.timeparse import format_time
 from store.storedir import Store
+from store.version import BrokerVersion
 
 CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 TRANS_GROUP = "CID_RMQ_SYS_TRANS"
@@ -330,7 +330,7 @@ class HalfQueueSummary:
 @dataclass
 class TxnReport:
     now: int
-    broker: BrokerMajor
+    broker: BrokerVersion
     transactions: list[Transaction]
     queues: list[HalfQueueSummary]
     check_max: int
@@ -720,7 +720,7 @@ class EndRequest:
 
 @dataclass
 class EndPlan:
-    broker: BrokerMajor
+    broker: BrokerVersion
     now: int
     requests: list[EndRequest]
     op_records: list[Message]

@@ -17,10 +17,7 @@
   offset 0 of a new full-size sparse file named by the next start offset; the file size comes from the
   existing files (or the given/`broker.conf` `mappedFileSizeCommitLog`).
 
-Store version (4.9.x vs 5.x), by `detect_store_version`: 5 if any file only 5.x writes is present
-(`timerwheel`, `config/timercheck`, `abort.bak`), else what the last record says (a V2 magic or a
-trailing \\x02 after the properties = 5.x writer, properties without it = 4.9.x), else what the config
-files say (consumerOffset.json with/without a dataVersion, topics.json with/without attributes);
+Store version (4.9.x vs 5.x): `store.version.detect_broker_version`, with the last record as evidence;
 unknown (an empty new store) counts as 5 unless given.
 
 What the broker does with our records at its next start, and why the write order below is safe:
@@ -54,7 +51,6 @@ What the broker does with our records at its next start, and why the write order
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 import time
@@ -120,6 +116,7 @@ from store.dispatch import (
     write_done,
 )
 from store.mappedfile import offset_to_file_name
+from store.version import BrokerVersion, detect_broker_version, version_of_record
 
 DEFAULT_COMMITLOG_FILE_SIZE = 1024 * 1024 * 1024
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # maxMessageSize: the broker's limit on BODY
@@ -140,54 +137,6 @@ def now_ms() -> int:
 
 
 # --- the store's broker version -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoreVersion:
-    """4 (4.9.x) or 5 (5.x), and the evidence."""
-
-    major: int
-    reason: str
-
-
-def version_of_record(msg: Message) -> int | None:
-    """5 or 4 from how a record was written (V2 magic, trailing \\x02 after the properties), or None."""
-    if msg.magic_code == MAGIC_V2:
-        return 5
-    if not msg.properties_raw:
-        return None
-    return 5 if msg.properties_raw.endswith(b"\x02") else 4
-
-
-def detect_store_version(root: Path, last_message: Message | None = None) -> StoreVersion | None:
-    """The broker version that wrote a store (see the module docstring for the rule); None if unknown."""
-    for name in ("timerwheel", "config/timercheck", "abort.bak"):
-        if (root / name).exists():
-            return StoreVersion(5, f"{name} exists (only 5.x writes it)")
-    if last_message is not None:
-        major = version_of_record(last_message)
-        if major is not None:
-            how = (
-                "V2 magic"
-                if last_message.is_v2
-                else ("properties end with \\x02" if major == 5 else "properties do not end with \\x02")
-            )
-            return StoreVersion(major, f"the last record was written by a {major}.x broker ({how})")
-    from store.config import ConfigFile
-
-    with contextlib.suppress(MqtoolError):
-        loaded = ConfigFile(root, "consumerOffset.json").load()
-        if loaded.source != "none":
-            if loaded.model.data_version is not None:
-                return StoreVersion(5, "consumerOffset.json has a dataVersion")
-            return StoreVersion(4, "consumerOffset.json has no dataVersion")
-    with contextlib.suppress(MqtoolError):
-        loaded = ConfigFile(root, "topics.json").load()
-        if loaded.source != "none" and loaded.model.topic_config_table:
-            if loaded.model.is_v5:
-                return StoreVersion(5, "topics.json has the 5.x shape")
-            return StoreVersion(4, "topics.json has no attributes")
-    return None
 
 
 # --- encoding -------------------------------------------------------------------------------------
@@ -365,19 +314,19 @@ class CommitLogAppender:
             if self.file_size < 4096:
                 raise AppendError(f"commitlog file size {self.file_size} is too small")
             # a 4.9.x broker stops at a V2 record (illegal magic): walk as it would
-            pre = version or getattr(detect_store_version(self.root), "major", None)
+            pre = version or getattr(detect_broker_version(self.root), "major", None)
             tail = self._scan_tail(commitlog, accept_v2=pre != 4)
         finally:
             commitlog.close()
-        detected = detect_store_version(self.root, tail.last_message)
+        detected = detect_broker_version(self.root, tail.last_message)
         if version is not None:
             if detected is not None and detected.major != version:
                 self.warnings.append(
                     f"store looks {detected.major}.x ({detected.reason}), appending as {version}.x"
                 )
-            self.version = StoreVersion(version, "given")
+            self.version = BrokerVersion(version, "given", detected=False)
         else:
-            self.version = detected or StoreVersion(5, "no version marks in the store; assuming 5.x")
+            self.version = detected or BrokerVersion(5, "no version marks in the store; assuming 5.x")
         self.store_host: Host = store_host or (
             (tail.last_message.store_host, tail.last_message.store_port)
             if tail.last_message is not None
@@ -773,8 +722,6 @@ __all__ = [
     "AppendResult",
     "CommitLogAppender",
     "NewMessage",
-    "StoreVersion",
-    "detect_store_version",
     "encode_record",
     "now_ms",
     "version_of_record",

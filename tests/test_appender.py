@@ -33,7 +33,6 @@ from store.appender import (
     AppendError,
     CommitLogAppender,
     NewMessage,
-    detect_store_version,
     encode_record,
 )
 from store.commitlog import CommitLog
@@ -49,6 +48,7 @@ from store.dispatch import (
 )
 from store.index import IndexService
 from store.rebuild import build_staging, compare_consume_queues, compare_index
+from store.version import detect_broker_version
 
 GEOMETRY = {"store-a": IndexGeometry(64, 4000), "store-49a": IndexGeometry(64, 2500)}
 PRODUCER = (bytes([10, 0, 0, 7]), 40123)
@@ -177,19 +177,19 @@ def test_fast_encoder_equals_encode_message(topic, body, props, born, store, int
 
 
 @pytest.mark.parametrize(("store", "major"), [("store-a", 5), ("store-c", 5), ("store-49a", 4)])
-def test_detect_store_version(store, major, tmp_path):
-    assert detect_store_version(store_path(store)).major == major
+def test_detect_broker_version(store, major, tmp_path):
+    assert detect_broker_version(store_path(store)).major == major
     # without the 5.x-only files the record and the config files still tell
     root = copy_store(store, tmp_path)
     for name in ("abort.bak", "abort"):
         (root / name).unlink(missing_ok=True)
     last = messages_of(root)[-1] if store != "store-c" else None
-    assert detect_store_version(root, last).major == major
-    assert detect_store_version(root).major == major  # consumerOffset.json
+    assert detect_broker_version(root, last).major == major
+    assert detect_broker_version(root).major == major  # consumerOffset.json
 
 
-def test_detect_store_version_of_an_empty_directory(tmp_path):
-    assert detect_store_version(tmp_path) is None
+def test_detect_broker_version_of_an_empty_directory(tmp_path):
+    assert detect_broker_version(tmp_path) is None
 
 
 # --- appending to the golden stores ---------------------------------------------------------------

@@ -25,7 +25,6 @@ from mqtool.offset_reset import (
     PlanOutdatedError,
     ResetPlanError,
     apply_plan,
-    detect_broker_version,
     export_plan,
     plan_from_file,
     plan_offsets_reset,
@@ -36,6 +35,7 @@ from mqtool.offset_reset import (
 from store.consumequeue import ConsumeQueue
 from store.liveness import BrokerRunningError
 from store.storedir import Store
+from store.version import detect_broker_version
 
 UNITS_KEY = "units[queueOffset,phyOffset,size,tagsCode]"
 COPIED = ("commitlog", "consumequeue", "config", "checkpoint", "lock", "abort", "abort.bak")
@@ -124,7 +124,7 @@ def _one(store: Store, probe: dict, boundary: str | None = None, **kw) -> int:
 @pytest.mark.parametrize("name", ["store-a", "store-c"])
 def test_every_offset_by_time_of_5x_stores(name: str, store_a: Store, recovered_c: Store) -> None:
     store = store_a if name == "store-a" else recovered_c
-    assert detect_broker_version(store).major == 5
+    assert detect_broker_version(store.root).major == 5
     probes = expect(name)["offsetByTime"]
     assert probes
     for p in probes:
@@ -135,7 +135,7 @@ def test_every_offset_by_time_of_5x_stores(name: str, store_a: Store, recovered_
 
 def test_every_offset_by_time_of_store_49a_with_recorded_mtimes(store_49a: Store) -> None:
     e = expect("store-49a")
-    version = detect_broker_version(store_49a)
+    version = detect_broker_version(store_49a.root)
     assert version.major == 4 and "no dataVersion" in version.reason
     for p in e["offsetByTime"]:
         assert _one(store_49a, p, cq_file_mtimes=e["cqFileLastModified"]) == p["offset"], p
