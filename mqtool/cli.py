@@ -19,6 +19,7 @@ from mqtool.cli_dump import dump_app, info
 from mqtool.cli_offsets import offsets_app
 from mqtool.cli_query import query_app
 from mqtool.cli_txn import txn_app
+from mqtool.cli_verify import export, verify
 from mqtool.cli_write import rebuild, sample_app
 from mqtool.cliopts import GLOBALS, FormatOpt, StoreOpt, TzOpt
 
@@ -45,6 +46,8 @@ app.command()(rebuild)
 app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
+app.command()(verify)
+app.command()(export)
 
 
 @app.callback()

@@ -1,0 +1,410 @@
+"""`mqtool verify`: a kafka-dump-log-grade check of a whole store in one process.
+
+The commitlog is decoded file by file with the columnar decoder (`store.scan`), then every check of
+`store.checks` runs over the decoded batches and numpy views of the ConsumeQueue and IndexFile files:
+records (magic, size chain, body CRC, PHYSICALOFFSET field, BLANKs, zero tails, torn tail), where the
+broker's recovery would end the log, ConsumeQueue units against their records and records against their
+units, index headers and chains, with `deep` every message key's reachability through the index, and
+the checkpoint and `abort` state against the data. Severities and kinds are documented in
+`store.checks`; the store is clean when no error is found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from formats.errors import MqtoolError
+from mqtool.render import Column, RenderContext, emit_fields, emit_rows, emit_table, to_json_text
+from store import checks
+from store.checks import ERROR, INFO, SEVERITY_ORDER, WARNING, ProblemList
+from store.storedir import Store
+
+PROBLEM_COLUMNS = [
+    Column("severity"),
+    Column("kind"),
+    Column("file", max_width=60),
+    Column("offset", kind="int"),
+    Column("detail"),
+]
+
+
+@dataclass
+class VerifyReport:
+    """What `verify_store` found: the problems table, counts per severity, and what was checked."""
+
+    store: str
+    problems: pa.Table
+    counts: dict[str, int]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        return self.counts.get(ERROR, 0) == 0
+
+    def problem_rows(self, min_severity: str = INFO) -> list[dict[str, Any]]:
+        limit = SEVERITY_ORDER[min_severity]
+        return [r for r in self.problems.to_pylist() if SEVERITY_ORDER[r["severity"]] <= limit]
+
+    def to_json(self, min_severity: str = INFO) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "clean": self.clean,
+            "errors": self.counts.get(ERROR, 0),
+            "warnings": self.counts.get(WARNING, 0),
+            "infos": self.counts.get(INFO, 0),
+            "summary": self.summary,
+            "problems": self.problem_rows(min_severity),
+        }
+
+
+def _delay_levels(store: Store) -> tuple[int, ...]:
+    table = store.broker_config.delay_level_table()
+    return tuple(table[level] for level in sorted(table))
+
+
+def verify_store(
+    store: Store,
+    *,
+    deep: bool = False,
+    check_crc: bool = True,
+    accept_v2: bool = True,
+    max_rows: int | None = 1000,
+    progress: Callable[[int], None] | None = None,
+) -> VerifyReport:
+    """Check a store (read-only). `progress(n)` is called with bytes processed (see `verify_total`)."""
+    from store.scan import relative_name, scan_file
+
+    advance = progress or (lambda _n: None)
+    root = store.root
+    problems = ProblemList(str(root), max_rows=max_rows)
+    timings: dict[str, float] = {}
+    summary: dict[str, Any] = {"deep": deep, "checkCRC": check_crc}
+    t0 = time.perf_counter()
+
+    live = store.liveness()
+    abort = live.abort_present
+    if live.broker_running:
+        problems.add(
+            "broker_running",
+            "lock",
+            None,
+            f"{live.describe()}: the files change while they are read, so results may be inconsistent",
+        )
+
+    # --- commitlog -------------------------------------------------------------------------------
+    scans: list[checks.CommitLogFile] = []
+    builder = checks.RecordIndexBuilder(delay_levels=_delay_levels(store), with_keys=deep)
+    file_size = None
+    try:
+        commitlog = store.commitlog
+        file_size = commitlog.file_size
+        ended = False
+        for f in commitlog.queue.files:
+            scan = scan_file(f, name=relative_name(f, root), check_crc=check_crc, accept_v2=accept_v2)
+            # records after the first stop that is not a BLANK are past the valid end: not indexed
+            stop = scan.stop()
+            if not ended and scan.batch is not None:
+                builder.add(scan.batch)
+            ended = ended or (stop is not None and stop[0] != "blank")
+            scan.slim()
+            scans.append(scan)
+            advance(f.size)
+    except MqtoolError as exc:
+        problems.add("commitlog_unreadable", exc.file and _rel(store, exc.file), exc.offset, exc.message)
+    timings["commitlogScan"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    verdict = checks.check_commitlog(scans, problems, file_size=file_size)
+    starts = [s.start for s in scans]
+    names = [s.name for s in scans]
+    records = builder.build(starts, names)
+    commitlog_min = starts[0] if starts else 0
+    summary["commitlog"] = {
+        "files": len(scans),
+        "bytes": sum(s.size for s in scans),
+        "minOffset": commitlog_min,
+        "validEnd": verdict.valid_end,
+        "stop": verdict.stop_status,
+        "messages": len(records),
+        "recordsAfterValidEnd": verdict.records_after,
+    }
+    timings["commitlogChecks"] = time.perf_counter() - t1
+
+    # --- consume queues --------------------------------------------------------------------------
+    t2 = time.perf_counter()
+    hits: list[np.ndarray] = []
+    queues: dict[tuple[str, int], checks.QueueFacts] = {}
+    units_checked = 0
+    try:
+        queue_list = list(store.consume_queues.queues())
+    except MqtoolError as exc:
+        problems.add(
+            "cq_not_checked", _rel(store, exc.file) if exc.file else "consumequeue", None, exc.message
+        )
+        queue_list = []
+    for topic, queue_id in queue_list:
+        try:
+            queue = store.consume_queue(topic, queue_id)
+            units = queue.units(0)
+            min_offset, max_offset = queue.min_offset, queue.max_offset
+        except MqtoolError as exc:
+            problems.add("cq_file", _rel(store, exc.file) if exc.file else None, exc.offset, exc.message)
+            continue
+        units_checked += len(units)
+        hits.append(
+            checks.check_consume_queue(
+                units,
+                records,
+                problems,
+                topic=topic,
+                queue_id=queue_id,
+                min_offset=min_offset,
+                file_size=queue.file_size,
+                commitlog_min=commitlog_min,
+                valid_end=verdict.valid_end,
+            )
+        )
+        last_end = 0
+        if len(units):
+            last_end = int(units["phyOffset"][-1]) + int(units["size"][-1])
+        queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
+        _check_cq_files(store, queue, topic, queue_id, problems)
+        advance(sum(f.size for f in queue.files))
+    all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+    horizon = checks.check_dispatch_coverage(
+        records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
+    )
+    summary["consumeQueues"] = {"queues": len(queues), "units": units_checked, "dispatchHorizon": horizon}
+    timings["consumeQueues"] = time.perf_counter() - t2
+
+    # --- index -----------------------------------------------------------------------------------
+    t3 = time.perf_counter()
+    facts: list[checks.IndexFileFacts] = []
+    index_ends: list[tuple[str, int]] = []
+    try:
+        service = store.index_service
+        geometry = service.geometry
+        for f in service.files:
+            name = f"index/{f.name}"
+            entries = f.entries_view()
+            facts.append(
+                checks.check_index_file(
+                    f.header,
+                    f.slots_view(),
+                    entries,
+                    problems,
+                    file=name,
+                    hash_slot_num=geometry.hash_slot_num,
+                    index_num=geometry.index_num,
+                )
+            )
+            checks.check_index_targets(
+                facts[-1],
+                records,
+                problems,
+                hash_slot_num=geometry.hash_slot_num,
+                commitlog_min=commitlog_min,
+                valid_end=verdict.valid_end,
+            )
+            index_ends.append((name, f.header.end_timestamp))
+            advance(geometry.hash_slot_num * 4 + len(entries) * 20)
+        checks.check_index_headers_order(facts, problems)
+    except MqtoolError as exc:
+        problems.add("index_file", _rel(store, exc.file) if exc.file else "index", exc.offset, exc.message)
+    keys_checked = 0
+    if deep:
+        keys_checked = checks.check_index_coverage(records, facts, problems, cq_horizon=horizon)
+    summary["index"] = {
+        "files": len(facts),
+        "entries": sum(f.entries for f in facts),
+        "keysChecked": keys_checked if deep else None,
+    }
+    timings["index"] = time.perf_counter() - t3
+
+    # --- checkpoint, recovery ----------------------------------------------------------------------
+    cp = None
+    try:
+        cp = store.checkpoint()
+    except MqtoolError as exc:
+        problems.add("checkpoint_unreadable", "checkpoint", exc.offset, exc.message)
+    dispatched = records.store_ts[all_hits] if len(all_hits) else records.store_ts[:0]
+    checks.check_checkpoint(
+        cp,
+        problems,
+        abort=abort,
+        last_store_ts=int(records.store_ts.max()) if len(records) else None,
+        dispatched_store_ts=int(dispatched.max()) if len(dispatched) else None,
+        index_files=index_ends,
+    )
+    summary["recovery"] = _recovery(scans, verdict, cp, abort, problems)
+    timings["total"] = time.perf_counter() - t0
+    summary["seconds"] = {k: round(v, 3) for k, v in timings.items()}
+    if timings["commitlogScan"] > 0 and len(records):
+        summary["messagesPerSecond"] = round(len(records) / timings["commitlogScan"])
+
+    table = checks.sort_problems(problems.table())
+    order = np.array([SEVERITY_ORDER[s] for s in table.column("severity").to_pylist()], dtype=np.int64)
+    table = table.take(pa.array(np.argsort(order, kind="stable")))
+    return VerifyReport(str(root), table, checks.count_by_severity(table), summary)
+
+
+def verify_total(store: Store) -> int:
+    """Bytes `verify_store` reports to its progress callback (for a progress bar)."""
+    try:
+        total = sum(f.size for f in store.commitlog.queue.files)
+    except MqtoolError:
+        total = 0
+    try:
+        for topic, queue_id in store.consume_queues.queues():
+            directory = store.consumequeue_dir / topic / str(queue_id)
+            total += sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+    except (MqtoolError, OSError):
+        pass
+    try:
+        service = store.index_service
+        if service.geometry is not None:
+            for f in service.files:
+                total += service.geometry.hash_slot_num * 4 + (f.index_count - 1) * 20
+    except MqtoolError:
+        pass
+    return total
+
+
+def _known_topics(store: Store) -> set[str] | None:
+    """Topics of config/topics.json (None when it cannot be read: then no topic counts as deleted)."""
+    try:
+        loaded = store.config("topics.json").load()
+    except MqtoolError:
+        return None
+    if loaded.source == "none":
+        return None
+    return set(getattr(loaded.model, "topic_config_table", {}) or {})
+
+
+def _rel(store: Store, path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        from pathlib import Path
+
+        return str(Path(path).relative_to(store.root))
+    except ValueError:
+        return path
+
+
+def _check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:
+    """Bytes after the last valid unit, and files after it (the broker's recovery deletes those)."""
+    live = queue.live_files
+    where = f"{topic}/{queue_id}"
+    if live:
+        last = live[-1]
+        wrote = queue.wrote_position(last)
+        if wrote < last.size:
+            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:]
+            checks.check_cq_tail(
+                rest, problems, file=_rel(store, str(last.path)), position=wrote, where=where
+            )
+    dirty = [f for f in queue.files if f not in live]
+    if dirty:
+        problems.add(
+            "cq_dirty_files",
+            _rel(store, str(dirty[0].path)),
+            0,
+            f"{where}: {len(dirty)} file(s) after the last valid unit; the broker's recovery deletes them",
+        )
+
+
+def _recovery(
+    scans: list[checks.CommitLogFile],
+    verdict: checks.CommitLogVerdict,
+    cp: Any,
+    abort: bool,
+    problems: ProblemList,
+) -> dict[str, Any]:
+    """Where the broker's next start walks from and where it ends the commitlog (an info row)."""
+    files = [s for s in scans if s.size]
+    if not files:
+        return {"mode": "abnormal" if abort else "normal", "startFile": None, "end": verdict.valid_end}
+    if abort:
+        bound = cp.min_timestamp if cp is not None else 0
+        firsts = []
+        for s in files:
+            first = None
+            if s.batch is not None and s.batch.num_rows:
+                row = s.batch.slice(0, 1).to_pylist()[0]
+                if row["status"] == "ok":
+                    first = (1, row["storeTimestamp"])
+            firsts.append(first)
+        start = checks.recovery_start_abnormal(firsts, bound)
+        mode = "abnormal (abort present)"
+    else:
+        start = checks.recovery_start_normal([s.start for s in files])
+        mode = "normal"
+    end_file, end_pos, end = None, None, None
+    for s in files[start:]:
+        stop = s.stop()
+        if stop is not None and stop[0] != "blank":
+            end_file, end_pos, end = s, stop[1], s.start + stop[1]
+            break
+    if end is None:  # the last file ends in a BLANK: recovery stops there
+        end_file = files[-1]
+        stop = end_file.stop()
+        end_pos = stop[1] if stop is not None else end_file.size
+        end = end_file.start + end_pos
+    written_end = max((s.start + s.data_end for s in files if s.data_end or s.message_count()), default=end)
+    written_end = max(written_end, end)
+    detail = (
+        f"{mode} recovery walks from {files[start].name} and ends the commitlog at phy {end}"
+        f" ({end_file.name} position {end_pos})"
+    )
+    dropped = written_end - end
+    if dropped > 0:
+        detail += f"; it drops the {dropped} bytes of written data after that"
+    if end != verdict.valid_end:
+        detail += f"; it does not see the stop at phy {verdict.valid_end} in an earlier file"
+    problems.add("recovery", end_file.name, end_pos, detail)
+    return {"mode": mode, "startFile": files[start].name, "end": end, "droppedBytes": max(dropped, 0)}
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def render_verify(report: VerifyReport, ctx: RenderContext, *, min_severity: str = INFO) -> None:
+    rows = report.problem_rows(min_severity)
+    if ctx.fmt == "json":
+        ctx.out.write(to_json_text(report.to_json(min_severity)) + "\n")
+        return
+    if ctx.fmt in ("jsonl", "csv"):
+        emit_rows(rows, PROBLEM_COLUMNS, ctx)
+        return
+    verdict = "clean" if report.clean else "NOT clean"
+    title = (
+        f"verify {report.store}: {verdict} - {report.counts.get(ERROR, 0)} errors, "
+        f"{report.counts.get(WARNING, 0)} warnings, {report.counts.get(INFO, 0)} infos"
+    )
+    emit_table(rows, PROBLEM_COLUMNS, ctx, title=title, empty="no problems found")
+    cl = report.summary.get("commitlog", {})
+    cq = report.summary.get("consumeQueues", {})
+    ix = report.summary.get("index", {})
+    pairs: list[tuple[str, Any, str]] = [
+        ("commitlog files", cl.get("files"), "int"),
+        ("commitlog bytes", cl.get("bytes"), "int"),
+        ("messages", cl.get("messages"), "int"),
+        ("valid end (phy)", cl.get("validEnd"), "int"),
+        ("consume queues", cq.get("queues"), "int"),
+        ("consume queue units", cq.get("units"), "int"),
+        ("index files", ix.get("files"), "int"),
+        ("index entries", ix.get("entries"), "int"),
+    ]
+    if ix.get("keysChecked") is not None:
+        pairs.append(("index keys checked (--deep)", ix.get("keysChecked"), "int"))
+    pairs.append(("seconds", report.summary.get("seconds", {}).get("total"), "text"))
+    emit_fields(pairs, ctx, title="Checked")
+
+
+__all__ = ["PROBLEM_COLUMNS", "VerifyReport", "render_verify", "verify_store", "verify_total"]
