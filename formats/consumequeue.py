@@ -6,12 +6,17 @@ whole CQ file and is property-tested against the construct declaration.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import mmh3
-import numpy as np
 from construct import ConstructError
 
 from formats.errors import FormatError
@@ -25,9 +30,15 @@ from formats.structs import (
 
 # --- ConsumeQueue units (FORMATS §4.2) ----------------------------------------------------------
 
+
 # One unit as numpy sees it: packed, big-endian, 20 bytes.
-CQ_UNIT_DTYPE = np.dtype([("phyOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
-assert CQ_UNIT_DTYPE.itemsize == CQ_STORE_UNIT_SIZE
+@functools.cache
+def cq_unit_dtype():
+    import numpy as np
+
+    return np.dtype([("phyOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
+
+
 
 # The pre-blank filler written by `ConsumeQueue.fillPreBlank` (FORMATS §4.4).
 FILLER_PHY_OFFSET = 0
@@ -87,12 +98,14 @@ def encode_unit(unit: CqUnit) -> bytes:
 
 
 def units_view(data: bytes | memoryview, file: str | None = None) -> np.ndarray:
-    """A zero-copy structured view (`CQ_UNIT_DTYPE`) of a buffer made of whole units."""
+    """A zero-copy structured view (`cq_unit_dtype()`) of a buffer made of whole units."""
+    import numpy as np
+
     if len(data) % CQ_STORE_UNIT_SIZE:
         raise FormatError(
             f"size {len(data)} is not a multiple of the {CQ_STORE_UNIT_SIZE}-byte ConsumeQueue unit", file
         )
-    return np.frombuffer(data, dtype=CQ_UNIT_DTYPE)
+    return np.frombuffer(data, dtype=cq_unit_dtype())
 
 
 def valid_mask(units: np.ndarray) -> np.ndarray:
@@ -107,6 +120,8 @@ def filler_mask(units: np.ndarray) -> np.ndarray:
 
 def count_valid_prefix(units: np.ndarray) -> int:
     """How many units at the start are valid: the index of the first invalid unit, or all of them."""
+    import numpy as np
+
     invalid = ~valid_mask(units)
     if not invalid.any():
         return len(units)
@@ -115,6 +130,8 @@ def count_valid_prefix(units: np.ndarray) -> int:
 
 def to_native(units: np.ndarray, first_queue_offset: int = 0) -> np.ndarray:
     """A native-endian copy with a `queueOffset` column, numbering the units from `first_queue_offset`."""
+    import numpy as np
+
     out = np.empty(
         len(units),
         dtype=[("queueOffset", "i8"), ("phyOffset", "i8"), ("size", "i4"), ("tagsCode", "i8")],
@@ -292,3 +309,10 @@ class BloomFilter:
 def consumer_filter_key(consumer_group: str, topic: str) -> str:
     """The string hashed for a consumer's bloom positions: `group#topic`."""
     return f"{consumer_group}#{topic}"
+
+
+def __getattr__(name: str):
+    # `CQ_UNIT_DTYPE` stays importable; numpy is imported only when it is first used.
+    if name == "CQ_UNIT_DTYPE":
+        return cq_unit_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,11 +7,16 @@ one file's bytes when it is not known from the broker's config (see its docstrin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+import functools
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 from construct import ConstructError
 
 from formats import structs
@@ -31,11 +36,15 @@ _SLOT = struct.Struct(">i")
 _ENTRY = struct.Struct(">iqii")
 LONG_MAX = 2**63 - 1
 
+
 # One entry as numpy sees it: packed, big-endian, 20 bytes (property-tested against `structs.IndexEntry`).
-INDEX_ENTRY_DTYPE = np.dtype(
-    [("keyHash", ">i4"), ("phyOffset", ">i8"), ("timeDiff", ">i4"), ("prevIndex", ">i4")]
-)
-assert INDEX_ENTRY_DTYPE.itemsize == ENTRY_SIZE
+@functools.cache
+def index_entry_dtype():
+    import numpy as np
+
+    return np.dtype([("keyHash", ">i4"), ("phyOffset", ">i8"), ("timeDiff", ">i4"), ("prevIndex", ">i4")])
+
+
 
 
 def _to_int64(value: int) -> int:
@@ -196,13 +205,17 @@ class IndexFile:
 
     def slots_view(self) -> np.ndarray:
         """All hash slots as a big-endian int32 array (zero-copy)."""
+        import numpy as np
+
         return np.frombuffer(self.data, dtype=">i4", count=self.geometry.hash_slot_num, offset=HEADER_SIZE)
 
     def entries_view(self) -> np.ndarray:
-        """Entries 1 .. indexCount-1 as a structured array (`INDEX_ENTRY_DTYPE`, zero-copy)."""
+        """Entries 1 .. indexCount-1 as a structured array (`index_entry_dtype()`, zero-copy)."""
+        import numpy as np
+
         used = self.index_count - 1
         return np.frombuffer(
-            self.data, dtype=INDEX_ENTRY_DTYPE, count=used, offset=self.geometry.entry_position(1)
+            self.data, dtype=index_entry_dtype(), count=used, offset=self.geometry.entry_position(1)
         )
 
     def iter_entries(self) -> Iterator[IndexEntry]:
@@ -256,6 +269,8 @@ class IndexFile:
 
     def validate(self) -> None:
         """Raise FormatError unless slots and entry chains are what `putKey` would have written."""
+        import numpy as np
+
         s = self.geometry.hash_slot_num
         count = self.index_count
         slots = self.slots_view().astype(np.int64)
@@ -368,6 +383,8 @@ def geometry_of_full_file(file_size: int, index_count: int) -> IndexGeometry | N
 
 def _plausible_slot_nums(words: np.ndarray, header: IndexHeader, candidates: np.ndarray) -> np.ndarray:
     """Filter candidate slot counts by O(1) checks on the newest and the first entry."""
+    import numpy as np
+
     count = header.effective_index_count
     last = count - 1
     s = candidates
@@ -395,6 +412,8 @@ def infer_geometry(data: bytes | memoryview | bytearray, file: str | None = None
     several (e.g. an empty file) raise FormatError — then pass the broker's settings explicitly.
     A directory with several files should use `geometry_of_full_file` on a non-last file instead.
     """
+    import numpy as np
+
     size = len(data)
     if size == DEFAULT_GEOMETRY.file_size:
         return DEFAULT_GEOMETRY
@@ -436,3 +455,10 @@ def infer_geometry(data: bytes | memoryview | bytearray, file: str | None = None
         "give the broker's maxHashSlotNum and maxIndexNum",
         file,
     )
+
+
+def __getattr__(name: str):
+    # `INDEX_ENTRY_DTYPE` stays importable; numpy is imported only when it is first used.
+    if name == "INDEX_ENTRY_DTYPE":
+        return index_entry_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

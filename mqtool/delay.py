@@ -44,7 +44,7 @@ from formats.properties import (
 from formats.structs import CQ_STORE_UNIT_SIZE, TimerCheckpoint
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import format_time, now_ms
-from store.consumequeue import NATIVE_UNIT_DTYPE
+from store.consumequeue import native_unit_dtype
 from store.storedir import Store
 from store.version import BrokerVersion, resolve_broker_version
 
@@ -993,7 +993,7 @@ def units_after(store: Store, topic: str, queue_id: int, phy_offset: int) -> np.
     """Native units (queueOffset, phyOffset, size, tagsCode) of a queue whose phyOffset > `phy_offset`,
     read file by file from the end (a queue's physical offsets grow with its queue offsets)."""
     if queue_id not in store.consume_queues.queue_ids(topic):
-        return np.empty(0, dtype=NATIVE_UNIT_DTYPE)
+        return np.empty(0, dtype=native_unit_dtype())
     cq = store.consume_queue(topic, queue_id)
     parts: list[np.ndarray] = []
     per_file = cq.units_per_file
@@ -1006,7 +1006,7 @@ def units_after(store: Store, topic: str, queue_id: int, phy_offset: int) -> np.
             if len(real) and int(real["phyOffset"][0]) <= phy_offset:
                 break
     if not parts:
-        return np.empty(0, dtype=NATIVE_UNIT_DTYPE)
+        return np.empty(0, dtype=native_unit_dtype())
     return np.concatenate(parts[::-1])
 
 

@@ -9,6 +9,12 @@ outside the commitlog (`CommitLog.pickupStoreTimestamp`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+import functools
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -16,10 +22,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
-
 from formats.consumequeue import (
-    CQ_UNIT_DTYPE,
     DEFAULT_CQ_FILE_SIZE,
     CqUnit,
     count_valid_prefix,
@@ -36,7 +39,12 @@ StoreTimeOf = Callable[[int, int], int]
 
 Boundary = Literal["lower", "upper"]
 
-NATIVE_UNIT_DTYPE = np.dtype([("queueOffset", "i8"), ("phyOffset", "i8"), ("size", "i4"), ("tagsCode", "i8")])
+
+@functools.cache
+def native_unit_dtype():
+    import numpy as np
+
+    return np.dtype([("queueOffset", "i8"), ("phyOffset", "i8"), ("size", "i4"), ("tagsCode", "i8")])
 
 
 class RocksDBConsumeQueueError(MqtoolError):
@@ -183,6 +191,8 @@ class ConsumeQueue:
         return self._first_file_min_offset()
 
     def _first_file_min_offset(self) -> int:
+        import numpy as np
+
         first = self.live_files[0]
         units = self.file_units(first)[: self.wrote_position(first) // UNIT]
         hit = (units["phyOffset"] >= self.commitlog_min_offset) & ~filler_mask(units)
@@ -216,6 +226,8 @@ class ConsumeQueue:
         Defaults: [min_offset, max_offset). The range is clipped to what the files hold below the max
         offset, so `units(0)` also returns a deleted prefix still on disk (units below min_offset).
         """
+        import numpy as np
+
         start = self.min_offset if start is None else start
         end = self.max_offset if end is None else end
         start = max(start, self.first_queue_offset)
@@ -227,7 +239,7 @@ class ConsumeQueue:
             if lo < hi:
                 parts.append(to_native(self.file_units(f)[lo - first : hi - first], lo))
         if not parts:
-            return np.empty(0, dtype=NATIVE_UNIT_DTYPE)
+            return np.empty(0, dtype=native_unit_dtype())
         return np.concatenate(parts)
 
     def iter_units(self, start: int | None = None, end: int | None = None) -> Iterator[tuple[int, CqUnit]]:
@@ -444,11 +456,14 @@ class ConsumeQueueStore:
         directory = self.directory / topic
         if not directory.is_dir():
             return []
-        ids = [
-            int(e.name)
-            for e in os.scandir(directory)
-            if e.is_dir() and _QUEUE_ID.fullmatch(e.name) and int(e.name) < 2**31
-        ]
+        try:
+            ids = [
+                int(e.name)
+                for e in os.scandir(directory)
+                if e.is_dir() and _QUEUE_ID.fullmatch(e.name) and int(e.name) < 2**31
+            ]
+        except OSError as exc:  # unreadable, or a symlink loop
+            raise StoreFileError(f"cannot list: {exc.strerror}", str(directory)) from exc
         return sorted(ids)
 
     def queues(self) -> Iterator[tuple[str, int]]:
@@ -462,8 +477,7 @@ class ConsumeQueueStore:
 
 
 __all__ = [
-    "CQ_UNIT_DTYPE",
-    "NATIVE_UNIT_DTYPE",
+    "native_unit_dtype",
     "BrokerQueryError",
     "ConsumeQueue",
     "ConsumeQueueStore",
@@ -472,3 +486,10 @@ __all__ = [
     "read_commitlog_min_offset",
     "is_rocksdb_dir",
 ]
+
+
+def __getattr__(name: str):
+    # `NATIVE_UNIT_DTYPE` stays importable; numpy is imported only when it is first used.
+    if name == "NATIVE_UNIT_DTYPE":
+        return native_unit_dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
