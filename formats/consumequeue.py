@@ -39,7 +39,6 @@ def cq_unit_dtype():
     return np.dtype([("phyOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
 
 
-
 # The pre-blank filler written by `ConsumeQueue.fillPreBlank` (FORMATS §4.4).
 FILLER_PHY_OFFSET = 0
 FILLER_SIZE = 0x7FFFFFFF

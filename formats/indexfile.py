@@ -45,8 +45,6 @@ def index_entry_dtype():
     return np.dtype([("keyHash", ">i4"), ("phyOffset", ">i8"), ("timeDiff", ">i4"), ("prevIndex", ">i4")])
 
 
-
-
 def _to_int64(value: int) -> int:
     value &= 0xFFFFFFFFFFFFFFFF
     return value - (1 << 64) if value & (1 << 63) else value
@@ -254,7 +252,13 @@ class IndexFile:
         pos = self.slot_value(key_hash % self.geometry.hash_slot_num)
         if pos <= 0 or pos > count or count <= 1:
             return out
+        steps = 0
         while max_num is None or len(out) < max_num:
+            # A chain written by putKey only links to earlier entries, so it has fewer than `count` steps;
+            # a corrupt prevIndex can make a loop, which must not make the walk endless.
+            steps += 1
+            if steps > count:
+                break
             e = self.entry(pos)
             if e.time_diff < 0:
                 break

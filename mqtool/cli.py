@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
+from mqtool.cli_audit import audit
 from mqtool.cli_consume_mode import consume_mode_app
 from mqtool.cli_delay import delay_app
 from mqtool.cli_dump import dump_app, info
@@ -48,6 +49,7 @@ app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
 app.command()(verify)
 app.command()(export)
+app.command()(audit)
 
 
 @app.callback()
@@ -79,6 +81,11 @@ def main() -> None:
         _fail("interrupted", 130)
     except MemoryError:
         _fail("out of memory", 1)
+    except OSError as exc:  # a file the lower layers did not wrap (permission, loop, I/O): still one line
+        if os.environ.get("MQTOOL_DEBUG"):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(f"{where}{exc.strerror or exc}", 1)
     except Exception as exc:  # the last line of defence: one line, not a traceback
         if os.environ.get("MQTOOL_DEBUG"):
             raise
@@ -86,6 +93,8 @@ def main() -> None:
 
 
 def _fail(message: str, code: int) -> None:
+    # one line, whatever a corrupt file put into the names the message quotes
+    message = message.replace("\r", "\\r").replace("\n", "\\n")
     sys.stderr.write(f"mqtool: error: {message}\n")
     sys.exit(code)
 

@@ -266,6 +266,8 @@ def config(store: Store, name: str, *, bak: bool = False) -> dict[str, Any]:
     if bak:
         path = store.config_dir / (file_name + ".bak")
         try:
+            if path.exists() and not path.is_file():  # a FIFO would block, a device never end
+                raise MqtoolError("cannot read: not a regular file", str(path))
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise MqtoolError(f"cannot read: {exc.strerror}", str(path)) from exc

@@ -186,7 +186,10 @@ def resolve_settings(
     num = pick(index_num, "--max-index-num", "maxIndexNum", geometry.index_num if geometry else None,
                DEFAULT_INDEX_NUM)  # fmt: skip
     if cq.value % 20:
-        raise RebuildRefused(f"mappedFileSizeConsumeQueue {cq.value} is not a multiple of 20")
+        where = str(store.root / "consumequeue") if cq.source == "current files" else None
+        raise RebuildRefused(
+            f"mappedFileSizeConsumeQueue {cq.value} (from the {cq.source}) is not a multiple of 20", where
+        )
     if num.value < 2:
         raise RebuildRefused("maxIndexNum must be at least 2")
     return cq, slots, num, notes
@@ -218,7 +221,11 @@ def _refuse_unsupported(store: Store, cq: bool) -> None:
                     str(root / "config" / "topics.json"),
                 )
     commitlog = root / "commitlog"
-    if not commitlog.is_dir() or not any(p.name.isdigit() for p in commitlog.iterdir()):
+    try:
+        has_files = commitlog.is_dir() and any(p.name.isdigit() for p in commitlog.iterdir())
+    except OSError as exc:
+        raise RebuildRefused(f"cannot list: {exc.strerror or exc}", str(commitlog)) from exc
+    if not has_files:
         raise RebuildRefused("the commitlog has no files: there is nothing to rebuild from", str(commitlog))
 
 

@@ -684,8 +684,13 @@ class CommitLogAppender:
                     create_sparse_file(path, self.file_size, self.root, [(chunk.position, bytes(chunk.data))])
                 elif size == 0:  # 5.x leaves a zero-length last file: replace it
                     tmp = temp_path(self.root, path.name)
-                    create_sparse_file(tmp, self.file_size, self.root, [(chunk.position, bytes(chunk.data))])
-                    replace_file(tmp, path)
+                    data = [(chunk.position, bytes(chunk.data))]
+                    try:
+                        create_sparse_file(tmp, self.file_size, self.root, data)
+                        replace_file(tmp, path)
+                    except OSError:  # no space, say: no temporary file is left behind
+                        tmp.unlink(missing_ok=True)
+                        raise
                 else:
                     pwrite_all(files.fd(path), chunk.data, chunk.position)
             files.sync_and_close()

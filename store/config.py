@@ -166,6 +166,8 @@ class ConfigFile:
     def _read(path: Path) -> tuple[str | None, list[str]]:
         """(text, warnings), text None when missing; bytes decoded as Java's `new String(bytes, UTF-8)`."""
         try:
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
+                raise MqtoolError("cannot read: not a regular file", str(path))
             data = path.read_bytes()
         except FileNotFoundError:
             return None, []

@@ -137,13 +137,31 @@ def write_done() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def fd_path(fd: int) -> str:
+    """The path an open descriptor refers to (for error messages: fd-based calls name no file)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return f"file descriptor {fd}"
+
+
+def named(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """`exc` naming `path` when it names no file (ENOSPC from a pwrite, say), so the error line can."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, os.fspath(path))
+
+
 def pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:
     """`pwrite` every byte of `data` at `offset` (one write call for the crash hook)."""
     view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view = view[written:]
-        offset += written
+    try:
+        while view:
+            written = os.pwrite(fd, view, offset)
+            view = view[written:]
+            offset += written
+    except OSError as exc:
+        raise named(exc, fd_path(fd)) from exc
     write_done()
 
 
@@ -179,7 +197,12 @@ def create_sparse_file(
         for offset, data in content:
             pwrite_all(fd, data, offset)
         os.fsync(fd)
-    finally:
+    except OSError as exc:  # no space, say: no half-made temporary file is left behind
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise named(exc, path) from exc
+    else:
         os.close(fd)
     try:
         os.link(tmp, path)
@@ -955,15 +978,20 @@ class IndexWriter:
             return
         if self.copy_on_write:
             tmp = temp_path(scratch, st.name)
-            _copy_used_regions(path, tmp, self.geometry, st.first_new_entry)
-            fd = os.open(tmp, os.O_RDWR)
             try:
-                for offset, data in regions:
-                    pwrite_all(fd, data, offset)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            replace_file(tmp, path)
+                _copy_used_regions(path, tmp, self.geometry, st.first_new_entry)
+                fd = os.open(tmp, os.O_RDWR)
+                try:
+                    for offset, data in regions:
+                        pwrite_all(fd, data, offset)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                replace_file(tmp, path)
+            except OSError as exc:  # no space, say: the old file stays, the copy goes
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise named(exc, path) from exc
             return
         fd = files.fd(path)
         for offset, data in regions:
@@ -979,25 +1007,31 @@ def _copy_used_regions(src: Path, dst: Path, geometry: IndexGeometry, entry_coun
     fin = os.open(src, os.O_RDONLY)
     fout = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.ftruncate(fout, geometry.file_size)
-        for offset, length in used:
-            done = 0
-            while done < length:
-                try:
-                    n = os.copy_file_range(fin, fout, length - done, offset + done, offset + done)
-                except OSError:
-                    n = 0
-                if n <= 0:  # no copy_file_range here: plain reads and writes
-                    chunk = os.pread(fin, min(length - done, 1 << 22), offset + done)
-                    if not chunk:
-                        break
-                    os.pwrite(fout, chunk, offset + done)
-                    n = len(chunk)
-                done += n
-        write_done()
+        _copy_regions(fin, fout, geometry, used)
+    except OSError as exc:
+        raise named(exc, dst) from exc
     finally:
         os.close(fin)
         os.close(fout)
+
+
+def _copy_regions(fin: int, fout: int, geometry: IndexGeometry, used: list[tuple[int, int]]) -> None:
+    os.ftruncate(fout, geometry.file_size)
+    for offset, length in used:
+        done = 0
+        while done < length:
+            try:
+                n = os.copy_file_range(fin, fout, length - done, offset + done, offset + done)
+            except OSError:
+                n = 0
+            if n <= 0:  # no copy_file_range here: plain reads and writes
+                chunk = os.pread(fin, min(length - done, 1 << 22), offset + done)
+                if not chunk:
+                    break
+                os.pwrite(fout, chunk, offset + done)
+                n = len(chunk)
+            done += n
+    write_done()
 
 
 # --- settings as the files show them ---------------------------------------------------------------

@@ -60,7 +60,7 @@ def lock_holder(lock_path: Path) -> int | None:
     Returns -1 when a lock is held but the kernel does not name the owner (e.g. another host via NFS).
     """
     try:
-        fd = os.open(lock_path, os.O_RDONLY)
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: a FIFO here must not block
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -69,6 +69,8 @@ def lock_holder(lock_path: Path) -> int | None:
         query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 1, 0)
         answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
         l_type, _, _, _, pid = struct.unpack(_FLOCK, answer)
+    except OSError as exc:
+        raise MqtoolError(f"cannot query the lock: {exc.strerror}", str(lock_path)) from exc
     finally:
         os.close(fd)
     if l_type == fcntl.F_UNLCK:

@@ -91,7 +91,11 @@ class MappedFileQueue:
         except OSError as exc:
             raise StoreFileError(f"cannot list: {exc.strerror}", str(directory)) from exc
         for entry in entries:
-            if entry.is_dir():
+            try:
+                is_dir = entry.is_dir()
+            except OSError as exc:  # e.g. a symlink loop
+                raise StoreFileError(f"cannot stat: {exc.strerror}", entry.path) from exc
+            if is_dir:
                 continue  # the broker skips directories inside a queue directory
             if not is_offset_file_name(entry.name):
                 raise StoreFileError(

@@ -252,7 +252,14 @@ class QueueDiff:
 
 
 def _file_bytes(path: Path) -> bytes:
-    return path.read_bytes() if path.exists() else b""
+    try:
+        if not path.exists():
+            return b""
+        if not path.is_file():  # a FIFO would block, a device never end
+            raise RebuildError("cannot read: not a regular file", str(path))
+        return path.read_bytes()
+    except OSError as exc:
+        raise RebuildError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
 
 
 def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
@@ -267,7 +274,10 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
         new = result.queues.get((topic, queue_id))
         old_dir = old_root / topic / str(queue_id)
         new_dir = new_root / topic / str(queue_id)
-        old_names = sorted(n for n in os.listdir(old_dir) if n.isdigit()) if old_dir.is_dir() else []
+        try:
+            old_names = sorted(n for n in os.listdir(old_dir) if n.isdigit()) if old_dir.is_dir() else []
+        except OSError as exc:
+            raise RebuildError(f"cannot list: {exc.strerror or exc}", str(old_dir)) from exc
         old_min = old_max = None
         if (topic, queue_id) in old_queues:
             try:
@@ -330,8 +340,11 @@ def compare_index(root: Path, result: BuildResult) -> IndexDiff:
     old_names = list_index_files(old_dir)
     old_headers: list[tuple[str, IndexHeader]] = []
     for name in old_names:
-        with open(old_dir / name, "rb") as fh:
-            old_headers.append((name, decode_header(fh.read(40), str(old_dir / name))))
+        try:
+            with open(old_dir / name, "rb") as fh:
+                old_headers.append((name, decode_header(fh.read(40), str(old_dir / name))))
+        except OSError as exc:
+            raise RebuildError(f"cannot read: {exc.strerror or exc}", str(old_dir / name)) from exc
     diff = IndexDiff("same", old_headers, result.index_files)
     if not old_names:
         diff.status = "new" if result.index_files else "same"
@@ -342,7 +355,11 @@ def compare_index(root: Path, result: BuildResult) -> IndexDiff:
     for k, (old_name, new_name) in enumerate(
         zip(old_names, [n for n, _ in result.index_files], strict=False), start=1
     ):
-        if not _same_file(old_dir / old_name, new_dir / new_name):
+        try:
+            same = _same_file(old_dir / old_name, new_dir / new_name)
+        except OSError as exc:
+            raise RebuildError(f"cannot read: {exc.strerror or exc}", str(old_dir / old_name)) from exc
+        if not same:
             diff.status = "differs"
             diff.first_difference = f"file {k} ({old_name} vs rebuilt {new_name})"
             return diff

@@ -8,6 +8,7 @@ IndexService, the checkpoint and the config files. Nothing here writes.
 from __future__ import annotations
 
 import os
+import stat
 from functools import cached_property
 from pathlib import Path
 
@@ -139,6 +140,8 @@ class Store:
         if not path.exists():
             return None
         try:
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
+                raise StoreFileError("cannot read: not a regular file", str(path))
             data = path.read_bytes()
         except OSError as exc:
             raise StoreFileError(f"cannot read: {exc.strerror}", str(path)) from exc

@@ -1,0 +1,13 @@
+"""Shared test setup: each test starts with the CLI's global options unset (they live in a module-level
+object that in-process CliRunner invocations would otherwise carry from one test to the next)."""
+
+import pytest
+
+from mqtool.cliopts import GLOBALS
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cli_globals():
+    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = None
+    yield
+    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = None
