@@ -1,0 +1,1564 @@
+"""Corruption generators: turn a copy of a real store into one corrupted input.
+
+A `Corruption` is a picklable list of small file-system operations (`Op`s) with a description; `apply`
+performs them on a store root. `generate(kind, layout, rng)` draws one corruption of a file type from the
+strategies of that type; the fast CI subset cycles through every strategy, the long mode draws at random.
+The map of the pristine store (`StoreLayout`: every file, every commitlog record and its fields, the
+ConsumeQueue units, the index geometry, the config texts) is read here with `struct` alone, so the
+corruptions do not depend on the code under test.
+
+File types (`KINDS`):
+
+* `commitlog` — truncation at every kind of boundary (file, record, field, inside a field), bit flips
+  and interesting values in every header field, sizes and magic codes (V1/V2/BLANK/garbage), property
+  separators and values, body bytes, zeroed or garbage ranges, file size changes, gaps between files.
+* `consumequeue` — units pointing anywhere (negative, mid-record, at a blank, past the end, huge), sizes
+  and tags codes of every kind, zeroed, swapped and duplicated units, truncation at and inside units,
+  missing/extra/misnamed files, odd queue directories.
+* `index` — header fields (counts, slot count, times, offsets), hash slots pointing anywhere, entries
+  whose chains loop or leave the file, truncation at header/slot/entry boundaries, odd file names.
+* `checkpoint` — garbage, truncation at every field, huge and negative values, a wrong size.
+* `config` — fastjson files (and their `.bak`) with syntax errors, wrong types, huge numbers, missing
+  tables, odd encodings, deep nesting; empty, blank and `null` files.
+* `layout` — empty files, directories where files should be (and files where directories should be),
+  missing parts, symlink loops, stray files, permission denied, `lock`/`abort` oddities.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import shutil
+import stat
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout")
+
+MAGIC_V1 = 0xDAA320A7
+MAGIC_V2 = 0xDAA320AB
+BLANK_MAGIC = 0xCBD43194
+BORNHOST_V6_FLAG = 0x10
+STOREHOST_V6_FLAG = 0x20
+
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+CONFIG_FILES = (
+    "consumerOffset.json",
+    "delayOffset.json",
+    "topics.json",
+    "subscriptionGroup.json",
+    "messageRequestMode.json",
+)
+
+# --- operations ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Op:
+    """One change to one path (relative to the store root)."""
+
+    action: str  # write, truncate, append, replace, remove, mkdir, symlink, chmod, fifo, rename
+    path: str
+    offset: int = 0
+    data: bytes = b""
+    size: int = 0
+    target: str = ""
+    mode: int = 0
+
+
+def _remove(p: Path) -> None:
+    if p.is_symlink() or p.is_file() or (p.exists() and not p.is_dir()):
+        p.unlink()
+    elif p.is_dir():
+        shutil.rmtree(p)
+
+
+def apply_op(root: Path, op: Op) -> None:
+    p = root / op.path
+    if op.action == "write":
+        with open(p, "r+b") as fh:
+            fh.seek(op.offset)
+            fh.write(op.data)
+    elif op.action == "truncate":
+        os.truncate(p, op.size)
+    elif op.action == "append":
+        with open(p, "ab") as fh:
+            fh.write(op.data)
+    elif op.action == "replace":  # the whole file's content (created when missing)
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(op.data)
+    elif op.action == "remove":
+        _remove(p)
+    elif op.action == "mkdir":  # a directory (with one file inside) where a file should be
+        _remove(p)
+        p.mkdir(parents=True)
+        (p / "00000000000000000000").write_bytes(b"\0" * 20)
+    elif op.action == "symlink":
+        _remove(p)
+        os.symlink(op.target, p)
+    elif op.action == "chmod":
+        os.chmod(p, op.mode)
+    elif op.action == "fifo":
+        _remove(p)
+        os.mkfifo(p)
+    elif op.action == "rename":
+        os.rename(p, root / op.target)
+    else:  # pragma: no cover - a bug in a generator
+        raise ValueError(op.action)
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """A corrupted input: what was done (one line), to which file type, as operations."""
+
+    kind: str
+    strategy: str
+    description: str
+    ops: tuple[Op, ...]
+    focus: str = ""  # the file the commands should look at (a cq queue, an index file, a config name)
+
+    def apply(self, root: Path) -> None:
+        for op in self.ops:
+            apply_op(root, op)
+
+    def __str__(self) -> str:
+        return f"[{self.kind}/{self.strategy}] {self.description}"
+
+
+def restore_permissions(root: Path) -> None:
+    """Make every path under root writable again (so it can be removed after a chmod corruption)."""
+    for dirpath, dirnames, filenames in os.walk(root, topdown=True, followlinks=False):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                continue
+            with contextlib.suppress(OSError):
+                mode = stat.S_IMODE(p.lstat().st_mode)
+                os.chmod(p, mode | (0o700 if p.is_dir() else 0o600))
+    with contextlib.suppress(OSError):
+        os.chmod(root, 0o755)
+
+
+# --- the map of a pristine store ----------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    """One commitlog record: its file, position and fields (name -> (position in file, length))."""
+
+    file: str
+    pos: int
+    total: int
+    kind: str  # message or blank
+    fields: dict[str, tuple[int, int]] = field(default_factory=dict)
+    props: bytes = b""
+
+
+@dataclass
+class StoreLayout:
+    """What a pristine store holds, as plain data."""
+
+    root: Path
+    commitlog_files: list[tuple[str, int]]  # (relative path, size)
+    records: list[Record]
+    cq_files: list[tuple[str, int]]
+    index_files: list[tuple[str, int]]
+    index_geometry: tuple[int, int] | None  # (hashSlotNum, indexNum)
+    config_texts: dict[str, bytes]  # relative path -> bytes (incl. .bak)
+    has_checkpoint: bool
+    all_files: list[str]
+    all_dirs: list[str]
+
+    @property
+    def commitlog_end(self) -> int:
+        if not self.records:
+            return 0
+        last = self.records[-1]
+        return int(Path(last.file).name) + last.pos + last.total
+
+
+def _u32(buf: bytes, pos: int) -> int:
+    return struct.unpack_from(">I", buf, pos)[0]
+
+
+def _i32(buf: bytes, pos: int) -> int:
+    return struct.unpack_from(">i", buf, pos)[0]
+
+
+def record_fields(buf: bytes, pos: int) -> dict[str, tuple[int, int]] | None:
+    """Field positions of the message record at `pos` (None when it is not a whole message)."""
+    if pos + 8 > len(buf):
+        return None
+    total, magic = _i32(buf, pos), _u32(buf, pos + 4)
+    if magic not in (MAGIC_V1, MAGIC_V2) or total <= 0 or pos + total > len(buf):
+        return None
+    sys_flag = _i32(buf, pos + 36)
+    born = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    store = 20 if sys_flag & STOREHOST_V6_FLAG else 8
+    f: dict[str, tuple[int, int]] = {}
+    p = pos
+
+    def take(name: str, n: int) -> None:
+        nonlocal p
+        f[name] = (p, n)
+        p += n
+
+    for name, n in (
+        ("totalSize", 4),
+        ("magicCode", 4),
+        ("bodyCRC", 4),
+        ("queueId", 4),
+        ("flag", 4),
+        ("queueOffset", 8),
+        ("physicalOffset", 8),
+        ("sysFlag", 4),
+        ("bornTimestamp", 8),
+        ("bornHost", born),
+        ("storeTimestamp", 8),
+        ("storeHost", store),
+        ("reconsumeTimes", 4),
+        ("preparedTransactionOffset", 8),
+        ("bodyLength", 4),
+    ):
+        take(name, n)
+    body_len = _i32(buf, p - 4)
+    take("body", max(0, body_len))
+    topic_width = 2 if magic == MAGIC_V2 else 1
+    if p + topic_width > len(buf):
+        return None
+    topic_len = int.from_bytes(buf[p : p + topic_width], "big", signed=True)
+    take("topicLength", topic_width)
+    take("topic", max(0, topic_len))
+    if p + 2 > len(buf):
+        return None
+    props_len = struct.unpack_from(">h", buf, p)[0]
+    take("propertiesLength", 2)
+    take("properties", max(0, props_len))
+    return f
+
+
+def _files(root: Path, sub: str) -> list[tuple[str, int]]:
+    base = root / sub
+    if not base.is_dir():
+        return []
+    out = []
+    for dirpath, _dirs, files in sorted(os.walk(base)):
+        for name in sorted(files):
+            p = Path(dirpath) / name
+            out.append((str(p.relative_to(root)), p.stat().st_size))
+    return out
+
+
+def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> StoreLayout:
+    """Read the layout of a pristine store (records walked as the broker writes them).
+
+    The index geometry (maxHashSlotNum, maxIndexNum) is not stored in the files: give it, or it is taken
+    from the first of several index files (every file but the last is full: indexCount = maxIndexNum).
+    """
+    root = Path(root)
+    commitlog = [(p, s) for p, s in _files(root, "commitlog") if Path(p).name.isdigit()]
+    records: list[Record] = []
+    for rel, size in commitlog:
+        buf = (root / rel).read_bytes()
+        pos = 0
+        while pos + 8 <= size:
+            total, magic = _i32(buf, pos), _u32(buf, pos + 4)
+            if magic == BLANK_MAGIC:
+                records.append(
+                    Record(rel, pos, total, "blank", {"totalSize": (pos, 4), "magicCode": (pos + 4, 4)})
+                )
+                break
+            fields = record_fields(buf, pos)
+            if fields is None:
+                break
+            start, n = fields["properties"]
+            records.append(Record(rel, pos, total, "message", fields, buf[start : start + n]))
+            pos += total
+    index = [(p, s) for p, s in _files(root, "index")]
+    geometry = index_geometry
+    if geometry is None and len(index) > 1:
+        num = _i32((root / index[0][0]).read_bytes()[:40], 36)
+        rest = index[0][1] - 40 - num * 20
+        if num > 1 and rest > 0 and rest % 4 == 0:
+            geometry = (rest // 4, num)
+    configs = {}
+    for rel, _size in _files(root, "config"):
+        configs[rel] = (root / rel).read_bytes()
+    all_files, all_dirs = [], []
+    for dirpath, dirs, files in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        all_dirs.extend(str(rel / d) for d in dirs)
+        all_files.extend(str(rel / f) for f in files)
+    return StoreLayout(
+        root=root,
+        commitlog_files=commitlog,
+        records=records,
+        cq_files=_files(root, "consumequeue"),
+        index_files=index,
+        index_geometry=geometry,
+        config_texts=configs,
+        has_checkpoint=(root / "checkpoint").is_file(),
+        all_files=sorted(all_files),
+        all_dirs=sorted(all_dirs),
+    )
+
+
+# --- interesting values ---------------------------------------------------------------------------
+
+INT_VALUES = (
+    0,
+    1,
+    -1,
+    2,
+    7,
+    19,
+    20,
+    21,
+    40,
+    255,
+    256,
+    4095,
+    4096,
+    65535,
+    65536,
+    2**24,
+    2**30,
+    INT_MAX,
+    INT_MIN,
+)
+LONG_VALUES = (*INT_VALUES, 2**32, 2**40, 2**53 + 1, LONG_MAX, LONG_MIN, LONG_MAX - 1, -(2**40))
+
+
+def _pack(value: int, width: int) -> bytes:
+    return (value & ((1 << (8 * width)) - 1)).to_bytes(width, "big")
+
+
+def interesting(rng: random.Random, width: int, near: tuple[int, ...] = ()) -> bytes:
+    """A value for a field of `width` bytes: a boundary, a value near a given one, or random bits."""
+    choice = rng.random()
+    if choice < 0.5:
+        pool = INT_VALUES if width <= 4 else LONG_VALUES
+        value = rng.choice(pool)
+    elif choice < 0.8 and near:
+        value = rng.choice(near) + rng.choice((-21, -20, -8, -4, -1, 1, 4, 8, 20, 21, 4096, -4096))
+    else:
+        return bytes(rng.getrandbits(8) for _ in range(width))
+    return _pack(value, width)
+
+
+def bitflip(data: bytes, rng: random.Random, flips: int = 1) -> bytes:
+    out = bytearray(data)
+    for _ in range(flips):
+        if out:
+            i = rng.randrange(len(out))
+            out[i] ^= 1 << rng.randrange(8)
+    return bytes(out)
+
+
+# --- generators -----------------------------------------------------------------------------------
+
+Strategy = Callable[[StoreLayout, random.Random], Corruption | None]
+
+
+def _c(kind: str, strategy: str, description: str, *ops: Op, focus: str = "") -> Corruption:
+    return Corruption(kind, strategy, description, tuple(ops), focus)
+
+
+def _read(layout: StoreLayout, rel: str) -> bytes:
+    return (layout.root / rel).read_bytes()
+
+
+def _messages(layout: StoreLayout) -> list[Record]:
+    return [r for r in layout.records if r.kind == "message"]
+
+
+# commitlog ----------------------------------------------------------------------------------------
+
+
+def cl_truncate_boundary(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Truncate a commitlog file at a record start, inside a field, or at a field boundary."""
+    if not layout.records:
+        return None
+    rec = rng.choice(layout.records)
+    where = rng.random()
+    if where < 0.3:
+        at, what = rec.pos, "record start"
+    elif where < 0.5:
+        at, what = rec.pos + rec.total, "record end"
+    else:
+        name, (pos, n) = rng.choice(list(rec.fields.items()))
+        at = pos + (rng.randrange(n + 1) if n else 0)
+        what = f"field {name} (+{at - pos})"
+    return _c(
+        "commitlog",
+        "truncate-boundary",
+        f"truncate {rec.file} at {at} ({what})",
+        Op("truncate", rec.file, size=at),
+    )
+
+
+def cl_truncate_anywhere(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel, size = rng.choice(layout.commitlog_files)
+    at = rng.choice((0, 1, 4, 8, size // 2, size - 1, rng.randrange(size + 1)))
+    return _c("commitlog", "truncate-anywhere", f"truncate {rel} to {at} bytes", Op("truncate", rel, size=at))
+
+
+def cl_field_value(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """An interesting value in one header field of one record (sizes, magic, offsets, flags, times)."""
+    msgs = _messages(layout)
+    if not msgs:
+        return None
+    rec = rng.choice(msgs)
+    names = [n for n in rec.fields if n not in ("body", "topic", "properties")]
+    name = rng.choice(names)
+    pos, n = rec.fields[name]
+    if name == "magicCode" and rng.random() < 0.6:
+        data = _pack(rng.choice((MAGIC_V1, MAGIC_V2, BLANK_MAGIC, 0, 0xFFFFFFFF)), 4)
+    elif name == "totalSize" and rng.random() < 0.5:
+        data = _pack(
+            rng.choice((rec.total - 1, rec.total + 1, rec.total + 20, 8, 7, 0, -8, 4 * 1024 * 1024, 2**30)), 4
+        )
+    elif name == "sysFlag" and rng.random() < 0.5:
+        data = _pack(
+            _i32(_read(layout, rec.file), pos)
+            ^ rng.choice((0x1, 0x4, 0x8, 0xC, 0x10, 0x20, 0x30, 0x40, 0x80, 0x700)),
+            4,
+        )
+    else:
+        data = interesting(rng, n, (rec.total, rec.pos))
+    return _c(
+        "commitlog",
+        "field-value",
+        f"{rec.file} record @{rec.pos}: {name} := {data.hex()}",
+        Op("write", rec.file, offset=pos, data=data),
+    )
+
+
+def cl_bitflip_header(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    msgs = _messages(layout)
+    if not msgs:
+        return None
+    rec = rng.choice(msgs)
+    name = rng.choice([n for n in rec.fields if n not in ("body", "properties")])
+    pos, n = rec.fields[name]
+    if n == 0:
+        return None
+    old = _read(layout, rec.file)[pos : pos + n]
+    new = bitflip(old, rng, rng.choice((1, 1, 2, 3)))
+    return _c(
+        "commitlog",
+        "bitflip-header",
+        f"{rec.file} record @{rec.pos}: bit flips in {name} ({old.hex()} -> {new.hex()})",
+        Op("write", rec.file, offset=pos, data=new),
+    )
+
+
+def cl_body(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    msgs = [r for r in _messages(layout) if r.fields["body"][1] > 0]
+    if not msgs:
+        return None
+    rec = rng.choice(msgs)
+    pos, n = rec.fields["body"]
+    at = pos + rng.randrange(n)
+    old = _read(layout, rec.file)[at : at + 1]
+    return _c(
+        "commitlog",
+        "body",
+        f"{rec.file} record @{rec.pos}: body byte {at - pos} flipped",
+        Op("write", rec.file, offset=at, data=bitflip(old, rng)),
+    )
+
+
+def cl_properties(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Property separators swapped, removed or doubled; values replaced (same length) with garbage."""
+    msgs = [r for r in _messages(layout) if r.props]
+    if not msgs:
+        return None
+    rec = rng.choice(msgs)
+    pos, n = rec.fields["properties"]
+    props = bytearray(rec.props)
+    seps = [i for i, b in enumerate(props) if b in (1, 2)]
+    mode = rng.choice(("separator", "separator", "value", "value", "bytes"))
+    if mode == "separator" and seps:
+        i = rng.choice(seps)
+        props[i] = rng.choice([b for b in (1, 2, 0, 0x3D, 0x20, 0xFF) if b != props[i]])
+        what = f"separator at +{i} -> {props[i]:#x}"
+    elif mode == "value":
+        pairs = [m for m in re.finditer(rb"([^\x01\x02]+)\x01([^\x01\x02]*)", bytes(props))]
+        if not pairs:
+            return None
+        m = rng.choice(pairs)
+        a, b = m.span(2)
+        width = b - a
+        repl = rng.choice(
+            (
+                b"9" * width,
+                b"-" + b"9" * (width - 1),
+                b"-1".ljust(width, b" "),
+                b"x" * width,
+                b"\xff" * width,
+                b"\x01" * width,
+                b"\x02" * width,
+                b" " * width,
+                b"0" * width,
+                b"1e99".ljust(width, b"9"),
+                bytes(rng.getrandbits(8) for _ in range(width)),
+            )
+        )[:width]
+        props[a:b] = repl
+        what = f"value of {m.group(1)[:30]!r} -> {bytes(repl)[:30]!r}"
+    else:
+        i = rng.randrange(len(props))
+        props[i] = rng.getrandbits(8)
+        what = f"byte +{i} -> {props[i]:#x}"
+    return _c(
+        "commitlog",
+        "properties",
+        f"{rec.file} record @{rec.pos}: properties {what}",
+        Op("write", rec.file, offset=pos, data=bytes(props)),
+    )
+
+
+def cl_range(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Zeros, 0xFF or random bytes over a range (a record's head, a whole record, across two)."""
+    if not layout.records:
+        return None
+    rec = rng.choice(layout.records)
+    start = rec.pos + rng.choice((0, 0, 4, 8, rng.randrange(max(1, rec.total))))
+    length = rng.choice((1, 4, 8, 20, 64, rec.total, rec.total * 2, 4096))
+    size = dict(layout.commitlog_files)[rec.file]
+    length = max(1, min(length, size - start))
+    fill = rng.choice(("zeros", "ff", "random"))
+    data = {"zeros": bytes(length), "ff": b"\xff" * length}.get(fill) or bytes(
+        rng.getrandbits(8) for _ in range(length)
+    )
+    return _c(
+        "commitlog",
+        "range",
+        f"{rec.file}: {length} bytes of {fill} at {start}",
+        Op("write", rec.file, offset=start, data=data),
+    )
+
+
+def cl_blank(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Fake or damaged BLANK markers: mid-file, with odd sizes; a real one removed."""
+    blanks = [r for r in layout.records if r.kind == "blank"]
+    if blanks and rng.random() < 0.4:
+        rec = rng.choice(blanks)
+        data = rng.choice((bytes(8), _pack(rng.choice((0, 1, -1, 8, INT_MAX)), 4) + _pack(BLANK_MAGIC, 4)))
+        return _c(
+            "commitlog",
+            "blank",
+            f"{rec.file}: BLANK at {rec.pos} -> {data.hex()}",
+            Op("write", rec.file, offset=rec.pos, data=data),
+        )
+    msgs = _messages(layout)
+    if not msgs:
+        return None
+    rec = rng.choice(msgs)
+    total = rng.choice((rec.total, 8, 0, -1, 12, INT_MAX, 4))
+    return _c(
+        "commitlog",
+        "blank",
+        f"{rec.file}: BLANK marker (size {total}) over the record at {rec.pos}",
+        Op("write", rec.file, offset=rec.pos, data=_pack(total, 4) + _pack(BLANK_MAGIC, 4)),
+    )
+
+
+def cl_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """File-level damage: a size that differs, a file missing in the middle, a stray name, a new file."""
+    rel, size = rng.choice(layout.commitlog_files)
+    d = str(Path(rel).parent)
+    choice = rng.randrange(7)
+    if choice == 0:
+        return _c(
+            "commitlog", "files", f"{rel} grows by 4096 zero bytes", Op("append", rel, data=bytes(4096))
+        )
+    if choice == 1:
+        return _c(
+            "commitlog", "files", f"{rel} grows by 3 garbage bytes", Op("append", rel, data=b"\x12\x34\x56")
+        )
+    if choice == 2 and len(layout.commitlog_files) > 2:
+        mid = layout.commitlog_files[len(layout.commitlog_files) // 2][0]
+        return _c("commitlog", "files", f"{mid} removed (a gap)", Op("remove", mid))
+    if choice == 3:
+        return _c("commitlog", "files", f"{rel} removed", Op("remove", rel))
+    if choice == 4:
+        return _c(
+            "commitlog", "files", "stray file in commitlog/", Op("replace", f"{d}/stray.txt", data=b"hello")
+        )
+    if choice == 5:
+        name = f"{d}/{int(Path(rel).name) + rng.choice((1, size // 2, size * 7)):020d}"
+        return _c("commitlog", "files", f"misnamed copy {name}", Op("replace", name, data=_read(layout, rel)))
+    last_rel, last_size = layout.commitlog_files[-1]
+    name = f"{d}/{int(Path(last_rel).name) + last_size:020d}"
+    data = rng.choice((bytes(last_size), _read(layout, layout.commitlog_files[0][0])))
+    return _c("commitlog", "files", f"an extra file {name} after the last", Op("replace", name, data=data))
+
+
+# consumequeue ---------------------------------------------------------------------------------
+
+
+def _cq_unit(layout: StoreLayout, rng: random.Random) -> tuple[str, int, int] | None:
+    """A (file, position, unit count) of a written unit in some ConsumeQueue file."""
+    files = [(p, s) for p, s in layout.cq_files if s >= 20]
+    if not files:
+        return None
+    rel, size = rng.choice(files)
+    data = _read(layout, rel)
+    written = [i for i in range(size // 20) if data[i * 20 : i * 20 + 20] != bytes(20)]
+    i = rng.choice(written) if written and rng.random() < 0.9 else rng.randrange(size // 20)
+    return rel, i * 20, len(written)
+
+
+def _cq_focus(rel: str) -> str:
+    parts = Path(rel).parts  # consumequeue/<topic>/<queue>/<file>
+    return f"{parts[1]}/{parts[2]}" if len(parts) >= 4 else ""
+
+
+def cq_phy_offset(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A unit's phyOffset pointing anywhere."""
+    pick = _cq_unit(layout, rng)
+    if pick is None:
+        return None
+    rel, pos, _ = pick
+    end = layout.commitlog_end
+    starts = [int(Path(r.file).name) + r.pos for r in layout.records]
+    first = int(Path(layout.commitlog_files[0][0]).name) if layout.commitlog_files else 0
+    options = [
+        -1,
+        -20,
+        0,
+        first,
+        end,
+        end + 1,
+        end + 10**6,
+        LONG_MAX,
+        LONG_MIN,
+        2**40,
+        first - 1,
+    ]
+    if starts:
+        s = rng.choice(starts)
+        options += [s, s + 1, s + 4, s + 8, s - 1]
+    blanks = [int(Path(r.file).name) + r.pos for r in layout.records if r.kind == "blank"]
+    if blanks:
+        options.append(rng.choice(blanks))
+    value = rng.choice(options) if rng.random() < 0.85 else rng.randrange(-(2**40), 2**40)
+    return _c(
+        "consumequeue",
+        "phy-offset",
+        f"{rel} unit @{pos}: phyOffset := {value}",
+        Op("write", rel, offset=pos, data=_pack(value, 8)),
+        focus=_cq_focus(rel),
+    )
+
+
+def cq_size(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _cq_unit(layout, rng)
+    if pick is None:
+        return None
+    rel, pos, _ = pick
+    old = _i32(_read(layout, rel), pos + 8)
+    value = rng.choice((0, -1, 1, 7, 8, old - 1, old + 1, old * 2, INT_MAX, INT_MIN, 2**30, 4 * 1024 * 1024))
+    return _c(
+        "consumequeue",
+        "size",
+        f"{rel} unit @{pos}: size {old} := {value}",
+        Op("write", rel, offset=pos + 8, data=_pack(value, 4)),
+        focus=_cq_focus(rel),
+    )
+
+
+def cq_tags_code(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _cq_unit(layout, rng)
+    if pick is None:
+        return None
+    rel, pos, _ = pick
+    data = interesting(rng, 8)
+    return _c(
+        "consumequeue",
+        "tags-code",
+        f"{rel} unit @{pos}: tagsCode := {data.hex()}",
+        Op("write", rel, offset=pos + 12, data=data),
+        focus=_cq_focus(rel),
+    )
+
+
+def cq_unit_bytes(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Whole units: zeroed (a hole), 0xFF, random, bit flips, swapped with or copied from another."""
+    pick = _cq_unit(layout, rng)
+    if pick is None:
+        return None
+    rel, pos, _ = pick
+    data = _read(layout, rel)
+    unit = data[pos : pos + 20]
+    mode = rng.choice(("zero", "ff", "random", "flip", "swap", "copy", "filler"))
+    if mode == "zero":
+        new = bytes(20)
+    elif mode == "ff":
+        new = b"\xff" * 20
+    elif mode == "random":
+        new = bytes(rng.getrandbits(8) for _ in range(20))
+    elif mode == "flip":
+        new = bitflip(unit, rng, rng.choice((1, 2, 4)))
+    elif mode == "filler":
+        new = _pack(0, 8) + _pack(INT_MAX, 4) + _pack(0, 8)
+    else:
+        other = rng.randrange(len(data) // 20) * 20
+        new = data[other : other + 20]
+        if mode == "swap":
+            return _c(
+                "consumequeue",
+                "unit-bytes",
+                f"{rel}: units @{pos} and @{other} swapped",
+                Op("write", rel, offset=pos, data=new),
+                Op("write", rel, offset=other, data=unit),
+                focus=_cq_focus(rel),
+            )
+    return _c(
+        "consumequeue",
+        "unit-bytes",
+        f"{rel} unit @{pos}: {mode} -> {new.hex()}",
+        Op("write", rel, offset=pos, data=new),
+        focus=_cq_focus(rel),
+    )
+
+
+def cq_truncate(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    files = [(p, s) for p, s in layout.cq_files]
+    if not files:
+        return None
+    rel, size = rng.choice(files)
+    at = rng.choice(
+        (
+            0,
+            1,
+            19,
+            20,
+            21,
+            size - 20,
+            size - 1,
+            size // 2,
+            (rng.randrange(size // 20 + 1)) * 20,
+            rng.randrange(size + 1),
+        )
+    )
+    at = max(0, min(at, size))
+    return _c(
+        "consumequeue",
+        "truncate",
+        f"truncate {rel} to {at}",
+        Op("truncate", rel, size=at),
+        focus=_cq_focus(rel),
+    )
+
+
+def cq_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Missing, extra, misnamed, odd-size files; odd queue and topic directories."""
+    if not layout.cq_files:
+        return None
+    rel, size = rng.choice(layout.cq_files)
+    qdir = str(Path(rel).parent)
+    tdir = str(Path(rel).parent.parent)
+    choice = rng.randrange(9)
+    if choice == 0:
+        return _c("consumequeue", "files", f"{rel} removed", Op("remove", rel), focus=_cq_focus(rel))
+    if choice == 1:
+        return _c(
+            "consumequeue",
+            "files",
+            f"{rel} grows by 7 bytes",
+            Op("append", rel, data=b"\x01" * 7),
+            focus=_cq_focus(rel),
+        )
+    if choice == 2:
+        name = f"{qdir}/{int(Path(rel).name) + size * rng.choice((1, 2, 5, 1000)):020d}"
+        return _c(
+            "consumequeue",
+            "files",
+            f"an extra file {name}",
+            Op("replace", name, data=_read(layout, rel)),
+            focus=_cq_focus(rel),
+        )
+    if choice == 3:
+        name = f"{qdir}/{int(Path(rel).name) + rng.choice((1, 7, 20)):020d}"
+        return _c(
+            "consumequeue",
+            "files",
+            f"{rel} renamed to {name}",
+            Op("rename", rel, target=name),
+            focus=_cq_focus(rel),
+        )
+    if choice == 4:
+        return _c(
+            "consumequeue",
+            "files",
+            f"stray file in {qdir}",
+            Op("replace", f"{qdir}/notes.txt", data=b"x"),
+            focus=_cq_focus(rel),
+        )
+    if choice == 5:
+        q = rng.choice(("abc", "-1", "99999999999999999999", "2147483648", "007", " 1"))
+        return _c(
+            "consumequeue",
+            "files",
+            f"queue directory {tdir}/{q}",
+            Op("replace", f"{tdir}/{q}/00000000000000000000", data=_read(layout, rel)),
+        )
+    if choice == 6:
+        return _c(
+            "consumequeue",
+            "files",
+            f"a file where queue directory {qdir} was",
+            Op("replace", qdir, data=b"\0" * 20),
+            focus=_cq_focus(rel),
+        )
+    if choice == 7:
+        return _c(
+            "consumequeue", "files", f"a file where topic directory {tdir} was", Op("replace", tdir, data=b"")
+        )
+    return _c("consumequeue", "files", f"{rel} is empty", Op("truncate", rel, size=0), focus=_cq_focus(rel))
+
+
+# index --------------------------------------------------------------------------------------------
+
+HEADER_FIELDS = (
+    ("beginTimestamp", 0, 8),
+    ("endTimestamp", 8, 8),
+    ("beginPhyOffset", 16, 8),
+    ("endPhyOffset", 24, 8),
+    ("hashSlotCount", 32, 4),
+    ("indexCount", 36, 4),
+)
+
+
+def _index_pick(layout: StoreLayout, rng: random.Random) -> tuple[str, int, bytes] | None:
+    if not layout.index_files:
+        return None
+    rel, size = rng.choice(layout.index_files)
+    return rel, size, _read(layout, rel)
+
+
+def ix_header(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _index_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, _size, data = pick
+    name, pos, n = rng.choice(HEADER_FIELDS)
+    slots, num = layout.index_geometry or (0, 0)
+    old = int.from_bytes(data[pos : pos + n], "big", signed=True)
+    if rng.random() < 0.5:
+        data_new = _pack(
+            rng.choice((0, 1, -1, old + 1, old - 1, slots, num, num + 1, INT_MAX, INT_MIN, old * 1000)), n
+        )
+    else:
+        data_new = interesting(rng, n, (old,))
+    return _c(
+        "index",
+        "header",
+        f"{rel}: {name} {old} := {int.from_bytes(data_new, 'big', signed=True)}",
+        Op("write", rel, offset=pos, data=data_new),
+        focus=Path(rel).name,
+    )
+
+
+def ix_slot(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _index_pick(layout, rng)
+    if pick is None or layout.index_geometry is None:
+        return None
+    rel, _size, data = pick
+    slots, num = layout.index_geometry
+    used = [i for i in range(slots) if _i32(data, 40 + 4 * i)]
+    slot = rng.choice(used) if used and rng.random() < 0.8 else rng.randrange(slots)
+    count = _i32(data, 36)
+    value = rng.choice(
+        (
+            0,
+            -1,
+            1,
+            count,
+            count + 1,
+            num - 1,
+            num,
+            num + 1,
+            INT_MAX,
+            INT_MIN,
+            rng.randrange(-1000, 2 * num + 2),
+        )
+    )
+    return _c(
+        "index",
+        "slot",
+        f"{rel}: hash slot {slot} := {value}",
+        Op("write", rel, offset=40 + 4 * slot, data=_pack(value, 4)),
+        focus=Path(rel).name,
+    )
+
+
+def ix_entry(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """An entry's keyHash, phyOffset, timeDiff or prevIndex: loops, chains leaving the file, any offset."""
+    pick = _index_pick(layout, rng)
+    if pick is None or layout.index_geometry is None:
+        return None
+    rel, _size, data = pick
+    slots, num = layout.index_geometry
+    count = max(1, _i32(data, 36))
+    i = rng.randrange(1, max(2, min(count, num)))
+    base = 40 + slots * 4 + i * 20
+    name, off, n = rng.choice(
+        (
+            ("keyHash", 0, 4),
+            ("phyOffset", 4, 8),
+            ("timeDiff", 12, 4),
+            ("prevIndex", 16, 4),
+            ("prevIndex", 16, 4),
+        )
+    )
+    if name == "prevIndex":
+        value = rng.choice((i, i + 1, count - 1, count, num, num + 1, -1, INT_MAX, INT_MIN, 0))
+        raw = _pack(value, 4)
+    elif name == "phyOffset":
+        raw = _pack(
+            rng.choice((-1, 0, layout.commitlog_end, layout.commitlog_end + 1, LONG_MAX, LONG_MIN, 2**40)), 8
+        )
+    elif name == "timeDiff":
+        raw = _pack(rng.choice((-1, INT_MAX, INT_MIN, 0, 10**9)), 4)
+    else:
+        raw = interesting(rng, 4)
+    if base + off + n > len(data):
+        return None
+    return _c(
+        "index",
+        "entry",
+        f"{rel}: entry {i} {name} := {int.from_bytes(raw, 'big', signed=True)}",
+        Op("write", rel, offset=base + off, data=raw),
+        focus=Path(rel).name,
+    )
+
+
+def ix_cycle(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A hash chain that loops: the slot's head entry points (through prevIndex) back to itself."""
+    pick = _index_pick(layout, rng)
+    if pick is None or layout.index_geometry is None:
+        return None
+    rel, _size, data = pick
+    slots, _num = layout.index_geometry
+    used = [_i32(data, 40 + 4 * s) for s in range(slots) if _i32(data, 40 + 4 * s) > 0]
+    if not used:
+        return None
+    head = rng.choice(used)
+    # walk the chain to its last entry, make that one point back at the head
+    seen, cur = [], head
+    entries = 40 + slots * 4
+    while cur > 0 and cur not in seen and entries + cur * 20 + 20 <= len(data) and len(seen) < 1000:
+        seen.append(cur)
+        cur = _i32(data, entries + cur * 20 + 16)
+    tail = seen[-1]
+    return _c(
+        "index",
+        "cycle",
+        f"{rel}: entry {tail}.prevIndex := {head} (a loop of {len(seen)})",
+        Op("write", rel, offset=entries + tail * 20 + 16, data=_pack(head, 4)),
+        focus=Path(rel).name,
+    )
+
+
+def ix_truncate(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _index_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, size, _data = pick
+    slots, _num = layout.index_geometry or (0, 0)
+    at = rng.choice(
+        (
+            0,
+            1,
+            8,
+            32,
+            36,
+            39,
+            40,
+            41,
+            40 + slots * 4,
+            40 + slots * 4 + 20,
+            size - 20,
+            size - 1,
+            rng.randrange(size + 1),
+        )
+    )
+    at = max(0, min(at, size))
+    return _c(
+        "index", "truncate", f"truncate {rel} to {at}", Op("truncate", rel, size=at), focus=Path(rel).name
+    )
+
+
+def ix_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _index_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, size, data = pick
+    choice = rng.randrange(7)
+    if choice == 0:
+        return _c("index", "files", f"{rel} grows by 20 bytes", Op("append", rel, data=bytes(20)))
+    if choice == 1:
+        return _c("index", "files", f"{rel} removed", Op("remove", rel))
+    if choice == 2:
+        name = rng.choice(
+            ("99999999999999999999", "00000000000000000", "-1", "2024060100000000x", "9223372036854775808")
+        )
+        return _c(
+            "index",
+            "files",
+            f"copy named index/{name}",
+            Op("replace", f"index/{name}", data=data),
+            focus=name,
+        )
+    if choice == 3:
+        return _c(
+            "index",
+            "files",
+            f"{rel}: random bytes over the slot table",
+            Op("write", rel, offset=40, data=bytes(rng.getrandbits(8) for _ in range(min(256, size - 40)))),
+            focus=Path(rel).name,
+        )
+    if choice == 4:
+        return _c(
+            "index",
+            "files",
+            f"{rel}: every byte 0xFF",
+            Op("replace", rel, data=b"\xff" * size),
+            focus=Path(rel).name,
+        )
+    if choice == 5:
+        return _c(
+            "index",
+            "files",
+            f"{rel}: bit flips",
+            Op("replace", rel, data=bitflip(data, rng, 8)),
+            focus=Path(rel).name,
+        )
+    return _c(
+        "index",
+        "files",
+        "a new empty index file",
+        Op("replace", "index/20991231235959999", data=b""),
+        focus="20991231235959999",
+    )
+
+
+# checkpoint ------------------------------------------------------------------------------------------
+
+CP_FIELDS = (
+    "physicMsgTimestamp",
+    "logicsMsgTimestamp",
+    "indexMsgTimestamp",
+    "masterFlushedOffset",
+    "confirmPhyOffset",
+)
+
+
+def cp_field(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    i = rng.randrange(5)
+    value = rng.choice(
+        (
+            0,
+            -1,
+            1,
+            LONG_MAX,
+            LONG_MIN,
+            2**53,
+            253402300800000,
+            253402300799999,
+            -62135596800001,
+            10**18,
+            layout.commitlog_end + 1,
+        )
+    )
+    return _c(
+        "checkpoint",
+        "field",
+        f"checkpoint {CP_FIELDS[i]} := {value}",
+        Op("write", "checkpoint", offset=8 * i, data=_pack(value, 8)),
+    )
+
+
+def cp_garbage(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    mode = rng.choice(("random", "ff", "flip", "zero", "text"))
+    if mode == "random":
+        data = bytes(rng.getrandbits(8) for _ in range(4096))
+    elif mode == "ff":
+        data = b"\xff" * 4096
+    elif mode == "flip":
+        data = bitflip(_read(layout, "checkpoint"), rng, rng.choice((1, 3, 16)))
+    elif mode == "zero":
+        data = bytes(4096)
+    else:
+        data = (b"not a checkpoint\n" * 300)[:4096]
+    return _c("checkpoint", "garbage", f"checkpoint: {mode}", Op("replace", "checkpoint", data=data))
+
+
+def cp_size(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    at = rng.choice((0, 1, 7, 8, 16, 24, 32, 39, 40, 41, 4095, rng.randrange(4097)))
+    if rng.random() < 0.25:
+        extra = rng.choice((1, 4096, 100000))
+        return _c(
+            "checkpoint",
+            "size",
+            f"checkpoint grows by {extra}",
+            Op("append", "checkpoint", data=bytes(extra)),
+        )
+    return _c("checkpoint", "size", f"truncate checkpoint to {at}", Op("truncate", "checkpoint", size=at))
+
+
+# config -----------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    rb'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|[{}\[\]:,]|[A-Za-z_$][\w$]*'
+)
+
+
+def _tokens(text: bytes) -> list[re.Match[bytes]]:
+    return list(_TOKEN.finditer(text))
+
+
+def _value_span(text: bytes, toks: list[re.Match[bytes]], i: int) -> tuple[int, int]:
+    """Span of the JSON value starting at token i (a scalar, or a bracketed value to its match)."""
+    t = toks[i].group()
+    if t not in (b"{", b"["):
+        return toks[i].span()
+    depth = 0
+    for j in range(i, len(toks)):
+        g = toks[j].group()
+        if g in (b"{", b"["):
+            depth += 1
+        elif g in (b"}", b"]"):
+            depth -= 1
+            if depth == 0:
+                return toks[i].start(), toks[j].end()
+    return toks[i].start(), len(text)
+
+
+def _config_pick(
+    layout: StoreLayout, rng: random.Random, bak: bool | None = None
+) -> tuple[str, bytes] | None:
+    names = [p for p in layout.config_texts if Path(p).name.split(".bak")[0] in CONFIG_FILES]
+    if bak is False:
+        names = [p for p in names if not p.endswith(".bak")]
+    if not names:
+        return None
+    # mostly the live file; sometimes its .bak (the fallback)
+    live = [p for p in names if not p.endswith(".bak")]
+    rel = rng.choice(live) if live and rng.random() < 0.85 else rng.choice(names)
+    return rel, layout.config_texts[rel]
+
+
+def _config_focus(rel: str) -> str:
+    return Path(rel).name.removesuffix(".bak")
+
+
+def cfg_syntax(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _config_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, text = pick
+    toks = _tokens(text)
+    mode = rng.randrange(13)
+    if mode == 0 and toks:  # truncate at a token boundary
+        t = rng.choice(toks)
+        at = rng.choice((t.start(), t.end(), (t.start() + t.end()) // 2))
+        new, what = text[:at], f"truncated at {at}"
+    elif mode == 1:
+        at = rng.randrange(len(text) + 1)
+        new, what = text[:at], f"truncated at {at}"
+    elif mode == 2 and toks:  # delete a token
+        t = rng.choice(toks)
+        new, what = text[: t.start()] + text[t.end() :], f"token {t.group()[:20]!r} at {t.start()} deleted"
+    elif mode == 3:  # insert a structural character
+        at = rng.randrange(len(text) + 1)
+        ch = rng.choice((b"{", b"}", b"[", b"]", b'"', b":", b",", b"\\", b"'", b"/", b"#"))
+        new, what = text[:at] + ch + text[at:], f"{ch!r} inserted at {at}"
+    elif mode == 4:  # swap a bracket
+        spots = [i for i, b in enumerate(text) if b in b"{}[]"]
+        if not spots:
+            return None
+        i = rng.choice(spots)
+        other = {ord("{"): b"[", ord("}"): b"]", ord("["): b"{", ord("]"): b"}"}[text[i]]
+        new, what = text[:i] + other + text[i + 1 :], f"bracket at {i} swapped"
+    elif mode == 5:  # bad escapes and control characters inside a string
+        strings = [t for t in toks if t.group().startswith(b'"')]
+        if not strings:
+            return None
+        t = rng.choice(strings)
+        bad = rng.choice(
+            (b"\\x41", b"\\u12", b"\\ud800", b"\\", b"\n", b"\x00", b"\x1b", b"\\uZZZZ", b"\\U0001F600")
+        )
+        at = t.start() + 1
+        new, what = text[:at] + bad + text[at:], f"{bad!r} inside the string at {t.start()}"
+    elif mode == 6:  # invalid UTF-8 and a BOM
+        at = rng.randrange(len(text) + 1)
+        junk = rng.choice((b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xef\xbb\xbf"))
+        if junk == b"\xef\xbb\xbf" and rng.random() < 0.5:
+            at = 0
+        new, what = text[:at] + junk + text[at:], f"{junk!r} inserted at {at}"
+    elif mode == 7:  # trailing garbage
+        tail = rng.choice((b"}", b"x", b",", b"{}", b"\x00", b" // comment"))
+        new, what = text + tail, f"trailing {tail!r}"
+    elif mode == 8:  # deep nesting
+        depth = rng.choice((200, 1000, 5000, 100000))
+        opener = rng.choice((b"[", b'{"a":'))
+        new, what = opener * depth, f"{depth} nested {opener!r}"
+    elif mode == 9:  # unterminated string
+        strings = [t for t in toks if t.group().startswith(b'"')]
+        if not strings:
+            return None
+        t = rng.choice(strings)
+        new, what = text[: t.end() - 1], f"string at {t.start()} left open (file ends)"
+    elif mode == 10:  # random byte
+        at = rng.randrange(max(1, len(text)))
+        b = bytes([rng.getrandbits(8)])
+        new, what = text[:at] + b + text[at + 1 :], f"byte at {at} := {b!r}"
+    elif mode == 11:  # duplicated key / value
+        strings = [t for t in toks if t.group().startswith(b'"')]
+        if not strings:
+            return None
+        t = rng.choice(strings)
+        new, what = text[: t.end()] + b":1," + text[t.start() :], f"key {t.group()[:20]!r} duplicated"
+    else:  # single quotes, unquoted words
+        new, what = text.replace(b'"', b"'", rng.randrange(1, 6)), "some double quotes replaced by single"
+    return _c("config", "syntax", f"{rel}: {what}", Op("replace", rel, data=new), focus=_config_focus(rel))
+
+
+_WRONG = (
+    b'"x"',
+    b'""',
+    b'"-1"',
+    b"true",
+    b"false",
+    b"null",
+    b"[]",
+    b"{}",
+    b"[1,2]",
+    b'{"a":1}',
+    b"1.5",
+    b"-0",
+    b"0",
+    b'"\\u0000"',
+    b'"2024-01-01"',
+)
+_HUGE = (
+    b"9223372036854775807",
+    b"9223372036854775808",
+    b"-9223372036854775809",
+    b"2147483648",
+    b"-2147483649",
+    b"123456789012345678901234567890",
+    b"1e400",
+    b"-1e400",
+    b"1e-400",
+    b"1E+2",
+    b"0x10",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"00012",
+    b"1.0",
+    b"-1",
+    b"99999999999999999999999999999999999999999999999999999999999999",
+)
+
+
+def cfg_wrong_type(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _config_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, text = pick
+    toks = _tokens(text)
+    values = [
+        i
+        for i, t in enumerate(toks)
+        if t.group() not in (b"}", b"]", b":", b",")
+        and not (i + 1 < len(toks) and toks[i + 1].group() == b":")  # not a key
+    ]
+    if not values:
+        return None
+    i = rng.choice(values)
+    a, b = _value_span(text, toks, i)
+    repl = rng.choice(_WRONG)
+    return _c(
+        "config",
+        "wrong-type",
+        f"{rel}: value {text[a:b][:24]!r} at {a} := {repl!r}",
+        Op("replace", rel, data=text[:a] + repl + text[b:]),
+        focus=_config_focus(rel),
+    )
+
+
+def cfg_key(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Keys: an odd key (non-numeric queue id, huge, empty, unquoted), or a table key renamed."""
+    pick = _config_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, text = pick
+    toks = _tokens(text)
+    keys = [i for i, t in enumerate(toks) if i + 1 < len(toks) and toks[i + 1].group() == b":"]
+    if not keys:
+        return None
+    t = toks[rng.choice(keys)]
+    repl = rng.choice(
+        (
+            b'""',
+            b'"x"',
+            b"-1",
+            b"2147483648",
+            b'"99999999999999999999"',
+            b"abc",
+            b"1.5",
+            b'"%RETRY%"',
+            b"null",
+            b"true",
+            b'"a@b"',
+        )
+    )
+    return _c(
+        "config",
+        "key",
+        f"{rel}: key {t.group()[:24]!r} at {t.start()} := {repl!r}",
+        Op("replace", rel, data=text[: t.start()] + repl + text[t.end() :]),
+        focus=_config_focus(rel),
+    )
+
+
+def cfg_huge_number(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    pick = _config_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, text = pick
+    nums = [t for t in _tokens(text) if re.fullmatch(rb"-?\d.*", t.group())]
+    if not nums:
+        return None
+    t = rng.choice(nums)
+    repl = rng.choice(_HUGE)
+    return _c(
+        "config",
+        "huge-number",
+        f"{rel}: number {t.group()!r} at {t.start()} := {repl!r}",
+        Op("replace", rel, data=text[: t.start()] + repl + text[t.end() :]),
+        focus=_config_focus(rel),
+    )
+
+
+def cfg_missing_table(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A top-level (or second-level) key removed with its value, or its value emptied / replaced."""
+    pick = _config_pick(layout, rng)
+    if pick is None:
+        return None
+    rel, text = pick
+    toks = _tokens(text)
+    depth, entries = 0, []
+    for i, t in enumerate(toks):
+        g = t.group()
+        if g in (b"{", b"["):
+            depth += 1
+        elif g in (b"}", b"]"):
+            depth -= 1
+        elif depth in (1, 2) and i + 1 < len(toks) and toks[i + 1].group() == b":":
+            entries.append(i)
+    if not entries:
+        return None
+    i = rng.choice(entries)
+    a = toks[i].start()
+    _, b = _value_span(text, toks, i + 2)
+    mode = rng.choice(("remove", "empty-object", "empty-array", "null", "string"))
+    if mode == "remove":
+        rest = text[b:].lstrip()
+        if rest.startswith(b","):
+            b = len(text) - len(rest) + 1
+        new = text[:a] + text[b:]
+    else:
+        value = {"empty-object": b"{}", "empty-array": b"[]", "null": b"null", "string": b'"table"'}[mode]
+        new = text[: toks[i + 2].start()] + value + text[b:]
+    return _c(
+        "config",
+        "missing-table",
+        f"{rel}: {toks[i].group()[:30]!r} {mode}",
+        Op("replace", rel, data=new),
+        focus=_config_focus(rel),
+    )
+
+
+def cfg_whole(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """The whole file: empty, blank, null, [], {}, a scalar, binary, and both file and .bak broken."""
+    pick = _config_pick(layout, rng, bak=False)
+    if pick is None:
+        return None
+    rel, _text = pick
+    content = rng.choice(
+        (
+            b"",
+            b" \n\t",
+            b"null",
+            b"[]",
+            b"{}",
+            b'"x"',
+            b"123",
+            b"true",
+            b"\x00" * 64,
+            b"\xff\xfe{",
+            b"{",
+            b"[1,2,3]",
+            b'{"offsetTable":{}}',
+        )
+    )
+    ops = [Op("replace", rel, data=content)]
+    what = f"{rel} := {content[:20]!r}"
+    if rng.random() < 0.5:
+        bak = rel + ".bak"
+        bak_content = rng.choice((b"", b"{", b"garbage", b"null"))
+        ops.append(Op("replace", bak, data=bak_content) if rng.random() < 0.8 else Op("remove", bak))
+        what += f" and {bak} := {bak_content!r}"
+    return _c("config", "whole", what, *ops, focus=_config_focus(rel))
+
+
+# layout ---------------------------------------------------------------------------------------------
+
+
+def lay_empty_file(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(layout.all_files)
+    return _c("layout", "empty-file", f"{rel} is empty", Op("truncate", rel, size=0))
+
+
+def lay_dir_for_file(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(layout.all_files + ["checkpoint", "lock", "abort", "config/consumerOffset.json"])
+    return _c("layout", "dir-for-file", f"a directory where {rel} should be", Op("mkdir", rel))
+
+
+def lay_file_for_dir(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(layout.all_dirs + ["commitlog", "consumequeue", "index", "config"])
+    return _c(
+        "layout",
+        "file-for-dir",
+        f"a file where directory {rel} should be",
+        Op("replace", rel, data=b"x" * rng.choice((0, 1, 20))),
+    )
+
+
+def lay_missing(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(
+        layout.all_files + layout.all_dirs + ["commitlog", "consumequeue", "index", "config", "checkpoint"]
+    )
+    return _c("layout", "missing", f"{rel} removed", Op("remove", rel))
+
+
+def lay_permission(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(
+        layout.all_files
+        + layout.all_dirs
+        + ["commitlog", "consumequeue", "index", "config", "checkpoint", "lock"]
+    )
+    mode = rng.choice((0o000, 0o000, 0o200, 0o100 if rel in layout.all_dirs else 0o000))
+    return _c("layout", "permission", f"chmod {mode:o} {rel}", Op("chmod", rel, mode=mode))
+
+
+def lay_symlink(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(layout.all_files + layout.all_dirs + ["checkpoint", "commitlog", "index"])
+    mode = rng.choice(("loop", "dangling", "dev-zero", "root"))
+    if mode == "loop":
+        target = Path(rel).name
+    elif mode == "dangling":
+        target = "/nonexistent/mqtool-fuzz"
+    elif mode == "dev-zero":
+        target = "/dev/zero"
+    else:
+        target = "/"
+    return _c("layout", "symlink", f"{rel} -> {target} ({mode})", Op("symlink", rel, target=target))
+
+
+def lay_lock_abort(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    choice = rng.randrange(6)
+    if choice == 0:
+        return _c(
+            "layout", "lock-abort", "abort present (crashed last run)", Op("replace", "abort", data=b"")
+        )
+    if choice == 1:
+        return _c("layout", "lock-abort", "lock missing", Op("remove", "lock"))
+    if choice == 2:
+        return _c("layout", "lock-abort", "abort is a directory", Op("mkdir", "abort"))
+    if choice == 3:
+        return _c("layout", "lock-abort", "lock is a directory", Op("mkdir", "lock"))
+    if choice == 4:
+        return _c("layout", "lock-abort", "lock is garbage", Op("replace", "lock", data=b"\xff" * 100))
+    return _c("layout", "lock-abort", "lock unreadable", Op("chmod", "lock", mode=0))
+
+
+def lay_stray(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    where = rng.choice(("commitlog", "index", "config", "consumequeue", "."))
+    name = rng.choice(("README", "00000000000000000000.tmp", ".hidden", "12345", "x" * 200, "ünïcödé", "a b"))
+    return _c(
+        "layout", "stray", f"stray file {where}/{name}", Op("replace", f"{where}/{name}", data=b"stray")
+    )
+
+
+def lay_fifo(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = rng.choice(
+        [p for p in layout.all_files if not p.startswith("consumequeue")]
+        + ["checkpoint", "config/consumerOffset.json"]
+    )
+    return _c("layout", "fifo", f"a FIFO where {rel} should be", Op("fifo", rel))
+
+
+STRATEGIES: dict[str, tuple[Strategy, ...]] = {
+    "commitlog": (
+        cl_truncate_boundary,
+        cl_truncate_anywhere,
+        cl_field_value,
+        cl_bitflip_header,
+        cl_body,
+        cl_properties,
+        cl_range,
+        cl_blank,
+        cl_files,
+    ),
+    "consumequeue": (cq_phy_offset, cq_size, cq_tags_code, cq_unit_bytes, cq_truncate, cq_files),
+    "index": (ix_header, ix_slot, ix_entry, ix_cycle, ix_truncate, ix_files),
+    "checkpoint": (cp_field, cp_garbage, cp_size),
+    "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
+    "layout": (
+        lay_empty_file,
+        lay_dir_for_file,
+        lay_file_for_dir,
+        lay_missing,
+        lay_permission,
+        lay_symlink,
+        lay_lock_abort,
+        lay_stray,
+        lay_fifo,
+    ),
+}
+
+
+def strategy_names(kind: str) -> list[str]:
+    return [s.__name__ for s in STRATEGIES[kind]]
+
+
+def generate(kind: str, layout: StoreLayout, rng: random.Random, strategy: int | None = None) -> Corruption:
+    """One corruption of file type `kind` (a given strategy by index, else a random one)."""
+    strategies = STRATEGIES[kind]
+    for attempt in range(50):
+        chosen = (
+            strategies[strategy % len(strategies)]
+            if strategy is not None and attempt < 10
+            else rng.choice(strategies)
+        )
+        result = chosen(layout, rng)
+        if result is not None and result.ops:
+            return result
+    raise ValueError(f"no {kind} corruption applies to {layout.root}")

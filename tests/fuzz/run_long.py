@@ -1,0 +1,236 @@
+"""The long fuzz run, by hand: `python -m tests.fuzz.run_long --per-type 10000` (from the repository root).
+
+Makes the pristine stores (small samples, and the golden stores the real broker wrote), then runs
+`--per-type` corrupted inputs of every file type (commitlog, consumequeue, index, checkpoint, config,
+layout) through every read command that reads that type, in `--jobs` forked workers bounded in time and
+memory (see tests/fuzz/harness.py). A sample of inputs also goes through the real console script in a new
+process (`--subprocess-share`). Prints, per file type, the inputs, command runs, exits 0 and 1, error lines
+that name a position, and failures; then every distinct failure with one example, how to reproduce it,
+and the innermost frame of its traceback. Exit status 0 when nothing failed, 1 otherwise.
+
+A run of 10,000 inputs per type takes a few hours on two cores; `--per-type 200` is a quick look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .corrupt import KINDS, restore_permissions, strategy_names
+from .harness import GOLDEN_STORES, SAMPLES, Failure, Fuzzer, judge, make_tasks, prepare_bases, run_subprocess
+
+DEFAULT_BASES = (*SAMPLES, *GOLDEN_STORES)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tests.fuzz.run_long", description=__doc__.split("\n\n")[0])
+    p.add_argument("--per-type", type=int, default=10_000, help="corrupted inputs per file type")
+    p.add_argument("--types", default=",".join(KINDS), help=f"file types (default: {','.join(KINDS)})")
+    p.add_argument("--bases", default=",".join(DEFAULT_BASES), help="pristine stores to corrupt")
+    p.add_argument(
+        "--golden-weight",
+        type=float,
+        default=0.02,
+        help="weight of each golden store against 1.0 for each sample (golden stores are ~20x slower)",
+    )
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    p.add_argument("--seed", type=int, default=20261121)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per command")
+    p.add_argument("--memory-mb", type=int, default=1024, help="address space a worker may add")
+    p.add_argument(
+        "--subprocess-share", type=float, default=0.002, help="share of inputs also run as a process"
+    )
+    p.add_argument("--keep-root", action="store_true", help="do not drop root privileges in the workers")
+    p.add_argument(
+        "--workdir", type=Path, default=None, help="where bases and copies live (default: a temp dir)"
+    )
+    p.add_argument("--failures", type=Path, default=None, help="also write failures as JSON lines here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    kinds = [k for k in args.types.split(",") if k]
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        print(f"unknown file types: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mqtool-fuzz-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chmod(workdir, 0o755)
+    started = time.monotonic()
+    bases = prepare_bases(workdir / "bases", [b for b in args.bases.split(",") if b])
+    weights = {b.name: (args.golden_weight if b.golden else 1.0) for b in bases}
+    print(
+        f"bases: {', '.join(b.name for b in bases)} in {workdir} ({time.monotonic() - started:.0f} s)",
+        flush=True,
+    )
+    for kind in kinds:
+        print(f"  {kind}: strategies {', '.join(strategy_names(kind))}")
+
+    stats = {k: collections.Counter() for k in kinds}
+    by_strategy: collections.Counter[tuple[str, str]] = collections.Counter()
+    failures: list[Failure] = []
+    total = args.per_type * len(kinds)
+    done = 0
+    slowest: list[tuple[float, str, str]] = []
+    sampled = []
+    rng = random.Random(args.seed + 1)
+    tasks = make_tasks(bases, kinds, args.per_type, args.seed, weights=weights)
+
+    def tee(iterable):
+        for task in iterable:
+            if rng.random() < args.subprocess_share:
+                sampled.append(task)
+            yield task
+
+    with Fuzzer(
+        bases,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        memory_mb=args.memory_mb,
+        drop_privileges=not args.keep_root,
+        scratch=workdir / "work",
+    ) as fuzzer:
+        print(f"{args.jobs} workers ready ({time.monotonic() - started:.0f} s)", flush=True)
+        for result in fuzzer.run(tee(tasks)):
+            c = result.task.corruption
+            s = stats[c.kind]
+            s["inputs"] += 1
+            by_strategy[(c.kind, c.strategy)] += 1
+            for name, code, seconds, has_position in result.outcomes:
+                s["commands"] += 1
+                s[f"exit {code}"] += 1
+                if code == 1:
+                    s["error lines with a position"] += has_position
+                slowest.append((seconds, name, str(c)))
+            slowest = sorted(slowest, reverse=True)[:5]
+            if result.failures:
+                s["failed inputs"] += 1
+                s["failures"] += len(result.failures)
+                failures.extend(result.failures)
+            done += 1
+            if done % 500 == 0 or done == total:
+                rate = done / max(1e-9, time.monotonic() - started)
+                print(
+                    f"{done}/{total} inputs, {len(failures)} failures, {rate:.1f} inputs/s, "
+                    f"eta {(total - done) / max(rate, 1e-9) / 60:.0f} min",
+                    flush=True,
+                )
+
+    sub_failures = run_subprocess_sample(sampled, {b.name: b for b in bases}, workdir, args)
+    failures.extend(sub_failures)
+    report(kinds, stats, by_strategy, failures, slowest, len(sampled), started)
+    if args.failures:
+        with open(args.failures, "w", encoding="utf-8") as fh:
+            for f in failures:
+                row = {
+                    "base": f.base,
+                    "corruption": str(f.corruption),
+                    "ops": [op.__dict__ | {"data": op.data.hex()} for op in f.corruption.ops],
+                    "command": f.command,
+                    "argv": f.argv,
+                    "reason": f.reason,
+                    "where": f.where(),
+                    "stderr": f.stderr,
+                }
+                fh.write(json.dumps(row) + "\n")
+    if args.workdir is None:
+        restore_permissions(workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if failures else 0
+
+
+def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[Failure]:
+    """Each sampled input's first two commands through `python -m mqtool.cli` (a new process with
+    RLIMIT_AS and a timeout): the real entry point, real streams."""
+    if not tasks:
+        return []
+    print(f"subprocess sample: {len(tasks)} inputs", flush=True)
+
+    def one(item: tuple[int, object]) -> list[Failure]:
+        i, task = item
+        root = workdir / "sub" / str(i) / "store"
+        if root.exists():
+            restore_permissions(root)
+            shutil.rmtree(root)
+        shutil.copytree(bases[task.base].path, root, symlinks=True)
+        task.corruption.apply(root)
+        out = []
+        try:
+            for name, argv in task.commands[:2]:
+                full = ["-s", str(root), "-f", task.fmt, *argv]
+                outcome = run_subprocess(full, timeout=args.timeout * 2, name=name)
+                verdict = judge(outcome, str(root))
+                if verdict.failure:
+                    out.append(
+                        Failure(
+                            task.base,
+                            task.corruption,
+                            f"{name} (subprocess)",
+                            [a.replace(str(root), "<store>") for a in full],
+                            verdict.failure,
+                            outcome.code,
+                            outcome.stderr.replace(str(root), "<store>"),
+                        )
+                    )
+        finally:
+            restore_permissions(root)
+            shutil.rmtree(root.parent, ignore_errors=True)
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        return [f for fs in pool.map(one, enumerate(tasks)) for f in fs]
+
+
+def report(kinds, stats, by_strategy, failures: list[Failure], slowest, sampled: int, started: float) -> None:
+    print()
+    columns = [
+        "inputs",
+        "commands",
+        "exit 0",
+        "exit 1",
+        "error lines with a position",
+        "failed inputs",
+        "failures",
+    ]
+    print(f"{'file type':<14}" + "".join(f"{c:>16}" for c in columns))
+    totals: collections.Counter = collections.Counter()
+    for kind in kinds:
+        totals.update(stats[kind])
+        print(f"{kind:<14}" + "".join(f"{stats[kind][c]:>16}" for c in columns))
+    print(f"{'total':<14}" + "".join(f"{totals[c]:>16}" for c in columns))
+    other = sorted(k for k in totals if k.startswith("exit ") and k not in ("exit 0", "exit 1"))
+    if other:
+        print("other exit statuses: " + ", ".join(f"{k}: {totals[k]}" for k in other))
+    print(f"subprocess sample: {sampled} inputs; elapsed {(time.monotonic() - started) / 60:.1f} min")
+    print("\ninputs per strategy:")
+    for kind in kinds:
+        row = ", ".join(f"{s}={n}" for (k, s), n in sorted(by_strategy.items()) if k == kind)
+        print(f"  {kind}: {row}")
+    print("\nslowest commands:")
+    for seconds, name, corruption in slowest:
+        print(f"  {seconds:6.2f} s  {name}  {corruption}")
+    if not failures:
+        print("\nno failures")
+        return
+    groups: dict[tuple[str, str, str], list[Failure]] = collections.defaultdict(list)
+    for f in failures:
+        groups[(f.command, f.reason.split(":")[0][:80], f.where())].append(f)
+    print(f"\n{len(failures)} failures in {len(groups)} groups:")
+    for (command, reason, where), items in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"\n[{len(items)}x] {command}: {reason}" + (f" at {where}" if where else ""))
+        print("  " + str(items[0]).replace("\n", "\n  "))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
