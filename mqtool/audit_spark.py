@@ -312,8 +312,6 @@ def _grouped(task: SplitTask, kind: int, table: pa.Table, keys: list[str], aggs:
 
 def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.RecordBatch]:
     """Decode one split and return its partial rows (see the module docstring)."""
-    from formats.columnar import decode_resync as resync
-
     buf, size = _open_file(task.path)
     try:
         data = np.frombuffer(buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
@@ -322,7 +320,7 @@ def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.
         bad = np.flatnonzero(codes != STATUS_OK)
         cut = int(bad[0]) if bad.size else batch.num_rows
         ok = batch.slice(0, cut)
-        facts = _walk_facts(task, batch, ok, cut, bad.size > 0, data, size, resync)
+        facts = _walk_facts(task, batch, ok, cut, bad.size > 0, data, size)
         del data
     finally:
         _close(buf)
@@ -330,7 +328,10 @@ def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.
     if ok.num_rows:
         out.extend(b for b in _aggregates(task, ok) if b is not None)
     if context is not None and context.checks:
-        stop_phy = task.base + facts["pos"] if facts["status"] is not None else None
+        # units and index entries at or after a stop that ends the data are the driver's to judge; a
+        # BLANK only ends the file: what points into it is judged here (no record starts there)
+        ends_data = facts["status"] not in (None, "blank")
+        stop_phy = task.base + facts["pos"] if ends_data else None
         problems, dispatched = _checks(task, context, ok, stop_phy)
         facts["dispatchedMaxTs"] = dispatched
         out.extend(problems)
@@ -346,7 +347,7 @@ def _last_nonzero(data: np.ndarray, start: int, end: int) -> int:
     return last_nonzero(data, start, end)
 
 
-def _walk_facts(task, batch, ok, cut, stopped, data, size, resync) -> dict:
+def _walk_facts(task, batch, ok, cut, stopped, data, size) -> dict:
     """What `store.scan.scan_file` records about a file's walk, for the part of it in this split."""
     facts: dict = {"status": None, "records": ok.num_rows}
     if ok.num_rows:
@@ -369,9 +370,9 @@ def _walk_facts(task, batch, ok, cut, stopped, data, size, resync) -> dict:
         extent = min(max(total, 8), size - pos)
         facts["stopDataEnd"] = _last_nonzero(data, pos, pos + extent)
         if facts["dataEnd"] > pos + extent:
-            facts["beyond"] = _ok_count(resync(data, task.base, pos + 1, check_crc=task.checkCrc))
+            facts["beyond"] = _ok_count(decode_resync(data, task.base, pos + 1, check_crc=task.checkCrc))
     elif status == "end" and facts["dataEnd"] > pos:
-        facts["beyond"] = _ok_count(resync(data, task.base, pos + 1, check_crc=task.checkCrc))
+        facts["beyond"] = _ok_count(decode_resync(data, task.base, pos + 1, check_crc=task.checkCrc))
     return facts
 
 
@@ -804,12 +805,26 @@ def active_session():
     return SparkSession.getActiveSession()
 
 
+def under_spark_submit() -> bool:
+    """True in a Python driver that spark-submit launched (its JVM is already running and configured)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def start_session(master: str = "local[*]", app_name: str = "mqtool audit", conf: dict | None = None):
-    """Reuse the active session (spark-submit), else start one on `master` with quiet logs, no UI and
-    Python workers running this interpreter. Returns (session, started_here)."""
+    """Reuse the active session; under spark-submit take its configuration as given (--master, memory,
+    PYSPARK_PYTHON); else start one on `master` with quiet logs, no UI and Python workers running this
+    interpreter. Returns (session, started_here)."""
     session = active_session()
     if session is not None:
         return session, False
+    if under_spark_submit():
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.appName(app_name).config(
+            "spark.sql.execution.arrow.pyspark.enabled", "true"
+        )
+        session = builder.getOrCreate()
+        return session, True
     local = master.startswith("local")
     if local or "PYSPARK_PYTHON" not in os.environ:
         os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -860,5 +875,6 @@ __all__ = [
     "scan_partition",
     "scan_split",
     "start_session",
+    "under_spark_submit",
     "write_message_rows",
 ]

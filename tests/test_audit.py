@@ -20,6 +20,9 @@ from tests.golden import STORES, expect, store_path
 
 pyspark = pytest.importorskip("pyspark")
 
+# one Spark session per test process: with pytest-xdist run as `-n 2 --dist loadgroup` all of these share it
+pytestmark = pytest.mark.xdist_group("spark")
+
 from mqtool.audit import (  # noqa: E402
     AuditOptions,
     auto_split_size,
@@ -256,12 +259,17 @@ def generated(tmp_path_factory) -> Path:
     return root
 
 
-def _corrupt(tmp: Path) -> tuple[Path, Path, dict]:
-    """Two copies of store-a: one with a flipped body byte, one with a ConsumeQueue unit's size changed."""
+def _corrupt(tmp: Path) -> tuple[Path, Path, Path, dict]:
+    """Three copies of store-a: a flipped body byte, a ConsumeQueue unit's size changed, and a record in
+    the first file zeroed (zeros where a record should start, with data after them)."""
     e = expect("store-a")
-    crc_store, cq_store = tmp / "crc", tmp / "cq"
-    shutil.copytree(store_path("store-a"), crc_store)
-    shutil.copytree(store_path("store-a"), cq_store)
+    crc_store, cq_store, zero_store = tmp / "crc", tmp / "cq", tmp / "zero"
+    for target in (crc_store, cq_store, zero_store):
+        shutil.copytree(store_path("store-a"), target)
+    gap = next(m for m in e["messages"] if m["kind"] == "MESSAGE" and m["physicalOffset"] > 500_000)
+    with open(zero_store / "commitlog" / f"{0:020d}", "r+b") as fh:
+        fh.seek(gap["physicalOffset"])
+        fh.write(bytes(gap["totalSize"]))
     victim = next(
         m
         for m in e["messages"]
@@ -286,8 +294,9 @@ def _corrupt(tmp: Path) -> tuple[Path, Path, dict]:
     where = {
         "crc": (f"commitlog/{name}", pos, victim["physicalOffset"]),
         "cq": (f"consumequeue/TopicTest/1/{cq_file.name}", unit_index * 20),
+        "zero": (f"commitlog/{0:020d}", gap["physicalOffset"]),
     }
-    return crc_store, cq_store, where
+    return crc_store, cq_store, zero_store, where
 
 
 def test_generated_and_corrupted_stores(spark, generated, tmp_path):
@@ -297,8 +306,8 @@ def test_generated_and_corrupted_stores(spark, generated, tmp_path):
     from mqtool.verify import verify_store
     from store.storedir import Store
 
-    crc_store, cq_store, where = _corrupt(tmp_path)
-    stores = [str(generated), str(crc_store), str(cq_store)]
+    crc_store, cq_store, zero_store, where = _corrupt(tmp_path)
+    stores = [str(generated), str(crc_store), str(cq_store), str(zero_store)]
     doc = run_audit(AuditOptions(stores=stores, split_size=300_007), spark=spark).document
     for root in stores:
         with Store.open(root) as st:
@@ -325,6 +334,10 @@ def test_generated_and_corrupted_stores(spark, generated, tmp_path):
     )
     cq_errors = [p for p in doc["problems"] if p["store"] == str(cq_store) and p["severity"] == "error"]
     assert [(p["kind"], p["file"], p["offset"]) for p in cq_errors] == [("cq_size_mismatch", *where["cq"])]
+    zero = [p for p in doc["problems"] if p["store"] == str(zero_store) and p["kind"] == "premature_end"]
+    assert [(p["file"], p["offset"]) for p in zero] == [where["zero"]]
+    (summary,) = [s for s in doc["stores"] if s["store"] == str(zero_store)]
+    assert (summary["validEnd"], summary["end"]) == (where["zero"][1], "end")
 
 
 # --- output directory and the command line ---------------------------------------------------------
