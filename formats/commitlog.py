@@ -135,7 +135,8 @@ def deliver_tags_code(store_timestamp: int, delay: str, delay_levels: tuple[int,
     level = min(level, len(delay_levels))
     if level <= 0:
         return None
-    return store_timestamp + (delay_levels[level - 1] if level <= len(delay_levels) else 1000)
+    deliver = store_timestamp + (delay_levels[level - 1] if level <= len(delay_levels) else 1000)
+    return (deliver + 2**63) % 2**64 - 2**63  # a Java long: a corrupt store time near 2^63 wraps
 
 
 # --- results --------------------------------------------------------------------------------------

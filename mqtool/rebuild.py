@@ -27,7 +27,7 @@ from typing import Any
 
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
-from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
+from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry, index_file_size
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 from mqtool.safety import warn, write_guard
 from store.config import ConfigFile
@@ -186,12 +186,30 @@ def resolve_settings(
     num = pick(index_num, "--max-index-num", "maxIndexNum", geometry.index_num if geometry else None,
                DEFAULT_INDEX_NUM)  # fmt: skip
     if cq.value % 20:
-        where = str(store.root / "consumequeue") if cq.source == "current files" else None
+        where = {"current files": str(store.root / "consumequeue"), "broker.conf": cfg.source}
         raise RebuildRefused(
-            f"mappedFileSizeConsumeQueue {cq.value} (from the {cq.source}) is not a multiple of 20", where
+            f"mappedFileSizeConsumeQueue {cq.value} (from the {cq.source}) is not a multiple of 20",
+            where.get(cq.source),
         )
+    index_where = {"current files": str(store.root / "index"), "broker.conf": cfg.source}
     if num.value < 2:
-        raise RebuildRefused("maxIndexNum must be at least 2")
+        raise RebuildRefused(
+            f"maxIndexNum {num.value} (from the {num.source}) is less than 2", index_where.get(num.source)
+        )
+    size = index_file_size(slots.value, num.value)
+    if size >= 2**31:  # IndexFile computes its size in a Java int
+        flags = any(s.source.startswith("--") for s in (slots, num))  # then the arguments are at fault
+        where = (
+            None
+            if flags
+            else next((index_where[s.source] for s in (slots, num) if s.source in index_where), None)
+        )
+        raise RebuildRefused(
+            f"maxHashSlotNum {slots.value} (from the {slots.source}) and maxIndexNum {num.value} (from the "
+            f"{num.source}) make index files of {size} bytes, more than a Java int (the broker's IndexFile "
+            "size) holds",
+            where,
+        )
     return cq, slots, num, notes
 
 

@@ -6,14 +6,24 @@ index geometry, delay levels, the store path. Missing keys take the broker's def
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from formats.commitlog import java_parse_int
 from formats.errors import MqtoolError
+from formats.indexfile import index_file_size
+from formats.structs import CQ_STORE_UNIT_SIZE
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# Sizes and counts the store's layout is computed from: zero or less is not a layout.
+POSITIVE = frozenset(
+    {"mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum"}
+)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_KEY_END = re.compile(r"[=: \t\f]")
 
 
 @dataclass
@@ -29,6 +39,7 @@ class BrokerConfig:
     transactionCheckMax: int = 15
     enabledAppendPropCRC: bool = False
     explicit: frozenset[str] = frozenset()
+    source: str | None = None  # the broker.conf read, for error messages
 
     def delay_level_table(self) -> dict[int, int]:
         """Level (1-based) -> delay in ms, parsed like ScheduleMessageService.parseDelayLevel."""
@@ -39,25 +50,30 @@ def parse_delay_levels(text: str) -> dict[int, int]:
     table: dict[int, int] = {}
     for level, item in enumerate(text.split(), start=1):
         unit = item[-1:]
-        if unit not in _UNIT_MS or not item[:-1].isdigit():
+        if unit not in _UNIT_MS or not item[:-1].isdecimal():  # isdigit() takes "²", which int() refuses
             raise MqtoolError(f"bad messageDelayLevel entry {item!r} (expected e.g. 10s, 5m, 2h, 1d)")
         table[level] = int(item[:-1]) * _UNIT_MS[unit]
+        if table[level] >= 2**63:  # the broker's Long.parseLong(n) * unit
+            raise MqtoolError(f"messageDelayLevel entry {item!r} overflows Java long (int64) milliseconds")
     return table
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """A Java .properties file, the subset brokers use: key=value or key: value, # and ! comments."""
+    """A Java .properties file, the subset brokers use: `key=value`, `key: value` or `key value` (the key
+    ends at the first `=`, `:` or blank, as in java.util.Properties), # and ! comments."""
     result: dict[str, str] = {}
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
-        for i, ch in enumerate(line):
-            if ch in "=:":
-                result[line[:i].strip()] = line[i + 1 :].strip()
-                break
-        else:
+        end = _KEY_END.search(line)
+        if end is None:
             result[line] = ""
+            continue
+        rest = line[end.start() :].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:]
+        result[line[: end.start()]] = rest.strip()
     return result
 
 
@@ -73,20 +89,41 @@ def load_broker_config(path: Path | str | None) -> BrokerConfig:
     config = BrokerConfig()
     explicit = set()
     for name, default in vars(BrokerConfig()).items():
-        if name == "explicit" or name not in props:
+        if name in ("explicit", "source") or name not in props:
             continue
         value = props[name]
-        try:
-            if isinstance(default, bool):
-                converted: object = value.lower() == "true"
-            elif isinstance(default, int):
-                converted = int(value)
-            else:
-                converted = value
-        except ValueError as exc:
-            raise MqtoolError(f"{name}={value!r} is not a number", str(path)) from exc
+        if isinstance(default, bool):
+            converted: object = value.lower() == "true"
+        elif isinstance(default, int):
+            # Java int fields, which the broker reads with Integer.parseInt: refuse what it cannot parse
+            converted = java_parse_int(value)
+            if converted is None:
+                why = "overflows Java int (int32)" if _INTEGER.fullmatch(value) else "is not a number"
+                raise MqtoolError(f"{name}={value!r} {why}", str(path))
+            if name in POSITIVE and converted <= 0:
+                raise MqtoolError(f"{name}={value!r} must be positive", str(path))
+            if name == "mappedFileSizeConsumeQueue":  # getMappedFileSizeConsumeQueue: up to whole units
+                converted = -(-converted // CQ_STORE_UNIT_SIZE) * CQ_STORE_UNIT_SIZE
+                if converted >= 2**31:
+                    raise MqtoolError(
+                        f"{name}={value!r} rounds up to {converted} (whole 20-byte units), past a Java int",
+                        str(path),
+                    )
+        else:
+            converted = value
         setattr(config, name, converted)
         explicit.add(name)
     config.explicit = frozenset(explicit)
-    config.delay_level_table()  # validate early
+    config.source = str(path)
+    size = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
+    if size >= 2**31:  # IndexFile computes its size in a Java int
+        raise MqtoolError(
+            f"maxHashSlotNum {config.maxHashSlotNum} and maxIndexNum {config.maxIndexNum} make index files "
+            f"of {size} bytes, more than a Java int (the broker's IndexFile size) holds",
+            str(path),
+        )
+    try:
+        config.delay_level_table()  # validate early
+    except MqtoolError as exc:
+        raise MqtoolError(exc.message, str(path)) from exc
     return config

@@ -300,6 +300,15 @@ def test_schedule_tags_code(delay, code):
     assert r.tags_code(parse_delay_levels("2s")) == (2598919 if code == 2598919 else 1_000_000 + 2000)
 
 
+def test_schedule_tags_code_wraps_like_a_java_long():
+    """storeTimestamp + delay in Java long arithmetic: a corrupt store time near 2^63 wraps (it was an
+    int the rebuild could not pack into a ConsumeQueue unit)."""
+    r = decode_record(schedule_message("1", store_ts=2**63 - 500), 0, 0)
+    assert isinstance(r, Message)
+    assert r.tags_code() == -(2**63) + 500
+    assert r.tags_code((2**63 - 1,)) == -501  # 2^64 - 501
+
+
 @pytest.mark.parametrize("delay", ["abc", "1.5", " 1", "2147483648", ""])
 def test_schedule_bad_delay_fails_the_check(delay):
     data = schedule_message(delay) + bytes(16)

@@ -176,6 +176,7 @@ class StoreLayout:
     has_checkpoint: bool
     all_files: list[str]
     all_dirs: list[str]
+    cache: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # pristine bytes
 
     @property
     def commitlog_end(self) -> int:
@@ -373,7 +374,10 @@ def _c(kind: str, strategy: str, description: str, *ops: Op, focus: str = "") ->
 
 
 def _read(layout: StoreLayout, rel: str) -> bytes:
-    return (layout.root / rel).read_bytes()
+    """A pristine file's bytes (read once)."""
+    if rel not in layout.cache:
+        layout.cache[rel] = (layout.root / rel).read_bytes()
+    return layout.cache[rel]
 
 
 def _messages(layout: StoreLayout) -> list[Record]:
@@ -1562,3 +1566,60 @@ def generate(kind: str, layout: StoreLayout, rng: random.Random, strategy: int |
         if result is not None and result.ops:
             return result
     raise ValueError(f"no {kind} corruption applies to {layout.root}")
+
+
+# broker.conf (not a store file: read with --broker-config) ----------------------------------------------
+
+# Written into the copy's root; the commands get --broker-config <store>/broker.conf.
+BROKER_CONF = "broker.conf"
+# Per key mqtool reads: (values the broker's parser takes - small, odd, at the limits; values it does not).
+BROKER_CONF_VALUES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "mappedFileSizeCommitLog": (
+        ("1", "7", "4096", "16384", "65536", "2147483647", "+16384", " 16384 ", "0016384"),
+        ("0", "-1", "2147483648", "99999999999999999999", "16k", "1e3", "0x10", "", "1_0", "16384\\"),
+    ),
+    "mappedFileSizeConsumeQueue": (
+        ("20", "40", "120", "200", "7", "21", "2147483640"),  # the broker rounds up to whole 20-byte units
+        ("0", "-20", "abc", "", "2147483647"),  # ... which is then past a Java int
+    ),
+    "maxHashSlotNum": (("1", "8", "16", "1000", "65536"), ("0", "-1", "2147483647", "4294967296", "TRUE")),
+    "maxIndexNum": (("1", "2", "30", "40", "65536"), ("0", "-1", "536870912", "\u0663\u0660x")),
+    "messageDelayLevel": (
+        (
+            "1s",
+            "1s 5s",
+            "0s 0s 0s",
+            "",
+            "1d 2d 3d",
+            "106751991167d 1s",
+            "1s  5m",
+            "1s\t5m 2h",
+            "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h 3h 4h",
+            "\u0663s 1m",
+        ),
+        ("1s 2x", "106751991168d", "99999999999999999999d", "\u00b2s", "1S", "s", "-1s", "\x00", "1s,5s"),
+    ),
+    "transactionCheckMax": (("0", "-1", "1", "15", "2147483647"), ("abc", "1.5", "2147483648")),
+    "enabledAppendPropCRC": (("true", "TRUE", "false", "1", ""), ()),
+    "storePathRootDir": (("", "/nonexistent", "relative/dir", "\x00", "x" * 300), ()),
+}
+BROKER_CONF_EXTRA = (b"", b"# comment", b"! comment", b"garbage line", b"=value without key", b"key=a=b",
+                     b"\xff\xfe\x00bad utf-8", b"brokerName = broker-a", b"maxIndexNum")  # fmt: skip
+
+
+def broker_conf(rng: random.Random) -> Corruption:
+    """A broker.conf of 1-3 keys mqtool reads (mostly values the broker takes, sometimes not), with odd
+    lines, separators, line ends and a BOM, as a `Corruption` that writes it into the store copy."""
+    lines = []
+    for key in rng.sample(sorted(BROKER_CONF_VALUES), rng.randint(1, 3)):
+        good, bad = BROKER_CONF_VALUES[key]
+        value = rng.choice(bad if bad and rng.random() < 0.2 else good)
+        sep = rng.choice(("=", "=", ": ", " = ", "\t"))
+        lines.append(f"{key}{sep}{value}".encode("utf-8", "surrogatepass"))
+    lines.insert(rng.randint(0, len(lines)), rng.choice(BROKER_CONF_EXTRA))
+    data = rng.choice((b"\n", b"\r\n", b"\r")).join(lines)
+    if rng.random() < 0.1:
+        data = b"\xef\xbb\xbf" + data  # a BOM: the first key is then not the key
+    return Corruption(
+        "broker_conf", "garbage", f"broker.conf {data!r}", (Op("replace", BROKER_CONF, data=data),)
+    )

@@ -576,7 +576,8 @@ def execute(task: Task, base_path: Path, scratch: Path, timeout: float) -> Resul
     try:
         task.corruption.apply(root)
         for name, argv in task.commands:
-            full = ["-s", str(root), "-f", task.fmt, *argv]
+            # "<store>" in an argument: the copy's root (a --broker-config the corruption wrote into it)
+            full = ["-s", str(root), "-f", task.fmt, *(a.replace("<store>", str(root)) for a in argv)]
             outcome = run_cli(full, timeout=timeout, name=name)
             verdict = judge(outcome, str(root))
             result.outcomes.append((name, outcome.code, outcome.seconds, verdict.has_position))
@@ -600,9 +601,12 @@ def execute(task: Task, base_path: Path, scratch: Path, timeout: float) -> Resul
     return result
 
 
-def reproduce(failure: Failure, base_path: Path, directory: Path) -> subprocess.CompletedProcess[str]:
+def reproduce(
+    failure: Failure, base_path: Path, directory: Path, timeout: float = 300.0, debug: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Apply the failure's corruption to a fresh copy under `directory` and rerun its command as a new
-    process with MQTOOL_DEBUG=1 (the traceback). The copy is left in place for a look."""
+    process, with MQTOOL_DEBUG=1 (the traceback) unless `debug` is false. The copy is left in place for a
+    look. Raises subprocess.TimeoutExpired after `timeout` seconds."""
     root = directory / "store"
     if root.exists():
         restore_permissions(root)
@@ -610,7 +614,10 @@ def reproduce(failure: Failure, base_path: Path, directory: Path) -> subprocess.
     shutil.copytree(base_path, root, symlinks=True)
     failure.corruption.apply(root)
     argv = [a.replace("<store>", str(root)) for a in failure.argv]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MQTOOL_DEBUG": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MQTOOL_DEBUG", None)
+    if debug:
+        env["MQTOOL_DEBUG"] = "1"
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
@@ -620,7 +627,7 @@ def reproduce(failure: Failure, base_path: Path, directory: Path) -> subprocess.
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=timeout,
         preexec_fn=limit,
     )
 

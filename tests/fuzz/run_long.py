@@ -19,6 +19,7 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +27,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .corrupt import KINDS, restore_permissions, strategy_names
-from .harness import GOLDEN_STORES, SAMPLES, Failure, Fuzzer, judge, make_tasks, prepare_bases, run_subprocess
+from .harness import (
+    GOLDEN_STORES,
+    SAMPLES,
+    Failure,
+    Fuzzer,
+    Outcome,
+    Task,
+    judge,
+    make_tasks,
+    prepare_bases,
+    reproduce,
+    run_subprocess,
+)
 
 DEFAULT_BASES = (*SAMPLES, *GOLDEN_STORES)
 
@@ -54,7 +67,98 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--workdir", type=Path, default=None, help="where bases and copies live (default: a temp dir)"
     )
     p.add_argument("--failures", type=Path, default=None, help="also write failures as JSON lines here")
+    p.add_argument(
+        "--replay",
+        type=Path,
+        default=None,
+        help="instead: rerun the failures of a --failures file as new processes, with tracebacks "
+        "(exit 1 when any still fails)",
+    )
     return p.parse_args(argv)
+
+
+def failure_row(f: Failure, task: Task) -> dict:
+    """A failure as one JSON line of --failures: enough to rebuild its input and rerun it (--replay)."""
+    c = f.corruption
+    return {
+        "base": f.base,
+        "corruption": str(c),
+        "kind": c.kind,
+        "strategy": c.strategy,
+        "description": c.description,
+        "focus": c.focus,
+        "ops": [op.__dict__ | {"data": op.data.hex()} for op in c.ops],
+        "command": f.command,
+        "argv": f.argv,
+        "fmt": task.fmt,
+        "commands": task.commands,  # the input's commands: a dead or hung worker names none of them
+        "reason": f.reason,
+        "where": f.where(),
+        "stderr": f.stderr,
+    }
+
+
+def replay(path: Path, workdir: Path, timeout: float) -> int:
+    """Rerun the failures of a --failures file, each command as a new process judged as in the run (a
+    dead or hung worker's input: each of its commands); an internal error again with MQTOOL_DEBUG=1, for
+    its traceback. Exit status 1 when any still fails."""
+    from .corrupt import Corruption, Op
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    bases = {b.name: b for b in prepare_bases(workdir / "bases", sorted({r["base"] for r in rows}))}
+    still = 0
+    for i, row in enumerate(rows):
+        ops = tuple(Op(**{**op, "data": bytes.fromhex(op["data"])}) for op in row["ops"])
+        if "kind" in row:
+            corruption = Corruption(
+                row["kind"], row["strategy"], row["description"], ops, row.get("focus", "")
+            )
+        else:  # a file written before these fields: "[kind/strategy] description"
+            head, _, description = row["corruption"].partition("] ")
+            kind, _, strategy = head[1:].partition("/")
+            corruption = Corruption(kind, strategy, description, ops)
+        if row["argv"]:
+            runs = [(row["command"], row["argv"])]
+        else:  # the worker died or hung: every command of the input
+            runs = [
+                (name, ["-s", "<store>", "-f", row.get("fmt", "json"), *argv])
+                for name, argv in row.get("commands", [])
+            ]
+        print(f"=== {row['base']} {corruption}\n    recorded: {row['command']}: {row['reason']}")
+        if not runs:
+            print("    nothing to rerun (no command recorded)")
+        if any(op.action == "chmod" for op in ops) and os.geteuid() == 0:
+            print("    note: replayed as root, which a chmod does not stop (the workers ran as nobody)")
+        for name, argv in runs:
+            failure = Failure(row["base"], corruption, name, argv, row["reason"], None, "")
+            directory = workdir / f"replay-{i}"
+            outcome = _rerun(failure, bases[row["base"]].path, directory, timeout, debug=False)
+            verdict = judge(outcome, str(directory / "store"))
+            print(
+                f"    mqtool {' '.join(argv)}  ->  exit {outcome.code}: "
+                + (f"STILL FAILS: {verdict.failure}" if verdict.failure else "passes now")
+            )
+            if verdict.failure:
+                still += 1
+                if outcome.code == 70:  # the traceback the one-line internal error stands for
+                    outcome = _rerun(failure, bases[row["base"]].path, directory, timeout, debug=True)
+                print("      " + "\n      ".join(outcome.stderr.strip().splitlines()[-15:]))
+    print(f"\n{len(rows)} recorded failures, {still} command runs still fail")
+    return 1 if still else 0
+
+
+def _rerun(failure: Failure, base: Path, directory: Path, timeout: float, debug: bool) -> Outcome:
+    started = time.perf_counter()
+    try:
+        proc = reproduce(failure, base, directory, timeout=timeout, debug=debug)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        crash = f"timeout: still running after {timeout:g} s"
+        return Outcome(failure.command, failure.argv, None, "", err, timeout, crash)
+    finally:
+        restore_permissions(directory)
+    seconds = time.perf_counter() - started
+    return Outcome(failure.command, failure.argv, proc.returncode, proc.stdout, proc.stderr, seconds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mqtool-fuzz-"))
     workdir.mkdir(parents=True, exist_ok=True)
     os.chmod(workdir, 0o755)
+    if args.replay is not None:
+        try:
+            return replay(args.replay, workdir, args.timeout)
+        finally:
+            if args.workdir is None:
+                restore_permissions(workdir)
+                shutil.rmtree(workdir, ignore_errors=True)
     started = time.monotonic()
     bases = prepare_bases(workdir / "bases", [b for b in args.bases.split(",") if b])
     weights = {b.name: (args.golden_weight if b.golden else 1.0) for b in bases}
@@ -86,6 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     sampled = []
     rng = random.Random(args.seed + 1)
     tasks = make_tasks(bases, kinds, args.per_type, args.seed, weights=weights)
+    # failures go to --failures as they are found: a long run stopped early keeps what it found
+    sink = open(args.failures, "w", encoding="utf-8") if args.failures else None  # noqa: SIM115
+
+    def record(found: list[Failure], task: Task) -> None:
+        failures.extend(found)
+        if sink is not None:
+            sink.writelines(json.dumps(failure_row(f, task)) + "\n" for f in found)
+            sink.flush()
 
     def tee(iterable):
         for task in iterable:
@@ -93,71 +212,62 @@ def main(argv: list[str] | None = None) -> int:
                 sampled.append(task)
             yield task
 
-    with Fuzzer(
-        bases,
-        jobs=args.jobs,
-        timeout=args.timeout,
-        memory_mb=args.memory_mb,
-        drop_privileges=not args.keep_root,
-        scratch=workdir / "work",
-    ) as fuzzer:
-        print(f"{args.jobs} workers ready ({time.monotonic() - started:.0f} s)", flush=True)
-        for result in fuzzer.run(tee(tasks)):
-            c = result.task.corruption
-            s = stats[c.kind]
-            s["inputs"] += 1
-            by_strategy[(c.kind, c.strategy)] += 1
-            for name, code, seconds, has_position in result.outcomes:
-                s["commands"] += 1
-                s[f"exit {code}"] += 1
-                if code == 1:
-                    s["error lines with a position"] += has_position
-                slowest.append((seconds, name, str(c)))
-            slowest = sorted(slowest, reverse=True)[:5]
-            if result.failures:
-                s["failed inputs"] += 1
-                s["failures"] += len(result.failures)
-                failures.extend(result.failures)
-            done += 1
-            if done % 500 == 0 or done == total:
-                rate = done / max(1e-9, time.monotonic() - started)
-                print(
-                    f"{done}/{total} inputs, {len(failures)} failures, {rate:.1f} inputs/s, "
-                    f"eta {(total - done) / max(rate, 1e-9) / 60:.0f} min",
-                    flush=True,
-                )
-
-    sub_failures = run_subprocess_sample(sampled, {b.name: b for b in bases}, workdir, args)
-    failures.extend(sub_failures)
+    try:
+        with Fuzzer(
+            bases,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            memory_mb=args.memory_mb,
+            drop_privileges=not args.keep_root,
+            scratch=workdir / "work",
+        ) as fuzzer:
+            print(f"{args.jobs} workers ready ({time.monotonic() - started:.0f} s)", flush=True)
+            for result in fuzzer.run(tee(tasks)):
+                c = result.task.corruption
+                s = stats[c.kind]
+                s["inputs"] += 1
+                by_strategy[(c.kind, c.strategy)] += 1
+                for name, code, seconds, has_position in result.outcomes:
+                    s["commands"] += 1
+                    s[f"exit {code}"] += 1
+                    if code == 1:
+                        s["error lines with a position"] += has_position
+                    slowest.append((seconds, name, str(c)))
+                slowest = sorted(slowest, reverse=True)[:5]
+                if result.failures:
+                    s["failed inputs"] += 1
+                    s["failures"] += len(result.failures)
+                    record(result.failures, result.task)
+                done += 1
+                if done % 500 == 0 or done == total:
+                    rate = done / max(1e-9, time.monotonic() - started)
+                    print(
+                        f"{done}/{total} inputs, {len(failures)} failures, {rate:.1f} inputs/s, "
+                        f"eta {(total - done) / max(rate, 1e-9) / 60:.0f} min",
+                        flush=True,
+                    )
+        for failure, task in run_subprocess_sample(sampled, {b.name: b for b in bases}, workdir, args):
+            record([failure], task)
+    finally:
+        if sink is not None:
+            sink.close()
     report(kinds, stats, by_strategy, failures, slowest, len(sampled), started)
-    if args.failures:
-        with open(args.failures, "w", encoding="utf-8") as fh:
-            for f in failures:
-                row = {
-                    "base": f.base,
-                    "corruption": str(f.corruption),
-                    "ops": [op.__dict__ | {"data": op.data.hex()} for op in f.corruption.ops],
-                    "command": f.command,
-                    "argv": f.argv,
-                    "reason": f.reason,
-                    "where": f.where(),
-                    "stderr": f.stderr,
-                }
-                fh.write(json.dumps(row) + "\n")
+    if args.failures and failures:
+        print(f"\nrerun them one by one: python -m tests.fuzz.run_long --replay {args.failures}")
     if args.workdir is None:
         restore_permissions(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
     return 1 if failures else 0
 
 
-def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[Failure]:
+def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[tuple[Failure, Task]]:
     """Each sampled input's first two commands through `python -m mqtool.cli` (a new process with
     RLIMIT_AS and a timeout): the real entry point, real streams."""
     if not tasks:
         return []
     print(f"subprocess sample: {len(tasks)} inputs", flush=True)
 
-    def one(item: tuple[int, object]) -> list[Failure]:
+    def one(item: tuple[int, Task]) -> list[tuple[Failure, Task]]:
         i, task = item
         root = workdir / "sub" / str(i) / "store"
         if root.exists():
@@ -172,17 +282,16 @@ def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[Failure]:
                 outcome = run_subprocess(full, timeout=args.timeout * 2, name=name)
                 verdict = judge(outcome, str(root))
                 if verdict.failure:
-                    out.append(
-                        Failure(
-                            task.base,
-                            task.corruption,
-                            f"{name} (subprocess)",
-                            [a.replace(str(root), "<store>") for a in full],
-                            verdict.failure,
-                            outcome.code,
-                            outcome.stderr.replace(str(root), "<store>"),
-                        )
+                    failure = Failure(
+                        task.base,
+                        task.corruption,
+                        f"{name} (subprocess)",
+                        [a.replace(str(root), "<store>") for a in full],
+                        verdict.failure,
+                        outcome.code,
+                        outcome.stderr.replace(str(root), "<store>"),
                     )
+                    out.append((failure, task))
         finally:
             restore_permissions(root)
             shutil.rmtree(root.parent, ignore_errors=True)
@@ -203,12 +312,13 @@ def report(kinds, stats, by_strategy, failures: list[Failure], slowest, sampled:
         "failed inputs",
         "failures",
     ]
-    print(f"{'file type':<14}" + "".join(f"{c:>16}" for c in columns))
+    widths = [max(10, len(c) + 2) for c in columns]
+    print(f"{'file type':<14}" + "".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True)))
     totals: collections.Counter = collections.Counter()
     for kind in kinds:
         totals.update(stats[kind])
-        print(f"{kind:<14}" + "".join(f"{stats[kind][c]:>16}" for c in columns))
-    print(f"{'total':<14}" + "".join(f"{totals[c]:>16}" for c in columns))
+        print(f"{kind:<14}" + "".join(f"{stats[kind][c]:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    print(f"{'total':<14}" + "".join(f"{totals[c]:>{w}}" for c, w in zip(columns, widths, strict=True)))
     other = sorted(k for k in totals if k.startswith("exit ") and k not in ("exit 0", "exit 1"))
     if other:
         print("other exit statuses: " + ", ".join(f"{k}: {totals[k]}" for k in other))
