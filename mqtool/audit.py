@@ -612,7 +612,8 @@ def sort_problems(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- the job ----------------------------------------------------------------------------------------
 
 
-def _split_rows(splits: list[Split], plans: list[StorePlan], opts: AuditOptions, bucket: int) -> list[tuple]:
+def _split_rows(splits: list[Split], plans: list[StorePlan], opts: AuditOptions, bucket: int) -> list[dict]:
+    """The SplitTask fields of each split, in split order (the scan's task i is splits[i])."""
     names = [name for name, _, _ in SPLIT_FIELDS]
     rows = []
     output = str(opts.output.resolve()) if opts.output else None
@@ -633,7 +634,7 @@ def _split_rows(splits: list[Split], plans: list[StorePlan], opts: AuditOptions,
             "output": output,
             "label": plan.label,
         }
-        rows.append(tuple(value[n] for n in names))
+        rows.append({n: value[n] for n in names})
     return rows
 
 
@@ -678,7 +679,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
     Uses `spark` when given, else the active session (spark-submit), else starts one on opts.master
     (and stops it at the end).
     """
-    from mqtool.audit_spark import scan_partition, start_session
+    from mqtool.audit_spark import scan_partition, start_session, stop_session
 
     timings: dict[str, float] = {}
     began = time.monotonic()
@@ -725,7 +726,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
         for plan in plans:
             plan.store.close()
         if started_here and spark is not None:
-            spark.stop()
+            stop_session(spark)
     timings["total"] = time.monotonic() - began
     document["scan"]["seconds"] = {k: round(v, 3) for k, v in timings.items()}
     return AuditResult(document, timings, opts.output)
@@ -734,7 +735,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
 def _start_session(start_session, master: str):
     """start_session, with the two ways it fails on a new machine said in one line."""
     try:
-        return start_session(master)
+        return start_session(master, create_class_archive=True)
     except ImportError as exc:
         raise AuditError(f"the audit runs on Spark: install pyspark and pandas<3 ({exc})") from exc
     except Exception as exc:  # py4j / PySpark errors when the JVM does not start
@@ -755,12 +756,11 @@ def _run_job(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F  # noqa: N812
 
-    from mqtool.audit_spark import SPLIT_DDL
-
     sc = spark.sparkContext
-    rdd = sc.parallelize(_split_rows(splits, plans, opts, bucket), numSlices=max(1, len(splits)))
-    tasks = spark.createDataFrame(rdd, schema=SPLIT_DDL)
-    scan = functools.partial(scan_partition, contexts)
+    rows = _split_rows(splits, plans, opts, bucket)
+    # one split number per task; the split rows go with the function
+    tasks = spark.range(0, len(rows), 1, numPartitions=max(1, len(rows)))
+    scan = functools.partial(scan_partition, contexts, rows)
     partials = tasks.mapInArrow(scan, PARTIAL_DDL).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         t = time.monotonic()

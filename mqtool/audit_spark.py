@@ -3,7 +3,7 @@
 Executors import this module, so at module level it imports only the standard library, numpy, pyarrow and
 our `formats`/`store` packages (pyspark is imported inside the session helpers, which run on the driver).
 
-One task = one split (a byte range of one commitlog file, `SPLIT_SCHEMA`). `scan_partition` is the
+One task = one split (a byte range of one commitlog file, a row of `SPLIT_SCHEMA`). `scan_partition` is the
 `mapInArrow` function: for each split it mmaps the file, decodes the records that *start* in the range
 with `formats.columnar.decode_resync` (which finds the first record boundary on its own, so the driver
 never looks for boundaries), cuts after the first row that is not `ok` (as `join_splits` does), and
@@ -78,7 +78,6 @@ SPLIT_FIELDS = (
     ("label", pa.string(), "string"),
 )
 SPLIT_SCHEMA = pa.schema([(name, t) for name, t, _ in SPLIT_FIELDS])
-SPLIT_DDL = ", ".join(f"{name} {ddl}" for name, _, ddl in SPLIT_FIELDS)
 
 PARTIAL_FIELDS = (
     ("seq", pa.int32(), "int"),
@@ -765,12 +764,14 @@ def write_message_rows(task: SplitTask, ok: pa.RecordBatch) -> Path:
 
 
 def scan_partition(
-    contexts: dict[int, StoreContext], batches: Iterator[pa.RecordBatch]
+    contexts: dict[int, StoreContext], splits: list[dict], batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow (bind `contexts` with functools.partial): split rows in, partial rows out."""
+    """mapInArrow over `spark.range(len(splits))` (bind `contexts` and the split rows with
+    functools.partial): split numbers in, partial rows out. The splits travel in the function itself, so
+    the input is a JVM-only range and no Python stage has to turn driver rows into Spark rows first."""
     for batch in batches:
-        for row in batch.to_pylist():
-            task = SplitTask(**row)
+        for i in batch.column(0).to_pylist():
+            task = SplitTask(**splits[i])
             yield from scan_split(task, contexts.get(task.store))
 
 
@@ -784,6 +785,10 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+# Spark sets the shell's level from this logger; when it is configured and equal to the root level, Spark
+# does not print "Setting default log level to ..." on every start
+logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
+logger.shell.level = error
 """
 
 
@@ -810,10 +815,17 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def start_session(master: str = "local[*]", app_name: str = "mqtool audit", conf: dict | None = None):
+def start_session(
+    master: str = "local[*]",
+    app_name: str = "mqtool audit",
+    conf: dict | None = None,
+    create_class_archive: bool = False,
+):
     """Reuse the active session; under spark-submit take its configuration as given (--master, memory,
-    PYSPARK_PYTHON); else start one on `master` with quiet logs, no UI and Python workers running this
-    interpreter. Returns (session, started_here)."""
+    PYSPARK_PYTHON); else start one on `master` with quiet logs, no UI, Python workers running this
+    interpreter and the driver JVM on the class-data archive (`mqtool.spark_cds`) when there is one.
+    With `create_class_archive` and no archive yet, the JVM writes one as it exits: end such a session
+    with `stop_session`. Returns (session, started_here)."""
     session = active_session()
     if session is not None:
         return session, False
@@ -833,7 +845,12 @@ def start_session(master: str = "local[*]", app_name: str = "mqtool audit", conf
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    from mqtool import spark_cds
+
+    global _creating_archive
     log = f"-Dlog4j.configurationFile=file:{_quiet_log_config()} -Dlog4j2.level=error"
+    archive = spark_cds.class_archive(create=create_class_archive)
+    driver_options = f"{log} {archive.java_options()}" if archive else log
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -841,7 +858,7 @@ def start_session(master: str = "local[*]", app_name: str = "mqtool audit", conf
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.extraJavaOptions", log)
+        .config("spark.driver.extraJavaOptions", driver_options)
         .config("spark.executor.extraJavaOptions", log)
     )
     if local:
@@ -850,14 +867,30 @@ def start_session(master: str = "local[*]", app_name: str = "mqtool audit", conf
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    _creating_archive = archive if archive is not None and archive.creating is not None else None
     return session, True
+
+
+_creating_archive = None  # the class archive the running JVM writes at exit (start_session)
+
+
+def stop_session(session) -> None:
+    """Stop a session start_session started; when its JVM is writing the class archive, end the JVM and
+    wait for the archive (only the first audit on a machine does)."""
+    global _creating_archive
+    session.stop()
+    archive, _creating_archive = _creating_archive, None
+    if archive is not None:
+        from mqtool import spark_cds
+
+        spark_cds.stop_jvm()
+        archive.finish()
 
 
 __all__ = [
     "KIND_NAMES",
     "PARTIAL_DDL",
     "PARTIAL_SCHEMA",
-    "SPLIT_DDL",
     "SPLIT_SCHEMA",
     "CqFile",
     "IndexContext",
@@ -875,6 +908,7 @@ __all__ = [
     "scan_partition",
     "scan_split",
     "start_session",
+    "stop_session",
     "under_spark_submit",
     "write_message_rows",
 ]

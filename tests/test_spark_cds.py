@@ -1,0 +1,113 @@
+"""The Spark driver's class-data archive (mqtool/spark_cds.py): where it lives, when it is made, that a
+real JVM writes it as it exits and that the next JVM loads Spark's classes from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqtool import spark_cds
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(spark_cds.ENV_SWITCH, raising=False)
+    return tmp_path / "cache" / "mqtool"
+
+
+def test_no_archive_is_made_unless_asked(cache) -> None:
+    assert spark_cds.class_archive(create=False) is None
+    assert not cache.exists()
+
+
+def test_a_new_archive_is_written_under_a_temporary_name(cache) -> None:
+    archive = spark_cds.class_archive(create=True)
+    assert archive is not None and archive.creating is not None
+    assert archive.creating.parent == archive.path.parent == cache
+    assert str(os.getpid()) in archive.creating.name and not archive.path.exists()
+    assert f"-XX:ArchiveClassesAtExit={archive.creating}" in archive.java_options()
+    assert "SharedArchiveFile" not in archive.java_options()
+    # what the JVM wrote moves into place; the next start maps it
+    archive.creating.write_bytes(b"x" * 10)
+    assert archive.finish() and archive.path.read_bytes() == b"x" * 10 and not archive.creating.exists()
+    again = spark_cds.class_archive(create=True)
+    assert again is not None and again.creating is None and again.path == archive.path
+    assert f"-XX:SharedArchiveFile={archive.path}" in again.java_options()
+
+
+def test_an_empty_or_missing_dump_is_no_archive(cache) -> None:
+    archive = spark_cds.class_archive(create=True)
+    assert archive is not None and archive.creating is not None
+    assert not archive.finish()  # the JVM never wrote it (killed, or a JVM without the flag)
+    archive.creating.write_bytes(b"")
+    assert not archive.finish() and not archive.creating.exists() and not archive.path.exists()
+
+
+def test_switched_off(cache, monkeypatch) -> None:
+    for value in ("0", "off", "no"):
+        monkeypatch.setenv(spark_cds.ENV_SWITCH, value)
+        assert spark_cds.class_archive(create=True) is None
+
+
+def test_key_follows_the_jvm_and_the_jars(tmp_path) -> None:
+    java = tmp_path / "java"
+    java.write_bytes(b"jvm")
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"a")
+    first = spark_cds.archive_key(java, jars)
+    assert spark_cds.archive_key(java, jars) == first
+    (jars / "extra.jar").write_bytes(b"b")
+    assert spark_cds.archive_key(java, jars) != first
+    (jars / "extra.jar").unlink()
+    java.write_bytes(b"another jvm")
+    assert spark_cds.archive_key(java, jars) != first
+
+
+def test_stale_temporary_archives_are_removed(cache) -> None:
+    cache.mkdir(parents=True)
+    stale = cache / "spark-driver-abc.creating-1.jsa"
+    fresh = cache / "spark-driver-abc.creating-2.jsa"
+    stale.write_bytes(b"x")
+    fresh.write_bytes(b"x")
+    old = os.stat(stale).st_mtime - spark_cds.STALE_SECONDS - 10
+    os.utime(stale, (old, old))
+    spark_cds.class_archive(create=True)
+    assert not stale.exists() and fresh.exists()
+
+
+SESSION = """
+import sys
+from mqtool.audit_spark import start_session, stop_session
+spark, started = start_session("local[1]", create_class_archive=True)
+assert started
+assert spark.range(10).count() == 10
+stop_session(spark)
+"""
+
+
+@pytest.mark.xdist_group("spark")
+def test_a_real_jvm_writes_the_archive_and_the_next_one_uses_it(tmp_path) -> None:
+    """Two fresh processes: the first JVM dumps its classes at exit, the second maps them (its class-load
+    log says Spark's classes came from the "shared objects file (top)", i.e. the dynamic archive)."""
+    pytest.importorskip("pyspark")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    env.pop(spark_cds.ENV_SWITCH, None)
+    subprocess.run([sys.executable, "-c", SESSION], env=env, check=True, timeout=300, capture_output=True)
+    made = list((tmp_path / "cache" / "mqtool").glob("spark-driver-*.jsa"))
+    assert len(made) == 1 and ".creating-" not in made[0].name and made[0].stat().st_size > 1 << 20
+
+    log = tmp_path / "classload.log"
+    env["JAVA_TOOL_OPTIONS"] = f"-Xlog:class+load=info:file={log}"
+    subprocess.run([sys.executable, "-c", SESSION], env=env, check=True, timeout=300, capture_output=True)
+    lines = log.read_text().splitlines()
+    spark_classes = [line for line in lines if " org.apache.spark.SparkContext " in line]
+    assert spark_classes and "shared objects file (top)" in spark_classes[0]
+    assert list((tmp_path / "cache" / "mqtool").glob("*.jsa")) == made  # used, not rewritten
