@@ -488,7 +488,7 @@ def store_problems(
     """The whole-store checks of `mqtool verify`, run on the driver: the commitlog walk across files
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
     tails, index headers and chains, checkpoint, `abort` and the lock, where recovery would end."""
-    from mqtool.verify import _check_cq_files, _recovery
+    from mqtool.verify import check_cq_files, recovery_summary
     from store import checks
 
     store = plan.store
@@ -533,7 +533,7 @@ def store_problems(
                 commitlog_min=commitlog_min,
                 valid_end=valid_end,
             )
-        _check_cq_files(store, queue, topic, queue_id, problems)
+        check_cq_files(store, queue, topic, queue_id, problems)
     index_ends: list[tuple[str, int]] = []
     try:
         service = store.index_service
@@ -578,7 +578,9 @@ def store_problems(
         dispatched_store_ts=dispatched_store_ts,
         index_files=index_ends,
     )
-    _recovery(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, live.abort_present, problems)
+    recovery_summary(
+        file_summaries(plan, splits, stops, first_rows=True), verdict, cp, live.abort_present, problems
+    )
     return problems.table().to_pylist()
 
 

@@ -661,7 +661,7 @@ def _checks(
 
     problems = checks.ProblemList(ctx.label, max_rows=ctx.max_rows)
     name = ctx.file_names[task.fileIndex]
-    checks._check_records(checks.CommitLogFile(name, task.base, task.fileSize, ok), problems)
+    checks.check_file_records(checks.CommitLogFile(name, task.base, task.fileSize, ok), problems)
     records = checks.RecordIndex.from_batches(
         [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels
     )

@@ -173,7 +173,7 @@ def verify_store(
         if len(units):
             last_end = int(units["phyOffset"][-1]) + int(units["size"][-1])
         queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
-        _check_cq_files(store, queue, topic, queue_id, problems)
+        check_cq_files(store, queue, topic, queue_id, problems)
         advance(sum(f.size for f in queue.files))
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     horizon = checks.check_dispatch_coverage(
@@ -241,7 +241,7 @@ def verify_store(
         dispatched_store_ts=int(dispatched.max()) if len(dispatched) else None,
         index_files=index_ends,
     )
-    summary["recovery"] = _recovery(scans, verdict, cp, abort, problems)
+    summary["recovery"] = recovery_summary(scans, verdict, cp, abort, problems)
     timings["total"] = time.perf_counter() - t0
     summary["seconds"] = {k: round(v, 3) for k, v in timings.items()}
     if timings["commitlogScan"] > 0 and len(records):
@@ -297,7 +297,7 @@ def _rel(store: Store, path: str | None) -> str | None:
         return path
 
 
-def _check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:
+def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:
     """Bytes after the last valid unit, and files after it (the broker's recovery deletes those)."""
     live = queue.live_files
     where = f"{topic}/{queue_id}"
@@ -319,7 +319,7 @@ def _check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problem
         )
 
 
-def _recovery(
+def recovery_summary(
     scans: list[checks.CommitLogFile],
     verdict: checks.CommitLogVerdict,
     cp: Any,

@@ -980,9 +980,6 @@ def check_file_records(f: CommitLogFile, problems: ProblemList) -> None:
         )
 
 
-_check_records = check_file_records  # the audit's earlier name
-
-
 def recovery_start_normal(file_starts: Sequence[int], cq_max_phy: int | None = None) -> int | None:
     """Index of the file normal recovery starts from: the third-from-last (4.9.x, 5.0-5.3.1), or with
     `cq_max_phy` (5.3.2+) the last file starting at or before maxPhyOffsetOfConsumeQueue."""

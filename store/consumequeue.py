@@ -211,9 +211,10 @@ class ConsumeQueue:
         """`ConsumeQueue.get(offset)`: the unit at a queue offset in [min, max), else None."""
         if not self.min_offset <= queue_offset < self.max_offset:
             return None
-        return self._unit_at(queue_offset * UNIT)
+        return self.unit_at(queue_offset * UNIT)
 
-    def _unit_at(self, position: int) -> CqUnit | None:
+    def unit_at(self, position: int) -> CqUnit | None:
+        """The unit at a byte position of the queue (queue offset * 20), None past the files."""
         f = self.mapped_file_queue.find(position)
         if f is None:
             return None

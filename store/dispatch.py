@@ -552,7 +552,7 @@ class ConsumeQueueWriter:
             if self.file_starts:
                 scan_start = queue.files[max(0, len(queue.files) - 3)].start_offset
                 if self.write_end - UNIT >= scan_start:
-                    last = queue._unit_at(self.write_end - UNIT)
+                    last = queue.unit_at(self.write_end - UNIT)
                     assert last is not None
                     self.max_physic_offset = last.phy_offset + last.size
                     if not last.is_filler:

@@ -208,7 +208,7 @@ def _carry_over_expired_queues(root: Path, staging: Path, commitlog_min: int, re
         try:
             if queue.max_offset == 0:
                 continue
-            last = queue._unit_at(queue.max_position - 20)
+            last = queue.unit_at(queue.max_position - 20)
             if last is None or last.is_filler or last.phy_offset + last.size > commitlog_min:
                 result.warnings.append(
                     f"{topic}/{queue_id}: its units point at commitlog records that do not exist; dropped"
