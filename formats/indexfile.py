@@ -61,6 +61,18 @@ def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return HEADER_SIZE + hash_slot_num * SLOT_SIZE + index_num * ENTRY_SIZE
 
 
+def oversized_index(hash_slot_num: int, index_num: int) -> str | None:
+    """Why the broker cannot make index files of this geometry (IndexFile computes the file size in a Java
+    int), or None when it can."""
+    size = index_file_size(hash_slot_num, index_num)
+    if size < 2**31:
+        return None
+    return (
+        f"maxHashSlotNum {hash_slot_num} and maxIndexNum {index_num} make index files of {size} bytes, "
+        "more than a Java int (the broker's IndexFile size) holds"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class IndexGeometry:
     """The two broker settings that shape an index file."""

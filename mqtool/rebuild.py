@@ -27,7 +27,7 @@ from typing import Any
 
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
-from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry, index_file_size
+from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry, oversized_index
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 from mqtool.safety import warn, write_guard
 from store.config import ConfigFile
@@ -196,8 +196,8 @@ def resolve_settings(
         raise RebuildRefused(
             f"maxIndexNum {num.value} (from the {num.source}) is less than 2", index_where.get(num.source)
         )
-    size = index_file_size(slots.value, num.value)
-    if size >= 2**31:  # IndexFile computes its size in a Java int
+    oversized = oversized_index(slots.value, num.value)
+    if oversized:
         flags = any(s.source.startswith("--") for s in (slots, num))  # then the arguments are at fault
         where = (
             None
@@ -205,10 +205,7 @@ def resolve_settings(
             else next((index_where[s.source] for s in (slots, num) if s.source in index_where), None)
         )
         raise RebuildRefused(
-            f"maxHashSlotNum {slots.value} (from the {slots.source}) and maxIndexNum {num.value} (from the "
-            f"{num.source}) make index files of {size} bytes, more than a Java int (the broker's IndexFile "
-            "size) holds",
-            where,
+            f"{oversized} (maxHashSlotNum from the {slots.source}, maxIndexNum from the {num.source})", where
         )
     return cq, slots, num, notes
 

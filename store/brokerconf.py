@@ -12,7 +12,7 @@ from pathlib import Path
 
 from formats.commitlog import java_parse_int
 from formats.errors import MqtoolError
-from formats.indexfile import index_file_size
+from formats.indexfile import oversized_index
 from formats.structs import CQ_STORE_UNIT_SIZE
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -115,13 +115,9 @@ def load_broker_config(path: Path | str | None) -> BrokerConfig:
         explicit.add(name)
     config.explicit = frozenset(explicit)
     config.source = str(path)
-    size = index_file_size(config.maxHashSlotNum, config.maxIndexNum)
-    if size >= 2**31:  # IndexFile computes its size in a Java int
-        raise MqtoolError(
-            f"maxHashSlotNum {config.maxHashSlotNum} and maxIndexNum {config.maxIndexNum} make index files "
-            f"of {size} bytes, more than a Java int (the broker's IndexFile size) holds",
-            str(path),
-        )
+    oversized = oversized_index(config.maxHashSlotNum, config.maxIndexNum)
+    if oversized:
+        raise MqtoolError(oversized, str(path))
     try:
         config.delay_level_table()  # validate early
     except MqtoolError as exc:
