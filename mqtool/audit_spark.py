@@ -883,8 +883,8 @@ def stop_session(session) -> None:
     if archive is not None:
         from mqtool import spark_cds
 
-        spark_cds.stop_jvm()
-        archive.finish()
+        if spark_cds.stop_jvm():  # a JVM still running may still be writing: leave its file alone
+            archive.finish()
 
 
 __all__ = [
