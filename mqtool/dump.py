@@ -292,28 +292,43 @@ def config(store: Store, name: str, *, bak: bool = False) -> dict[str, Any]:
     }
 
 
+def _int_key(key: str) -> int | str:
+    """A table key that should be a number (queue id, delay level), as it is when it is not one."""
+    return int(key) if key.lstrip("-").isdecimal() else key
+
+
+def _entries(table: dict[str, Any], name_field: str) -> list[dict[str, Any]]:
+    """The rows of a name -> object table; a damaged entry (not an object) keeps only its name."""
+    return [dict(v) if isinstance(v, dict) else {name_field: k} for k, v in table.items()]
+
+
 def _config_rows(doc: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Column]] | None:
     content = doc["content"]
     if not isinstance(content, dict):
         return None
     if "offsetTable" in content and isinstance(content["offsetTable"], dict):
         table = content["offsetTable"]
-        if all(isinstance(v, dict) for v in table.values()):  # consumerOffset.json
+        if not Path(doc["file"]).name.startswith("delayOffset"):  # consumerOffset.json
             rows = []
             for key, queues in table.items():
                 topic, _, group = key.partition("@")
+                if not isinstance(queues, dict):  # a damaged entry: shown as it is
+                    rows.append({"topic": topic, "group": group, "queueId": None, "offset": queues})
+                    continue
                 for queue_id, offset in queues.items():
-                    rows.append({"topic": topic, "group": group, "queueId": int(queue_id), "offset": offset})
+                    rows.append(
+                        {"topic": topic, "group": group, "queueId": _int_key(queue_id), "offset": offset}
+                    )
             return rows, [
                 Column("group"),
                 Column("topic"),
                 Column("queueId", "queue", "int"),
                 Column("offset", kind="int"),
             ]
-        rows = [{"level": int(k), "offset": v} for k, v in table.items()]  # delayOffset.json
+        rows = [{"level": _int_key(k), "offset": v} for k, v in table.items()]  # delayOffset.json
         return rows, [Column("level", kind="int"), Column("offset", kind="int")]
-    if "topicConfigTable" in content:
-        rows = [dict(v) for v in content["topicConfigTable"].values()]
+    if isinstance(content.get("topicConfigTable"), dict):
+        rows = _entries(content["topicConfigTable"], "topicName")
         cols = [
             "topicName",
             "readQueueNums",
@@ -324,8 +339,8 @@ def _config_rows(doc: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Column
             "attributes",
         ]
         return rows, [Column(c, kind="int" if "Nums" in c or c == "perm" else "text") for c in cols]
-    if "subscriptionGroupTable" in content:
-        rows = [dict(v) for v in content["subscriptionGroupTable"].values()]
+    if isinstance(content.get("subscriptionGroupTable"), dict):
+        rows = _entries(content["subscriptionGroupTable"], "groupName")
         cols = [
             "groupName",
             "consumeEnable",
@@ -335,8 +350,12 @@ def _config_rows(doc: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Column
             "brokerId",
         ]
         return rows, [Column(c) for c in cols]
-    if "messageRequestModeMap" in content:
-        rows = [dict(g) for groups in content["messageRequestModeMap"].values() for g in groups.values()]
+    if isinstance(content.get("messageRequestModeMap"), dict):
+        rows = [
+            row
+            for topic, groups in content["messageRequestModeMap"].items()
+            for row in (_entries(groups, "consumerGroup") if isinstance(groups, dict) else [{"topic": topic}])
+        ]
         return rows, [
             Column("topic"),
             Column("consumerGroup"),
@@ -362,7 +381,7 @@ def render_config(doc: dict[str, Any], ctx: RenderContext) -> None:
     if ctx.fmt in ("csv",):
         tabular = _config_rows(public)
         if tabular is None:
-            raise MqtoolError("this config file has no tabular form; use --format json")
+            raise MqtoolError("this config file has no tabular form; use --format json", doc["file"])
         emit_rows(tabular[0], tabular[1], ctx)
         return
     emit_document(public, ctx, human)

@@ -118,6 +118,46 @@ def test_dump_config_consumer_offsets() -> None:
     assert "TopicTest,groupA,0,231" in lines
 
 
+def _config_copy(tmp_path, name: str, text: str, bak: str | None = None):
+    import shutil
+
+    root = tmp_path / "store"
+    shutil.copytree(store_path("store-a"), root)
+    (root / "config" / name).write_text(text)
+    if bak is not None:
+        (root / "config" / f"{name}.bak").write_text(bak)
+    return root
+
+
+@pytest.mark.parametrize("fmt", ["csv", "plain"])
+def test_dump_config_damaged_entries_are_shown_not_crashed_on(tmp_path, fmt: str) -> None:
+    """Found by the fuzz: a consumerOffset.json entry that is not an object made `dump config` guess
+    delayOffset.json and crash on int('Topic@group'); a topic entry that is not an object crashed dict().
+    (`--bak` reads the .bak as it is; the main file would fall back to the .bak, as the broker does.)"""
+    text = '{"offsetTable":{"TopicTest@groupA":null,"TopicTest@groupB":{0:5,1:7}}}'
+    root = _config_copy(tmp_path, "consumerOffset.json", "{}", bak=text)
+    proc = mqtool("--store", str(root), "dump", "config", "consumerOffset", "--bak", "-f", fmt)
+    assert "groupB" in proc.stdout and "groupA" in proc.stdout
+    if fmt == "csv":
+        assert proc.stdout.splitlines()[1:] == [
+            "TopicTest,groupA,,",
+            "TopicTest,groupB,0,5",
+            "TopicTest,groupB,1,7",
+        ]
+    topics = '{"topicConfigTable":{"T":7,"U":{"topicName":"U"}}}'
+    root = _config_copy(tmp_path / "t", "topics.json", "{}", bak=topics)
+    proc = mqtool("--store", str(root), "dump", "config", "topics", "--bak", "-f", fmt)
+    assert "U" in proc.stdout and "T" in proc.stdout
+
+
+def test_dump_config_without_a_table_names_the_file(tmp_path) -> None:
+    root = _config_copy(tmp_path, "topics.json", " \n", bak="null")
+    proc = mqtool("--store", str(root), "dump", "config", "topics", "--bak", "-f", "csv", check=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert "topics.json" in lines[0] and "no tabular form" in lines[0]
+
+
 def test_table_output_names_the_zone() -> None:
     proc = mqtool("--store", str(store_path("store-a")), "--tz", "Asia/Shanghai", "dump", "checkpoint")
     assert "Asia/Shanghai" in proc.stdout
