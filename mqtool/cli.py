@@ -69,6 +69,11 @@ def _main(
 
 def main() -> None:
     """Console entry point: one clear line and a non-zero exit for every error, never a traceback."""
+    # A name from a damaged file can hold a lone surrogate (a JSON "\ud800" escape), which UTF-8 cannot
+    # encode: write it as that escape (valid inside JSON strings) instead of failing mid-output.
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     try:
         app()
     except MqtoolError as exc:

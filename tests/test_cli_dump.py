@@ -150,6 +150,17 @@ def test_dump_config_damaged_entries_are_shown_not_crashed_on(tmp_path, fmt: str
     assert "U" in proc.stdout and "T" in proc.stdout
 
 
+@pytest.mark.parametrize("args", [("dump", "config", "consumerOffset"), ("offsets", "show")])
+def test_a_lone_surrogate_in_a_name_is_written_escaped(tmp_path, args: tuple[str, ...]) -> None:
+    """Found by the fuzz: a "\\ud800" escape in a JSON string decodes to a lone surrogate, which stdout's
+    UTF-8 cannot encode; the output carries the escape instead (and stays valid JSON)."""
+    text = '{"offsetTable":{"TopicTest@group\\ud800":{0:5}}}'
+    root = _config_copy(tmp_path, "consumerOffset.json", text, bak=text)
+    proc = mqtool("--store", str(root), *args, "-f", "json")
+    assert "group\\ud800" in proc.stdout
+    assert "group\ud800" in json.dumps(json.loads(proc.stdout), ensure_ascii=False)
+
+
 def test_dump_config_without_a_table_names_the_file(tmp_path) -> None:
     root = _config_copy(tmp_path, "topics.json", " \n", bak="null")
     proc = mqtool("--store", str(root), "dump", "config", "topics", "--bak", "-f", "csv", check=False)
