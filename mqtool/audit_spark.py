@@ -804,10 +804,18 @@ def _quiet_log_config() -> str:
 
 
 def active_session():
-    """The SparkSession already running in this process (under spark-submit, or a test's), else None."""
+    """The SparkSession already running in this process (under spark-submit, or a test's), else None.
+    Seen from any thread: the audit starts its session in a helper thread, where getActiveSession (per
+    thread) finds nothing, and taking over another's session as our own would stop it at the end."""
     from pyspark.sql import SparkSession
 
-    return SparkSession.getActiveSession()
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        return session
+    try:
+        return SparkSession.active()  # the active or default session of the process
+    except Exception:  # PySparkRuntimeError NO_ACTIVE_OR_DEFAULT_SESSION
+        return None
 
 
 def under_spark_submit() -> bool:

@@ -355,6 +355,9 @@ def test_cli_json_and_output(spark, tmp_path):
     store = str(store_path("store-a"))
     result = CliRunner().invoke(app, ["audit", store, "--format", "json", "--output", str(out), "--top", "3"])
     assert result.exit_code == 0, result.output
+    # the command ran on the process's session (started in a helper thread, it must still find it), so
+    # it neither stopped that session nor ended its JVM
+    assert spark.range(3).count() == 3
     doc = json.loads(result.stdout)
     for key in ("queues", "problems", "lag", "delay", "transactions", "duplicates", "retry"):
         assert key in doc
