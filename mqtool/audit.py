@@ -488,7 +488,7 @@ def store_problems(
     """The whole-store checks of `mqtool verify`, run on the driver: the commitlog walk across files
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
     tails, index headers and chains, checkpoint, `abort` and the lock, where recovery would end."""
-    from mqtool.verify import check_cq_files, recovery_summary
+    from mqtool.verify import check_cq_files, check_index_files, recovery_summary, rel_path
     from store import checks
 
     store = plan.store
@@ -509,7 +509,7 @@ def store_problems(
     try:
         queue_list = list(store.consume_queues.queues())
     except MqtoolError as exc:
-        problems.add("cq_not_checked", _rel(store, exc.file) or "consumequeue", None, exc.message)
+        problems.add("cq_not_checked", rel_path(store, exc.file) or "consumequeue", None, exc.message)
         queue_list = []
     for topic, queue_id in queue_list:
         try:
@@ -517,7 +517,7 @@ def store_problems(
             units = queue.units(0)
             min_offset = queue.min_offset
         except MqtoolError as exc:
-            problems.add("cq_file", _rel(store, exc.file), exc.offset, exc.message)
+            problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
             continue
         phy = units["phyOffset"]
         outside = (units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)
@@ -534,37 +534,9 @@ def store_problems(
                 valid_end=valid_end,
             )
         check_cq_files(store, queue, topic, queue_id, problems)
-    index_ends: list[tuple[str, int]] = []
-    try:
-        service = store.index_service
-        geometry = service.geometry
-        facts = []
-        for f in service.files:
-            name = f"index/{f.name}"
-            entries = f.entries_view()
-            facts.append(
-                checks.check_index_file(
-                    f.header,
-                    f.slots_view(),
-                    entries,
-                    problems,
-                    file=name,
-                    hash_slot_num=geometry.hash_slot_num,
-                    index_num=geometry.index_num,
-                )
-            )
-            checks.check_index_targets(
-                facts[-1],
-                _EveryRecord(),
-                problems,
-                hash_slot_num=geometry.hash_slot_num,
-                commitlog_min=commitlog_min,
-                valid_end=valid_end,
-            )
-            index_ends.append((name, f.header.end_timestamp))
-        checks.check_index_headers_order(facts, problems)
-    except MqtoolError as exc:
-        problems.add("index_file", _rel(store, exc.file) or "index", exc.offset, exc.message)
+    _, index_ends = check_index_files(
+        store, _EveryRecord(), problems, commitlog_min=commitlog_min, valid_end=valid_end
+    )
     cp = None
     try:
         cp = store.checkpoint()
@@ -582,15 +554,6 @@ def store_problems(
         file_summaries(plan, splits, stops, first_rows=True), verdict, cp, live.abort_present, problems
     )
     return problems.table().to_pylist()
-
-
-def _rel(store: Store, path: str | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return str(Path(path).relative_to(store.root))
-    except ValueError:
-        return path
 
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}

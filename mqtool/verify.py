@@ -116,7 +116,7 @@ def verify_store(
             scans.append(scan)
             advance(f.size)
     except MqtoolError as exc:
-        problems.add("commitlog_unreadable", exc.file and _rel(store, exc.file), exc.offset, exc.message)
+        problems.add("commitlog_unreadable", exc.file and rel_path(store, exc.file), exc.offset, exc.message)
     timings["commitlogScan"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     verdict = checks.check_commitlog(scans, problems, file_size=file_size)
@@ -144,7 +144,7 @@ def verify_store(
         queue_list = list(store.consume_queues.queues())
     except MqtoolError as exc:
         problems.add(
-            "cq_not_checked", _rel(store, exc.file) if exc.file else "consumequeue", None, exc.message
+            "cq_not_checked", rel_path(store, exc.file) if exc.file else "consumequeue", None, exc.message
         )
         queue_list = []
     for topic, queue_id in queue_list:
@@ -153,7 +153,7 @@ def verify_store(
             units = queue.units(0)
             min_offset, max_offset = queue.min_offset, queue.max_offset
         except MqtoolError as exc:
-            problems.add("cq_file", _rel(store, exc.file) if exc.file else None, exc.offset, exc.message)
+            problems.add("cq_file", rel_path(store, exc.file) if exc.file else None, exc.offset, exc.message)
             continue
         units_checked += len(units)
         hits.append(
@@ -184,38 +184,9 @@ def verify_store(
 
     # --- index -----------------------------------------------------------------------------------
     t3 = time.perf_counter()
-    facts: list[checks.IndexFileFacts] = []
-    index_ends: list[tuple[str, int]] = []
-    try:
-        service = store.index_service
-        geometry = service.geometry
-        for f in service.files:
-            name = f"index/{f.name}"
-            entries = f.entries_view()
-            facts.append(
-                checks.check_index_file(
-                    f.header,
-                    f.slots_view(),
-                    entries,
-                    problems,
-                    file=name,
-                    hash_slot_num=geometry.hash_slot_num,
-                    index_num=geometry.index_num,
-                )
-            )
-            checks.check_index_targets(
-                facts[-1],
-                records,
-                problems,
-                hash_slot_num=geometry.hash_slot_num,
-                commitlog_min=commitlog_min,
-                valid_end=verdict.valid_end,
-            )
-            index_ends.append((name, f.header.end_timestamp))
-            advance(geometry.hash_slot_num * 4 + len(entries) * 20)
-        checks.check_index_headers_order(facts, problems)
-    except MqtoolError as exc:
-        problems.add("index_file", _rel(store, exc.file) if exc.file else "index", exc.offset, exc.message)
+    facts, index_ends = check_index_files(
+        store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end, advance=advance
+    )
     keys_checked = 0
     if deep:
         keys_checked = checks.check_index_coverage(records, facts, problems, cq_horizon=horizon)
@@ -286,7 +257,55 @@ def _known_topics(store: Store) -> set[str] | None:
     return set(getattr(loaded.model, "topic_config_table", {}) or {})
 
 
-def _rel(store: Store, path: str | None) -> str | None:
+def check_index_files(
+    store: Store,
+    records: Any,
+    problems: ProblemList,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    advance: Any = None,
+) -> tuple[list[checks.IndexFileFacts], list[tuple[str, int]]]:
+    """Every index file: header, slots and entries, entries pointing where `records` has no record, the
+    headers' order. Returns the files' facts and (file, endTimestamp) for the checkpoint check."""
+    facts: list[checks.IndexFileFacts] = []
+    index_ends: list[tuple[str, int]] = []
+    try:
+        service = store.index_service
+        geometry = service.geometry
+        for f in service.files:
+            name = f"index/{f.name}"
+            entries = f.entries_view()
+            facts.append(
+                checks.check_index_file(
+                    f.header,
+                    f.slots_view(),
+                    entries,
+                    problems,
+                    file=name,
+                    hash_slot_num=geometry.hash_slot_num,
+                    index_num=geometry.index_num,
+                )
+            )
+            checks.check_index_targets(
+                facts[-1],
+                records,
+                problems,
+                hash_slot_num=geometry.hash_slot_num,
+                commitlog_min=commitlog_min,
+                valid_end=valid_end,
+            )
+            index_ends.append((name, f.header.end_timestamp))
+            if advance is not None:
+                advance(geometry.hash_slot_num * 4 + len(entries) * 20)
+        checks.check_index_headers_order(facts, problems)
+    except MqtoolError as exc:
+        problems.add("index_file", rel_path(store, exc.file) or "index", exc.offset, exc.message)
+    return facts, index_ends
+
+
+def rel_path(store: Store, path: str | None) -> str | None:
+    """A path as the problem tables show it: relative to the store root when inside it."""
     if path is None:
         return None
     try:
@@ -307,13 +326,13 @@ def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems
         if wrote < last.size:
             rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:]
             checks.check_cq_tail(
-                rest, problems, file=_rel(store, str(last.path)), position=wrote, where=where
+                rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where
             )
     dirty = [f for f in queue.files if f not in live]
     if dirty:
         problems.add(
             "cq_dirty_files",
-            _rel(store, str(dirty[0].path)),
+            rel_path(store, str(dirty[0].path)),
             0,
             f"{where}: {len(dirty)} file(s) after the last valid unit; the broker's recovery deletes them",
         )
