@@ -5,9 +5,10 @@
 STORE_DIR holds commitlog/ (e.g. written by bench/gen_store.py, under /tmp). Prints, for the same files:
 a plain `cat` (page-cache limit), the columnar decode in a cold process (interpreter start, imports and
 loading the cached numba code included) and warm in this process (default columns; with body CRC
-check; with bodies; every file cut into one byte range per CPU decoded by threads), and the construct
-decoder over the first N records, extrapolated to the store. Wall and CPU seconds are both shown: on a
-busy machine CPU time is the better per-core figure.
+check; with bodies; every file cut into one byte range per CPU decoded by threads), the struct-read
+recovery walk (`CommitLog.walk_end`, what `info` and the recovery end use; with and without CRC), and the
+construct decoder over the first N records, extrapolated to the store. Wall and CPU seconds are both
+shown: on a busy machine CPU time is the better per-core figure.
 Not run by the tests.
 """
 
@@ -178,6 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     t, c, (m, d) = timed(lambda: decode_threaded(files, threads), args.repeat)
     assert (m, d) == (messages, data), "split decode differs from the whole-file decode"
     line(f"columnar, warm, {threads} threads over byte-range splits", t, c, m, d)
+
+    from store.commitlog import CommitLog
+
+    commitlog = CommitLog.open(args.store)
+    first = commitlog.files[0].start_offset
+    for label, crc in (
+        ("recordcheck walk (CommitLog.walk_end)", False),
+        ("recordcheck walk, check_crc", True),
+    ):
+        t, c, _ = timed(lambda crc=crc: commitlog.walk_end(first, check_crc=crc), args.repeat)
+        line(label, t, c, messages, data)
 
     from formats.commitlog import Message, decode_record
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from formats.commitlog import Message
 from formats.errors import MqtoolError
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+from store.commitlog import RecordHead
 from store.storedir import Store
 
 CONFIG_FILES = (
@@ -23,22 +23,12 @@ CONFIG_FILES = (
 )
 
 
-def _first_message(store: Store) -> Message | None:
-    for record in store.commitlog.iter_records(check_crc=False):
-        return record if isinstance(record, Message) else None
-    return None
-
-
-def _last_message(store: Store) -> Message | None:
-    """The last valid message: walk the last file holding data (the broker's end is there)."""
+def _last_record(store: Store) -> RecordHead | None:
+    """The last valid record of the last file holding any (the walk from its start; the broker's end
+    is there)."""
     commitlog = store.commitlog
-    last: Message | None = None
     for f in reversed(commitlog.files):
-        for record in commitlog.iter_records(from_offset=f.start_offset, check_crc=False):
-            if isinstance(record, Message):
-                last = record
-            elif record.physical_offset >= f.end_offset or record.kind != "blank":
-                break
+        last = commitlog.walk_end(f.start_offset).last
         if last is not None:
             return last
     return None
@@ -46,12 +36,9 @@ def _last_message(store: Store) -> Message | None:
 
 def commitlog_info(store: Store) -> dict[str, Any]:
     commitlog = store.commitlog
-    files = commitlog.files
-    stop = commitlog.stop_record(
-        files[max(0, len(files) - 3)].start_offset if files else None, check_crc=True
-    )
-    first = _first_message(store)
-    last = _last_message(store)
+    stop = commitlog.stop_record(commitlog.recovery_start_offset, check_crc=True)
+    first = commitlog.first_record()
+    last = _last_record(store)
     return {
         "directory": str(commitlog.directory),
         "fileSize": commitlog.file_size,

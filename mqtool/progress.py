@@ -21,26 +21,15 @@ ordinary topics. Also home of two helpers the query commands share: `committed_o
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from formats.errors import MqtoolError
-from formats.structs import BORNHOST_V6_FLAG, MESSAGE_MAGICS
 from store.storedir import Store
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
-# Record head (FORMATS §2.2): TOTALSIZE, MAGICCODE at 0; SYSFLAG at 36; BORNHOST at 48 (8 or 20 bytes),
-# then STORETIMESTAMP. struct, not construct: this runs once per unit in time searches.
-_PRELUDE = struct.Struct(">ii")
-_INT = struct.Struct(">i")
-_LONG = struct.Struct(">q")
-_SYSFLAG_AT = 36
-_BORNHOST_AT = 48
-_HEAD_BYTES = 76  # up to STORETIMESTAMP with an IPv6 born host
-
 # MixAll's built-in groups: left out of the "no committed offset" rows unless asked for by name.
 SYSTEM_GROUPS = frozenset(
     {
@@ -81,27 +70,13 @@ def store_time_of(store: Store) -> Callable[[int, int], int]:
     starts there (deleted by retention, outside the files, not a record head).
 
     Like `CommitLog.pickupStoreTimestamp` but without the commitlog's max offset (which walks the
-    last files); instead the record head is checked: message magic and TOTALSIZE == size.
+    last files); instead the record head is checked (`CommitLog.store_time_at`).
     """
-    commitlog = store.commitlog
-    files = commitlog.queue
+    store_time_at = store.commitlog.store_time_at
 
     def store_time(phy_offset: int, size: int) -> int:
-        if phy_offset < commitlog.min_offset:
-            return -1
-        f = files.find(phy_offset)
-        if f is None:
-            return -1
-        pos = phy_offset - f.start_offset
-        if pos + _HEAD_BYTES > f.size:
-            return -1
-        buf = f.buffer()
-        total, magic = _PRELUDE.unpack_from(buf, pos)
-        if magic not in MESSAGE_MAGICS or total != size:
-            return -1
-        sys_flag = _INT.unpack_from(buf, pos + _SYSFLAG_AT)[0]
-        at = pos + _BORNHOST_AT + (20 if sys_flag & BORNHOST_V6_FLAG else 8)
-        return _LONG.unpack_from(buf, at)[0]
+        stamp = store_time_at(phy_offset, size)
+        return -1 if stamp is None else stamp
 
     return store_time
 

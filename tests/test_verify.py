@@ -299,15 +299,13 @@ def test_record_after_garbage_is_found_by_resync(tmp_path):
 
 
 def test_store_ending_in_a_blank(tmp_path):
-    from store.scan import valid_end_fast
-
     root = copy("store-a", tmp_path)
     (root / "commitlog/00000000000002097152").unlink()
     blank = [r for r in expect("store-a")["messages"] if r["kind"] == "BLANK"][-1]
     report = run(root, deep=False)
     assert report.summary["commitlog"]["validEnd"] == blank["physicalOffset"]
     with Store.open(root) as st:
-        assert valid_end_fast(st.commitlog, st.commitlog.files[0].start_offset) == blank["physicalOffset"]
+        assert st.commitlog.valid_end(st.commitlog.files[0].start_offset) == blank["physicalOffset"]
     assert {r["kind"] for r in errors(report)} == {"cq_points_outside", "checkpoint_ahead"}
     assert not rows(report, "cq_missing_unit")
 

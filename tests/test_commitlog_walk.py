@@ -1,0 +1,242 @@
+"""The quick commitlog walks (`formats.recordcheck`, `CommitLog.walk_end`, `stop_record`, `first_record`,
+`last_record`, `store_time_at`) against the golden stores' expect.json and against the construct decoder,
+on the real stores and on hypothesis-corrupted copies of them."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from golden import STORES, expect, store_path
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formats.commitlog import STOPS, Blank, Message, decode_record
+from formats.recordcheck import check_record, store_timestamp_at
+from store.commitlog import CommitLog, OffsetError
+
+
+def _messages(store: str) -> list[dict]:
+    return [m for m in expect(store)["messages"] if m["kind"] == "MESSAGE"]
+
+
+def _commitlog(store: str) -> CommitLog:
+    return CommitLog.open(store_path(store))
+
+
+def _copy(store: str, tmp_path: Path) -> Path:
+    dst = tmp_path / store
+    shutil.copytree(store_path(store), dst)
+    return dst
+
+
+# --- against the real broker's answers --------------------------------------------------------------
+
+
+def test_valid_end_matches_the_broker():
+    assert _commitlog("store-a").max_offset == expect("store-a")["maxPhyOffset"]
+    assert _commitlog("store-49a").max_offset == expect("store-49a")["maxPhyOffset"]
+    c = expect("store-c")
+    for crc in (False, True):
+        end = _commitlog("store-c").walk_end(check_crc=crc)
+        assert end.valid_end == c["afterRecovery"]["maxPhyOffset"] == c["asWritten"]["tornRecordOffset"]
+    assert _commitlog("store-c").walk_end(check_crc=True).reason == "crc_mismatch"
+    assert _commitlog("store-a").walk_end().reason == "end"
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_walks_end_where_the_construct_walk_ends(store):
+    cl = _commitlog(store)
+    for start in (None, cl.files[0].start_offset, cl.recovery_start_offset):
+        for crc in (False, True):
+            walked = [r for r in cl.iter_records(start, check_crc=crc)]
+            assert cl.stop_record(start, check_crc=crc) == walked[-1]
+            messages = [r for r in walked if isinstance(r, Message)]
+            last = cl.walk_end(start if start is not None else cl.files[0].start_offset, check_crc=crc).last
+            assert last.physical_offset == messages[-1].physical_offset
+    assert cl.valid_end(cl.recovery_start_offset) == cl.max_offset
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_last_and_first_record(store):
+    msgs = _messages(store)
+    if store == "store-c":  # the torn record is not a MESSAGE in expect.json
+        msgs = [m for m in msgs if m["physicalOffset"] < expect(store)["asWritten"]["tornRecordOffset"]]
+    last, first = _commitlog(store).last_record(), _commitlog(store).first_record()
+    assert last.physical_offset == msgs[-1]["physicalOffset"]
+    assert last.store_timestamp == msgs[-1]["storeTimestamp"]
+    assert last.topic == msgs[-1]["topic"]
+    assert last.queue_offset == msgs[-1]["queueOffset"]
+    assert first.physical_offset == msgs[0]["physicalOffset"]
+    assert first.total_size == msgs[0]["totalSize"]
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_store_time_at(store):
+    cl = _commitlog(store)
+    for m in _messages(store):
+        assert cl.store_time_at(m["physicalOffset"]) == m["storeTimestamp"]
+        assert cl.store_time_at(m["physicalOffset"], m["totalSize"]) == m["storeTimestamp"]
+    m = _messages(store)[3]
+    assert cl.store_time_at(m["physicalOffset"], m["totalSize"] + 1) is None
+    assert cl.store_time_at(m["physicalOffset"] + 1) is None
+    assert cl.store_time_at(10**15) is None
+    blanks = [r for r in expect(store)["messages"] if r["kind"] == "BLANK"]
+    assert cl.store_time_at(blanks[0]["physicalOffset"]) is None
+
+
+def test_store_time_at_ipv6_born_host():
+    cl = _commitlog("store-a")
+    v6 = [m for m in _messages("store-a") if m["sysFlag"] & 0x10]
+    assert v6
+    for m in v6:
+        assert cl.store_time_at(m["physicalOffset"]) == m["storeTimestamp"]
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_check_record_agrees_with_the_construct_decoder(store):
+    cl = _commitlog(store)
+    for f in cl.files:
+        buf = f.buffer()
+        records = [r for r in cl.iter_records(f.start_offset) if r.physical_offset < f.end_offset]
+        for record in records:
+            pos = record.physical_offset - f.start_offset
+            status, total, fields = check_record(buf, f.size, pos, True, True)
+            if isinstance(record, Message):
+                assert status == "ok"
+                assert total == record.total_size
+                assert fields[5] == record.store_timestamp
+                assert fields[6].decode() == record.topic
+            else:
+                assert status != "ok"
+
+
+def test_walk_end_stops_at_a_corrupt_record(tmp_path):
+    root = _copy("store-a", tmp_path)
+    m = _messages("store-a")[100]
+    path = root / "commitlog" / m["file"]
+    data = bytearray(path.read_bytes())
+    pos = m["physicalOffset"] - int(m["file"])
+    data[pos + 4 : pos + 8] = struct.pack(">i", 0x12345678)
+    path.write_bytes(bytes(data))
+    cl = CommitLog.open(root)
+    end = cl.walk_end(cl.files[0].start_offset)
+    assert (end.valid_end, end.reason) == (m["physicalOffset"], "bad_magic")
+    assert end.last.physical_offset == _messages("store-a")[99]["physicalOffset"]
+    assert cl.stop_record().physical_offset == m["physicalOffset"]
+    assert "magic" in cl.stop_record().reason
+
+
+def test_walk_end_crc(tmp_path):
+    root = _copy("store-a", tmp_path)
+    m = next(m for m in _messages("store-a")[50:] if m["bodyLength"] > 100)
+    path = root / "commitlog" / m["file"]
+    data = bytearray(path.read_bytes())
+    pos = m["physicalOffset"] - int(m["file"])
+    data[pos + 100] ^= 0x01  # inside the body
+    path.write_bytes(bytes(data))
+    cl = CommitLog.open(root)
+    first = cl.files[0].start_offset
+    assert cl.walk_end(first, check_crc=True).valid_end == m["physicalOffset"]
+    assert cl.walk_end(first, check_crc=True).reason == "crc_mismatch"
+    assert cl.walk_end(first, check_crc=False).valid_end == expect("store-a")["maxPhyOffset"]
+    assert cl.stop_record(check_crc=True) == [r for r in cl.iter_records(check_crc=True)][-1]
+
+
+def test_walk_from_inside_a_record_is_refused():
+    cl = _commitlog("store-a")
+    m = _messages("store-a")[10]
+    with pytest.raises(OffsetError, match="not a record boundary"):
+        cl.walk_end(m["physicalOffset"] + 4)
+    with pytest.raises(OffsetError, match="outside the commitlog files"):
+        cl.walk_end(10**12)
+
+
+def test_empty_commitlog(tmp_path):
+    (tmp_path / "commitlog").mkdir()
+    cl = CommitLog.open(tmp_path)
+    assert cl.walk_end().reason == "empty"
+    assert cl.stop_record().physical_offset == cl.max_offset == 0
+    assert cl.first_record() is None and cl.last_record() is None
+
+
+# --- property: corrupted bytes, the quick check and the decoder decide alike ------------------------
+
+
+@functools.cache
+def _clean_file(store: str, index: int) -> tuple[bytes, tuple[int, ...]]:
+    """One golden commitlog file's bytes and the positions of its records."""
+    f = _commitlog(store).files[index]
+    data = bytes(f.buffer())
+    starts, pos = [], 0
+    while True:
+        record = decode_record(data, pos, f.start_offset)
+        starts.append(pos)
+        if not isinstance(record, Message):
+            return data, tuple(starts)
+        pos += record.total_size
+
+
+# fixed-width fields a corruption likes to hit: TOTALSIZE, MAGICCODE, BODYCRC, SYSFLAG, BORNHOST..
+_FIELD_AT = (0, 4, 8, 12, 36, 48, 56, 64, 72, 84, 88)
+
+
+@st.composite
+def corrupted_files(draw):
+    store = draw(st.sampled_from(STORES))
+    index = draw(st.integers(0, len(_commitlog(store).files) - 1))
+    data, starts = _clean_file(store, index)
+    buf = bytearray(data)
+
+    def put(off: int, value: bytes) -> None:  # overwrite in place, never past the end
+        value = value[: max(0, len(buf) - off)]
+        buf[off : off + len(value)] = value
+
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.sampled_from(starts[:40]))
+        kind = draw(st.sampled_from(["field", "bitflip", "zero", "truncate", "lengths"]))
+        if kind == "field":
+            value = draw(st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from([0, -1, 1, 8, 64])))
+            put(at + draw(st.sampled_from(_FIELD_AT)), struct.pack(">i", value))
+        elif kind == "bitflip":
+            off = at + draw(st.integers(0, 200))
+            if off < len(buf):
+                buf[off] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "zero":
+            put(at + draw(st.integers(0, 200)), bytes(draw(st.integers(1, 64))))
+        elif kind == "truncate":
+            del buf[at + draw(st.integers(0, 300)) :]
+        else:  # somewhere in the variable part: BODYLENGTH, TOPICLENGTH, PROPERTIESLENGTH, ...
+            put(at + draw(st.integers(80, 160)), draw(st.binary(min_size=2, max_size=2)))
+    return bytes(buf)
+
+
+@given(corrupted_files(), st.booleans(), st.booleans())
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_check_record_decides_as_the_decoder_on_corrupted_files(data, check_crc, accept_v2):
+    pos = 0
+    for _ in range(60):  # the corruptions hit the first 40 records
+        status, total, fields = check_record(data, len(data), pos, check_crc, accept_v2)
+        record = decode_record(data, pos, 0, check_crc=check_crc, accept_v2=accept_v2)
+        if isinstance(record, Message):
+            assert status == "ok", (pos, record)
+            assert total == record.total_size
+            assert fields[:6] == (
+                record.queue_id,
+                record.queue_offset,
+                record.physical_offset,
+                record.sys_flag,
+                record.born_timestamp,
+                record.store_timestamp,
+            )
+            assert store_timestamp_at(data, len(data), pos, total) == record.store_timestamp
+            pos += total
+            continue
+        if isinstance(record, Blank):
+            assert status == "blank"
+        else:
+            assert isinstance(record, STOPS) and status not in ("ok", "blank"), (pos, status, record)
+        return
