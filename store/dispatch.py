@@ -777,7 +777,8 @@ class IndexWriter:
             )
         with open(path, "rb") as fh:
             head = fh.read(HEADER_SIZE)
-            slots = array.array("i", fh.read(self.geometry.hash_slot_num * SLOT_SIZE))
+            slots = self._slot_table(path)
+            fh.readinto(slots)
         if sys.byteorder == "little":
             slots.byteswap()
         h = decode_header(head, str(path))
@@ -798,6 +799,18 @@ class IndexWriter:
             slots=slots,
             first_new_entry=count,
         )
+
+    def _slot_table(self, path: Path) -> array.array:
+        """A zeroed slot table of maxHashSlotNum int32s, allocated once (a real broker maps as much)."""
+        count = self.geometry.hash_slot_num
+        try:
+            return array.array("i", [0]) * count
+        except MemoryError:
+            raise DispatchError(
+                f"out of memory for the slot table of {count} hash slots ({count * SLOT_SIZE} bytes): "
+                "is maxHashSlotNum right?",
+                str(path),
+            ) from None
 
     # --- naming ----------------------------------------------------------------------------------
 
@@ -841,7 +854,7 @@ class IndexWriter:
             end_phy_offset=end_phy if end_phy > 0 else 0,
             hash_slot_count=0,
             index_count=1,
-            slots=array.array("i", bytes(self.geometry.hash_slot_num * SLOT_SIZE)),
+            slots=self._slot_table(self.directory / name),
             first_new_entry=1,
             header_dirty=True,
         )

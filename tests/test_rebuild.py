@@ -254,6 +254,32 @@ def test_settings_from_broker_conf(tmp_path):
     assert index_contents(root) == index_contents(store_path("store-49a"))
 
 
+def test_a_slot_table_too_big_for_memory_is_a_named_error(tmp_path):
+    """maxHashSlotNum is trusted (the broker maps that much), but when this process cannot get the
+    memory the error names the index file being built and the setting, not just "out of memory"."""
+    import resource
+
+    root = copy_store("store-a", tmp_path, drop=("index",))
+    conf = tmp_path / "broker.conf"
+    conf.write_text("maxHashSlotNum=400000000\nmaxIndexNum=4\n")
+    limit = 1 << 30
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    argv = ["rebuild", "index", "--store", str(root), "--broker-config", str(conf)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mqtool.cli", *argv],
+        capture_output=True, text=True, timeout=120, preexec_fn=cap, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "out of memory for the slot table of 400000000 hash slots" in lines[0]
+    assert "/index/" in lines[0] and "maxHashSlotNum" in lines[0]
+    assert not (root / "index").exists()
+
+
 # --- the command line ---------------------------------------------------------------------------------
 
 
