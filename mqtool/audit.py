@@ -25,7 +25,9 @@ combined on the driver; then Spark SQL over the partial rows of the ranges befor
   the commitlog and checked against their hash;
 * `problems` — the rows of `mqtool verify`, from the same `store/checks.py` functions: per range on the
   executors (PHYSICALOFFSET fields, ConsumeQueue units pointing into the range, records without their
-  unit, index entries pointing into the range), and for the whole store on the driver (`store_problems`:
+  unit, index entries pointing into the range; with `deep`, every key of the range's records against the
+  reachable index entries the driver read while planning, the counted rows merged by `merge_counted`),
+  and for the whole store on the driver (`store_problems`:
   the walk across files and the truncation point, units and entries outside the data, ConsumeQueue
   tails, index headers and chains, checkpoint, `abort`, where the broker's recovery would end).
 
@@ -116,6 +118,7 @@ class AuditOptions:
     broker_config: Path | None = None
     now: int | None = None
     checks: bool = True  # run the verify checks (store/checks.py)
+    deep: bool = False  # and every message key's reachability through the index (verify --deep)
     max_rows: int = 1000  # per check call, as `verify`
 
 
@@ -134,6 +137,8 @@ class StorePlan:
     root: Path
     files: list[CommitLogFile]
     store: Store
+    index_read: Any = None  # mqtool.verify.IndexRead, read while planning (--deep)
+    index_problems: Any = None  # the problems that read found (pa.Table)
 
     @property
     def file_bytes(self) -> int:
@@ -202,6 +207,8 @@ def open_stores(opts: AuditOptions) -> list[StorePlan]:
 
     if not opts.stores:
         raise AuditError("no store to audit")
+    if opts.deep and not opts.checks:
+        raise AuditError("--deep is part of the checks: it cannot go with --no-checks")
     config = load_broker_config(opts.broker_config) if opts.broker_config else None
     plans = []
     for index, (given, label) in enumerate(zip(opts.stores, _labels(opts.stores), strict=True)):
@@ -460,7 +467,21 @@ def store_context(plan: StorePlan, opts: AuditOptions):
                 )
     except MqtoolError:
         pass
+    if opts.deep:
+        _read_index_keys(plan, ctx, opts)
     return ctx
+
+
+def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
+    """--deep: the index files' reachable keys go to the executors (each judges its records' keys); the
+    read and its problems are kept for the driver's index checks, which then do not read again."""
+    from mqtool.verify import read_index_files
+    from store import checks
+
+    problems = checks.ProblemList(plan.label, max_rows=opts.max_rows)
+    plan.index_read = read_index_files(plan.store, problems)
+    plan.index_problems = problems.table()
+    ctx.index_keys = checks.ReachableKeys.of(plan.index_read.facts)
 
 
 class _EveryRecord:
@@ -534,8 +555,15 @@ def store_problems(
                 valid_end=valid_end,
             )
         check_cq_files(store, queue, topic, queue_id, problems)
-    _, index_ends = check_index_files(
-        store, _EveryRecord(), problems, commitlog_min=commitlog_min, valid_end=valid_end
+    if plan.index_problems is not None:
+        problems.extend(plan.index_problems)
+    index = check_index_files(
+        store,
+        _EveryRecord(),
+        problems,
+        commitlog_min=commitlog_min,
+        valid_end=valid_end,
+        read=plan.index_read,
     )
     cp = None
     try:
@@ -548,7 +576,7 @@ def store_problems(
         abort=live.abort_present,
         last_store_ts=last_store_ts,
         dispatched_store_ts=dispatched_store_ts,
-        index_files=index_ends,
+        index_files=index.ends,
     )
     recovery_summary(
         file_summaries(plan, splits, stops, first_rows=True), verdict, cp, live.abort_present, problems
@@ -679,6 +707,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
                 "splits": len(splits),
                 "splitSize": split_size,
                 "checkCrc": opts.check_crc,
+                "deep": opts.deep,
                 "bucketMs": bucket,
             }
         }
@@ -721,6 +750,8 @@ def _run_job(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F  # noqa: N812
 
+    from store.checks import merge_counted
+
     sc = spark.sparkContext
     rows = _split_rows(splits, plans, opts, bucket)
     # one split number per task; the split rows go with the function
@@ -750,18 +781,20 @@ def _run_job(
         cuts = {plan.index: recovery_cut(plan, splits, stops) for plan in plans}
         valid = sorted(seq for cut in cuts.values() for seq in cut.valid_seqs)
         valid_set = set(valid)
-        checked = [
-            {
-                "store": plans[r.store].label,
-                "file": r.file,
-                "offset": r.lo,
-                "kind": r.text,
-                "severity": r.severity,
-                "detail": r.detail,
-            }
-            for r in found
-            if r.kind == PROBLEM and r.seq in valid_set
-        ]
+        checked = merge_counted(
+            [
+                {
+                    "store": plans[r.store].label,
+                    "file": r.file,
+                    "offset": r.lo,
+                    "kind": r.text,
+                    "severity": r.severity,
+                    "detail": r.detail,
+                }
+                for r in found
+                if r.kind == PROBLEM and r.seq in valid_set
+            ]
+        )
         if opts.output:
             _drop_invalid_message_files(opts.output, splits, valid_set)
         # the SQL reads the cached partials through one task per core, not one per range

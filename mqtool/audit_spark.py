@@ -46,12 +46,16 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from formats.columnar import STATUS_NAMES, STATUS_OK, decode_resync
+
+if TYPE_CHECKING:
+    from store.checks import ReachableKeys
 
 # --- kinds of partial rows -------------------------------------------------------------------------
 
@@ -197,6 +201,7 @@ class StoreContext:
     index_files: list[IndexContext] = field(default_factory=list)
     max_rows: int = 1000
     checks: bool = True
+    index_keys: ReachableKeys | None = None  # with --deep: every key's reachability is checked
 
 
 # --- FNV-1a 64 over Arrow strings, vectorised ------------------------------------------------------
@@ -662,8 +667,9 @@ def _checks(
     problems = checks.ProblemList(ctx.label, max_rows=ctx.max_rows)
     name = ctx.file_names[task.fileIndex]
     checks.check_file_records(checks.CommitLogFile(name, task.base, task.fileSize, ok), problems)
+    deep = ctx.index_keys is not None
     records = checks.RecordIndex.from_batches(
-        [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels
+        [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels, with_keys=deep
     )
     lo = task.base + task.start
     # units at or after this split's stop are the driver's (outside the data); those before it are ours
@@ -693,7 +699,10 @@ def _checks(
             )
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     facts = {k: checks.QueueFacts(*v) for k, v in ctx.facts.items()}
-    checks.check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
+    horizon = checks.check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
+    if deep:
+        reach = ctx.index_keys.facts_in(lo, hi)
+        checks.check_index_coverage(records, reach, problems, cq_horizon=horizon)
     dispatched = int(records.store_ts[all_hits].max()) if len(all_hits) else None
     for ix in ctx.index_files:
         if ix.entries <= 0:

@@ -122,6 +122,12 @@ def audit(
             "--no-checks", help="Skip the verify checks of ConsumeQueues, index and checkpoint (counts only)."
         ),
     ] = False,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep", help="Also check that every message key and UNIQ_KEY is reachable through the index."
+        ),
+    ] = False,
     top: Annotated[int, typer.Option("--top", help="Duplicate keys to name per store and kind.")] = 20,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
@@ -151,6 +157,7 @@ def audit(
         top=top,
         broker_config=broker_config,
         checks=not no_checks,
+        deep=deep,
     )
     with _Bar() as bar:
         result = run_audit(opts, progress=bar)

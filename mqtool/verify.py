@@ -184,9 +184,10 @@ def verify_store(
 
     # --- index -----------------------------------------------------------------------------------
     t3 = time.perf_counter()
-    facts, index_ends = check_index_files(
+    index = check_index_files(
         store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end, advance=advance
     )
+    facts = index.facts
     keys_checked = 0
     if deep:
         keys_checked = checks.check_index_coverage(records, facts, problems, cq_horizon=horizon)
@@ -210,7 +211,7 @@ def verify_store(
         abort=abort,
         last_store_ts=int(records.store_ts.max()) if len(records) else None,
         dispatched_store_ts=int(dispatched.max()) if len(dispatched) else None,
-        index_files=index_ends,
+        index_files=index.ends,
     )
     summary["recovery"] = recovery_summary(scans, verdict, cp, abort, problems)
     timings["total"] = time.perf_counter() - t0
@@ -257,26 +258,28 @@ def _known_topics(store: Store) -> set[str] | None:
     return set(getattr(loaded.model, "topic_config_table", {}) or {})
 
 
-def check_index_files(
-    store: Store,
-    records: Any,
-    problems: ProblemList,
-    *,
-    commitlog_min: int,
-    valid_end: int,
-    advance: Any = None,
-) -> tuple[list[checks.IndexFileFacts], list[tuple[str, int]]]:
-    """Every index file: header, slots and entries, entries pointing where `records` has no record, the
-    headers' order. Returns the files' facts and (file, endTimestamp) for the checkpoint check."""
-    facts: list[checks.IndexFileFacts] = []
-    index_ends: list[tuple[str, int]] = []
+@dataclass
+class IndexRead:
+    """The index files as `read_index_files` found them: per-file facts (reachable entries) and
+    (file, endTimestamp) for the checkpoint check."""
+
+    facts: list[checks.IndexFileFacts] = field(default_factory=list)
+    ends: list[tuple[str, int]] = field(default_factory=list)
+    hash_slot_num: int = 0
+
+
+def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -> IndexRead:
+    """Every index file's header, slots and chains (`check_index_file`) and the headers' order; needs no
+    commitlog."""
+    read = IndexRead()
     try:
         service = store.index_service
         geometry = service.geometry
-        for f in service.files:
+        for f in service.files:  # none when the geometry is unknown (one empty file)
+            read.hash_slot_num = geometry.hash_slot_num
             name = f"index/{f.name}"
             entries = f.entries_view()
-            facts.append(
+            read.facts.append(
                 checks.check_index_file(
                     f.header,
                     f.slots_view(),
@@ -287,21 +290,39 @@ def check_index_files(
                     index_num=geometry.index_num,
                 )
             )
-            checks.check_index_targets(
-                facts[-1],
-                records,
-                problems,
-                hash_slot_num=geometry.hash_slot_num,
-                commitlog_min=commitlog_min,
-                valid_end=valid_end,
-            )
-            index_ends.append((name, f.header.end_timestamp))
+            read.ends.append((name, f.header.end_timestamp))
             if advance is not None:
                 advance(geometry.hash_slot_num * 4 + len(entries) * 20)
-        checks.check_index_headers_order(facts, problems)
+        checks.check_index_headers_order(read.facts, problems)
     except MqtoolError as exc:
         problems.add("index_file", rel_path(store, exc.file) or "index", exc.offset, exc.message)
-    return facts, index_ends
+    return read
+
+
+def check_index_files(
+    store: Store,
+    records: Any,
+    problems: ProblemList,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    advance: Any = None,
+    read: IndexRead | None = None,
+) -> IndexRead:
+    """Every index file (`read_index_files`, unless already `read`), then where the entries point:
+    records deleted by retention, past the valid end, or where `records` has no record start."""
+    if read is None:
+        read = read_index_files(store, problems, advance)
+    for facts in read.facts:
+        checks.check_index_targets(
+            facts,
+            records,
+            problems,
+            hash_slot_num=read.hash_slot_num,
+            commitlog_min=commitlog_min,
+            valid_end=valid_end,
+        )
+    return read
 
 
 def rel_path(store: Store, path: str | None) -> str | None:

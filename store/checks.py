@@ -1674,6 +1674,60 @@ def index_coverage(files: Sequence[IndexFileFacts]) -> tuple[int, int] | None:
     return used[0].begin_phy, used[-1].end_phy
 
 
+@dataclass
+class ReachableKeys:
+    """(phy, keyHash) of every entry a lookup reaches, over all index files, sorted by phy, and the
+    index's coverage: `check_index_coverage`'s input, cut by physical range (the audit's executors)."""
+
+    coverage: tuple[int, int] | None
+    phy: np.ndarray
+    key_hash: np.ndarray
+
+    @classmethod
+    def of(cls, files: Sequence[IndexFileFacts]) -> ReachableKeys:
+        phy = np.concatenate([f.phy[f.reachable] for f in files] or [np.zeros(0, np.int64)])
+        key_hash = np.concatenate([f.key_hash[f.reachable] for f in files] or [np.zeros(0, np.int64)])
+        order = np.argsort(phy, kind="stable")
+        return cls(index_coverage(files), phy[order], key_hash[order].astype(np.int32))
+
+    def facts_in(self, lo: int, hi: int) -> list[IndexFileFacts]:
+        """The entries pointing into [lo, hi) as one file's facts with the whole index's coverage."""
+        if self.coverage is None:
+            return []
+        i, j = np.searchsorted(self.phy, [lo, hi])
+        return [
+            IndexFileFacts(
+                "reachable entries",
+                *self.coverage,
+                entries=max(1, len(self.phy)),
+                phy=self.phy[i:j],
+                key_hash=self.key_hash[i:j].astype(np.int64),
+                reachable=np.ones(j - i, dtype=bool),
+            )
+        ]
+
+
+# check_index_coverage's rows whose detail starts with a record count (summed over the audit's ranges)
+COUNTED_KINDS = ("not_indexed", "index_behind")
+
+
+def merge_counted(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a `COUNTED_KINDS` kind found range by range, as verify reports them for the whole store:
+    one row per store and kind, at the first place, with the counts summed. Other rows pass as they are."""
+    out = [r for r in rows if r["kind"] not in COUNTED_KINDS]
+    merged: dict[tuple[Any, str], dict[str, Any]] = {}
+    counted = [r for r in rows if r["kind"] in COUNTED_KINDS]
+    for row in sorted(counted, key=lambda r: (r["file"] or "", r["offset"] or 0)):
+        key = (row["store"], row["kind"])
+        if key not in merged:
+            merged[key] = dict(row)
+            continue
+        first = merged[key]
+        count, rest = first["detail"].split(" ", 1)
+        first["detail"] = f"{int(count) + int(row['detail'].split(' ', 1)[0])} {rest}"
+    return out + list(merged.values())
+
+
 def check_index_coverage(
     records: RecordIndex,
     files: Sequence[IndexFileFacts],

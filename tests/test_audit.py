@@ -24,6 +24,7 @@ pyspark = pytest.importorskip("pyspark")
 pytestmark = pytest.mark.xdist_group("spark")
 
 from mqtool.audit import (  # noqa: E402
+    AuditError,
     AuditOptions,
     auto_split_size,
     choose_bucket,
@@ -458,3 +459,42 @@ def test_duplicate_merge_equals_direct_count():
         assert r["messages"] == int(counts[uniq == r["h"]][0])
         assert r["firstPhyOffset"] == int(phys[hashes == r["h"]].min())
         assert r["lastPhyOffset"] == int(phys[hashes == r["h"]].max())
+
+
+def test_deep_equals_verify_deep(spark, tmp_path):
+    """--deep: each range's executor judges its records' keys against the reachable entries the driver
+    read once; the rows equal `verify --deep`, the counted ones (not_indexed, index_behind) summed over
+    the ranges into one."""
+    from mqtool.verify import verify_store
+    from store.storedir import Store
+
+    unreachable, no_first, no_last = tmp_path / "unreachable", tmp_path / "no-first", tmp_path / "no-last"
+    for target in (unreachable, no_first, no_last):
+        shutil.copytree(store_path("store-a"), target)
+    first, last = sorted((unreachable / "index").iterdir())
+    with Store.open(unreachable) as st:
+        slot_count = st.index_service.geometry.hash_slot_num
+    with open(first, "r+b") as fh:  # every 7th hash slot emptied: the chains hanging there are lost
+        fh.seek(40)
+        slots = bytearray(fh.read(slot_count * 4))
+        for i in range(0, len(slots) // 4, 7):
+            slots[4 * i : 4 * i + 4] = bytes(4)
+        fh.seek(40)
+        fh.write(slots)
+    (no_first / "index" / first.name).unlink()
+    (no_last / "index" / last.name).unlink()
+    stores = [str(unreachable), str(no_first), str(no_last), str(store_path("store-c"))]
+    doc = run_audit(AuditOptions(stores=stores, split_size=300_007, deep=True, now=NOW), spark=spark).document
+    assert doc["scan"]["deep"] is True and doc["scan"]["splits"] > 8
+    kinds = {}
+    for root in stores:
+        with Store.open(root) as st:
+            want = sorted(_problem_key(p) for p in verify_store(st, deep=True).problems.to_pylist())
+        got = sorted(_problem_key(p) for p in doc["problems"] if p["store"] == root)
+        assert got == want, root
+        kinds[root] = {p[0] for p in got}
+    assert "index_key_unreachable" in kinds[str(unreachable)]
+    assert "not_indexed" in kinds[str(no_first)]
+    assert "index_behind" in kinds[str(no_last)]
+    with pytest.raises(AuditError, match="--no-checks"):
+        run_audit(AuditOptions(stores=stores, deep=True, checks=False), spark=spark)
