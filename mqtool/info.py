@@ -7,7 +7,6 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
-from store.commitlog import RecordHead
 from store.storedir import Store
 
 CONFIG_FILES = (
@@ -23,22 +22,11 @@ CONFIG_FILES = (
 )
 
 
-def _last_record(store: Store) -> RecordHead | None:
-    """The last valid record of the last file holding any (the walk from its start; the broker's end
-    is there)."""
-    commitlog = store.commitlog
-    for f in reversed(commitlog.files):
-        last = commitlog.walk_end(f.start_offset).last
-        if last is not None:
-            return last
-    return None
-
-
 def commitlog_info(store: Store) -> dict[str, Any]:
     commitlog = store.commitlog
     stop = commitlog.stop_record(commitlog.recovery_start_offset, check_crc=True)
     first = commitlog.first_record()
-    last = _last_record(store)
+    last = commitlog.last_record()
     return {
         "directory": str(commitlog.directory),
         "fileSize": commitlog.file_size,
