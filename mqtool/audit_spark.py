@@ -832,6 +832,37 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+# the JVM's notice for the incubator module Spark 4 always adds (--add-modules=jdk.incubator.vector)
+_JVM_NOTICE = b"WARNING: Using incubator modules:"
+
+
+def _launch_driver_jvm(settings: dict[str, str]) -> None:
+    """Start the driver JVM (the py4j gateway) as PySpark would, with `settings`, but with its stderr read
+    by a thread that drops the JVM's incubator-module notice and passes every other line on."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(
+        target=_pass_stderr, args=(gateway.proc.stderr,), name="mqtool-jvm-stderr", daemon=True
+    ).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+def _pass_stderr(stream) -> None:
+    for line in iter(stream.readline, b""):
+        if not line.startswith(_JVM_NOTICE):
+            with contextlib.suppress(Exception):  # our stderr closed or replaced: the line is lost
+                sys.stderr.write(line.decode("utf-8", "replace"))
+                sys.stderr.flush()
+
+
 def start_session(
     master: str = "local[*]",
     app_name: str = "mqtool audit",
@@ -867,20 +898,22 @@ def start_session(
     global _creating_archive
     log = f"-Dlog4j.configurationFile=file:{_quiet_log_config()} -Dlog4j2.level=error"
     archive = spark_cds.class_archive(create=create_class_archive)
-    driver_options = f"{log} {archive.java_options()}" if archive else log
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.extraJavaOptions", driver_options)
-        .config("spark.executor.extraJavaOptions", log)
-    )
+    settings = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.driver.extraJavaOptions": f"{log} {archive.java_options()}" if archive else log,
+        "spark.executor.extraJavaOptions": log,
+    }
     if local:
-        builder = builder.config("spark.driver.memory", "2g")
-    for key, value in (conf or {}).items():
+        settings["spark.driver.memory"] = "2g"
+    settings.update({key: str(value) for key, value in (conf or {}).items()})
+    _launch_driver_jvm(settings)
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
