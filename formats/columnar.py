@@ -314,8 +314,8 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     valid = a["valid"][:n]
     dict_valid = _bitmap(valid & _VALID_DICT_BIT)
     topics = _strings([_utf8(b[o : o + ln]) for o, ln, _ in t_reps[:t_n]])
-    born_hosts = _strings([_host(b[o : o + ln]) for o, ln, _ in h_reps[:h_n]])
-    store_hosts = _strings([_host(b[o : o + ln]) for o, ln, _ in g_reps[:g_n]])
+    born_hosts = _hosts(b, h_reps[:h_n])
+    store_hosts = _hosts(b, g_reps[:g_n])
     columns: dict[str, pa.Array] = {}
     for name, row in _C64.items():
         columns[name] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(a["c64"][row, :n])])
@@ -370,3 +370,33 @@ def _host(raw: np.ndarray) -> str:
     """A stored host (4 or 16 address bytes + int32 port) as "ip:port" / "[ip]:port"."""
     data = raw.tobytes()
     return host_str(data[:-4], int.from_bytes(data[-4:], "big", signed=True))
+
+
+def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
+    """The distinct hosts (rows of offset, length, hash into `b`) as strings. IPv4 ones are formatted by
+    Arrow compute: a store whose producers connect briefly has a host per message, where one Python call
+    per host was half the decode time."""
+    lengths = reps[:, 1]
+    if len(reps) == 0 or not (lengths == 8).all():
+        return _strings([_host(b[o : o + ln]) for o, ln, _ in reps])
+    import pyarrow.compute as pc  # the callers have it loaded; importing it here keeps this import light
+
+    raw = b[reps[:, :1] + np.arange(8)]  # (hosts, 8): address bytes, big-endian port
+    port = np.ascontiguousarray(raw[:, 4:]).view(">i4").ravel().astype(np.int32)
+    texts = [_numbers(np.ascontiguousarray(raw[:, i]), pa.uint8()) for i in range(4)]
+    address = pc.binary_join_element_wise(*texts, _repeated(".", len(reps)))
+    return pc.binary_join_element_wise(address, _numbers(port, pa.int32()), _repeated(":", len(reps)))
+
+
+def _numbers(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """Decimal text of a numpy integer column (no `pa.array` or `pa.scalar`: their first call imports
+    pandas, ~0.4 s)."""
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)]).cast(pa.string())
+
+
+def _repeated(char: str, n: int) -> pa.Array:
+    """A string array of `n` times the one-byte `char` (a separator for binary_join_element_wise)."""
+    offsets = np.arange(n + 1, dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(char.encode() * n)]
+    )

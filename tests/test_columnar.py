@@ -462,3 +462,22 @@ def test_record_check_with_the_table_crc():
     assert first == k.OK
     pos = torn - int(path.name)
     assert k.check_record(b, b.shape[0], pos, True, True, tables[0], 0, tables[2], scratch) == k.CRC_MISMATCH
+
+
+@given(st.lists(st.tuples(st.booleans(), st.binary(min_size=20, max_size=20)), min_size=1, max_size=50))
+@settings(max_examples=200)
+def test_host_dictionary_equals_host_str(hosts):
+    """The hosts' dictionary (IPv4 formatted by Arrow, a batch with IPv6 hosts one by one) reads as
+    `host_str` does, signed ports included."""
+    from formats.columnar import _hosts
+    from formats.msgid import host_str
+
+    raw = b"".join(h[: 8 if not v6 else 20] for v6, h in hosts)
+    lengths = [20 if v6 else 8 for v6, _ in hosts]
+    starts = np.cumsum([0, *lengths[:-1]])
+    reps = np.array([[s, n, 0] for s, n in zip(starts, lengths, strict=True)], dtype=np.int64)
+    want = [
+        host_str(h[: n - 4], int.from_bytes(h[n - 4 : n], "big", signed=True))
+        for (_, h), n in zip(hosts, lengths, strict=True)
+    ]
+    assert _hosts(np.frombuffer(raw, dtype=np.uint8), reps).to_pylist() == want
