@@ -140,7 +140,8 @@ def audit(
     delay backlog per level; transaction states; consumer lag per group/topic/queue with the store time of
     the first unconsumed message; disk used per topic. The commitlog is split into byte ranges decoded in
     parallel by Spark tasks; the figures do not depend on the split."""
-    from mqtool.audit import AuditOptions, render_audit, run_audit
+    from mqtool.audit import AuditOptions, run_audit
+    from mqtool.audit_output import render_audit
 
     s = session(store, fmt, tz)
     chosen = list(stores) if stores else [s.store_path]
