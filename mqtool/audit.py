@@ -23,7 +23,7 @@ combined on the driver; then Spark SQL over the partial rows of the ranges befor
   its hashes as one array per hash bucket, Spark groups the arrays by bucket and `merge_duplicates`
   (a grouped Arrow UDF) merges them with numpy; the key strings of the groups shown are read back from
   the commitlog and checked against their hash;
-* `problems` — the rows of `mqtool verify`, from the same `store/checks.py` functions: per range on the
+* `problems` — the rows of `mqtool verify`, from the same `store/checks/` functions: per range on the
   executors (PHYSICALOFFSET fields, ConsumeQueue units pointing into the range, records without their
   unit, index entries pointing into the range; with `deep`, every key of the range's records against the
   reachable index entries the driver read while planning, the counted rows merged by `merge_counted`),
@@ -118,7 +118,7 @@ class AuditOptions:
     bucket_ms: int | None = None  # None: chosen from the stores' time span (~240 buckets)
     broker_config: Path | None = None
     now: int | None = None
-    checks: bool = True  # run the verify checks (store/checks.py)
+    checks: bool = True  # run the verify checks (store/checks/)
     deep: bool = False  # and every message key's reachability through the index (verify --deep)
     max_rows: int = 1000  # per check call, as `verify`
 

@@ -620,7 +620,7 @@ def _dup_keys(task: SplitTask, keys: pa.Array, seeds: np.ndarray, phy: np.ndarra
     return _dup_row(task, DUP_KEY, hash_strings(flat, seeds[parents]), phy[parents])
 
 
-# --- the shared verify checks (store/checks.py) ---------------------------------------------------
+# --- the shared verify checks (store/checks/) ------------------------------------------------
 
 _SPLIT_KINDS_DROPPED = {"index_expired_entries", "index_beyond_end"}  # judged once by the driver
 NATIVE_UNITS = np.dtype([("queueOffset", "i8"), ("phyOffset", "i8"), ("size", "i4"), ("tagsCode", "i8")])
@@ -657,7 +657,7 @@ def _units_in_range(queue: QueueContext, lo: int, hi: int) -> np.ndarray:
 def _checks(
     task: SplitTask, ctx: StoreContext, ok: pa.RecordBatch, stop_phy: int | None
 ) -> tuple[list[pa.RecordBatch], int | None]:
-    """Run the verify checks of store/checks.py that concern this split's records.
+    """Run the verify checks of store/checks/ that concern this split's records.
 
     Returns PROBLEM rows and the newest store time of a record that has its ConsumeQueue unit.
     """

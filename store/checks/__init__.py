@@ -1,0 +1,155 @@
+"""Store checks as pure functions over Arrow batches and numpy arrays (`mqtool verify` and the audit).
+
+Inputs are decoded commitlog record batches (`formats.columnar.MESSAGE_SCHEMA`), ConsumeQueue units
+(`store.consumequeue.NATIVE_UNIT_DTYPE`), IndexFile slot/entry views (`formats.indexfile`) and small
+metadata; the output is rows of a problems table (`PROBLEM_SCHEMA`: store, file, offset, kind, severity,
+detail). Nothing here reads files, imports numba or Spark, or loops over records in Python (only over the
+few problem rows, over the rare non-ASCII strings, and over records of SCHEDULE_TOPIC_XXXX), so a Spark
+executor can run the same functions on its split.
+
+`file` is the path relative to the store root (`commitlog/00000000000000000000`); `offset` is the byte
+position inside that file (a physical offset = file name + offset; details name it too).
+
+Severities, decided here (`mqtool verify` exits non-zero only for errors):
+
+* error - data the broker would reject, cut or never serve: a record failing the broker's check
+  (bad_magic, size_chain, crc_mismatch, bad_property) or a torn tail (truncated_tail), zeros before
+  later data (premature_end), a PHYSICALOFFSET field that is not the record's position
+  (phy_offset_field), commitlog files of the wrong size or with gaps, ConsumeQueue units that disagree
+  with their record (cq_*_mismatch, cq_points_outside, cq_not_record_start, cq_order), a dispatchable
+  record without its unit below the dispatch horizon (cq_missing_unit), broken index headers and
+  chains, index entries no lookup reaches or that point inside a record (index_*), message keys no
+  lookup finds (index_key_unreachable, --deep), a checkpoint newer than the data (checkpoint_ahead).
+  A torn tail is an error too: the broker drops that record (golden store-c, like the broker's own
+  verify, is not clean).
+* warning - facts of an unclean stop or of lag that the broker repairs or tolerates: `abort` present,
+  records after the dispatch horizon after a crash (undispatched; abnormal recovery dispatches them - an
+  error without `abort`, as 5.x never dispatches them then), index lagging the ConsumeQueues
+  (index_behind), non-zero bytes after the end of data, BLANK size, ConsumeQueue bytes after the last
+  unit, index files the broker drops on an abnormal start, a broker holding the store lock.
+* info - facts: ConsumeQueue prefix units and index entries that point into commitlog files deleted by
+  retention (cq_expired_units, index_expired_entries), records older than the first index file
+  (not_indexed), ConsumeQueueExt tags codes not compared, where the broker's recovery would start and
+  end (recovery).
+
+Broker quirks honoured: PREPARED/ROLLBACK records get no ConsumeQueue unit, ROLLBACK records no index
+entry; the tags code of SCHEDULE_TOPIC_XXXX records is the delivery time; LMQ queues (`%LMQ%...`) hold
+units of records of other topics (only size is compared); a pre-blank filler below the min offset is
+fine; an index file's first entry may carry a time diff against the copied begin time (never checked);
+a key's entries may straddle two index files (coverage is checked over all files); the last indexed
+record may be indexed twice after a re-dispatch.
+"""
+
+from __future__ import annotations
+
+from store.checks.checkpoint import (
+    check_checkpoint,
+)
+from store.checks.commitlog import (
+    CommitLogFile,
+    CommitLogVerdict,
+    check_commitlog,
+    check_file_records,
+    recovery_start_abnormal,
+    recovery_start_normal,
+)
+from store.checks.consumequeue import (
+    CqLocator,
+    QueueFacts,
+    check_consume_queue,
+    check_cq_tail,
+    check_dispatch_coverage,
+    cq_locations,
+)
+from store.checks.index import (
+    COUNTED_KINDS,
+    IndexFileFacts,
+    ReachableKeys,
+    check_index_coverage,
+    check_index_file,
+    check_index_headers_order,
+    check_index_targets,
+    index_coverage,
+    merge_counted,
+)
+from store.checks.javastrings import (
+    java_hash_spans,
+    java_hash_strings,
+    pow31,
+    split_tokens,
+)
+from store.checks.problems import (
+    BLANK,
+    END,
+    ERROR,
+    FAILURE_KIND,
+    INFO,
+    KINDS,
+    OK,
+    PROBLEM_SCHEMA,
+    SEVERITY_ORDER,
+    WARNING,
+    ProblemList,
+    count_by_severity,
+    fmt,
+    sort_problems,
+)
+from store.checks.records import (
+    RecordIndex,
+    RecordIndexBuilder,
+    batch_tags_codes,
+    delay_levels_of,
+    index_key_hashes,
+    locate,
+    take_rows,
+)
+
+__all__ = [
+    "BLANK",
+    "COUNTED_KINDS",
+    "CommitLogFile",
+    "CommitLogVerdict",
+    "CqLocator",
+    "END",
+    "ERROR",
+    "FAILURE_KIND",
+    "INFO",
+    "IndexFileFacts",
+    "KINDS",
+    "OK",
+    "PROBLEM_SCHEMA",
+    "ProblemList",
+    "QueueFacts",
+    "ReachableKeys",
+    "RecordIndex",
+    "RecordIndexBuilder",
+    "SEVERITY_ORDER",
+    "WARNING",
+    "batch_tags_codes",
+    "check_checkpoint",
+    "check_commitlog",
+    "check_consume_queue",
+    "check_cq_tail",
+    "check_dispatch_coverage",
+    "check_file_records",
+    "check_index_coverage",
+    "check_index_file",
+    "check_index_headers_order",
+    "check_index_targets",
+    "count_by_severity",
+    "cq_locations",
+    "delay_levels_of",
+    "fmt",
+    "index_coverage",
+    "index_key_hashes",
+    "java_hash_spans",
+    "java_hash_strings",
+    "locate",
+    "merge_counted",
+    "pow31",
+    "recovery_start_abnormal",
+    "recovery_start_normal",
+    "sort_problems",
+    "split_tokens",
+    "take_rows",
+]

@@ -1,0 +1,377 @@
+"""`RecordIndex`: the decoded records the checks judge against, and the columns derived from them
+(tags codes, delay levels, index key hashes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, SCHEDULE_TOPIC, java_parse_int
+from formats.javahash import java_string_hash
+from formats.properties import PROPERTY_DELAY_TIME_LEVEL
+from formats.structs import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+)
+from store.checks.javastrings import _string_parts, java_hash_spans, java_hash_strings, pow31, split_tokens
+from store.checks.problems import OK
+
+
+@dataclass
+class RecordIndex:
+    """The accepted message records of a store (or a range of it), sorted by physical offset.
+
+    What the ConsumeQueue, index and checkpoint checks join against. Built from decoded batches with
+    `RecordIndex.from_batches`; `keys`/`uniq_keys` are kept for the index coverage check only.
+    """
+
+    phy: np.ndarray  # int64, ascending
+    size: np.ndarray  # int32 TOTALSIZE
+    topic: np.ndarray  # int32 code into `topics`
+    topics: list[str]
+    queue_id: np.ndarray  # int32
+    queue_offset: np.ndarray  # int64
+    sys_flag: np.ndarray  # int32
+    store_ts: np.ndarray  # int64
+    tags_code: np.ndarray  # int64, as the dispatcher computes it
+    file_starts: np.ndarray  # int64 start offsets of the commitlog files (for locations)
+    file_names: list[str]  # their paths relative to the store root
+    keys: pa.Array | None = None
+    uniq_keys: pa.Array | None = None
+
+    def __len__(self) -> int:
+        return len(self.phy)
+
+    @classmethod
+    def from_batches(
+        cls,
+        batches: Iterable[pa.RecordBatch | pa.Table],
+        file_starts: Sequence[int],
+        file_names: Sequence[str],
+        *,
+        delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS_MS,
+        with_keys: bool = False,
+        below: int | None = None,
+    ) -> RecordIndex:
+        """Rows with status `ok` (and physicalOffset < `below`) of batches given in physical order."""
+        builder = RecordIndexBuilder(delay_levels=delay_levels, with_keys=with_keys)
+        for batch in batches:
+            builder.add(batch, below=below)
+        return builder.build(file_starts, file_names)
+
+    def topic_code(self, topic: str) -> int:
+        try:
+            return self.topics.index(topic)
+        except ValueError:
+            return -1
+
+    def find(self, phy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index, found): the record starting exactly at each physical offset."""
+        phy = np.asarray(phy, dtype=np.int64)
+        idx = np.searchsorted(self.phy, phy)
+        clipped = np.minimum(idx, max(len(self.phy) - 1, 0))
+        found = (idx < len(self.phy)) & (self.phy[clipped] == phy) if len(self.phy) else idx < 0
+        return clipped, found
+
+    def locate(self, phy: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+        """(commitlog file name, position in it) of physical offsets."""
+        return locate(phy, self.file_starts, self.file_names)
+
+    def dispatchable(self) -> np.ndarray:
+        """Records the ConsumeQueue dispatcher takes: transaction type NOT_TYPE or COMMIT."""
+        t = self.sys_flag & TRANSACTION_TYPE_MASK
+        return (t == TRANSACTION_NOT_TYPE) | (t == TRANSACTION_COMMIT_TYPE)
+
+
+_INDEX_COLUMNS = (
+    "physicalOffset",
+    "totalSize",
+    "topic",
+    "queueId",
+    "queueOffset",
+    "sysFlag",
+    "storeTimestamp",
+    "tags",
+    "properties",
+)
+
+
+class RecordIndexBuilder:
+    """Collects the `RecordIndex` columns batch by batch, so decoded batches can be dropped early."""
+
+    def __init__(
+        self, *, delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS_MS, with_keys: bool = False
+    ) -> None:
+        self.delay_levels = delay_levels
+        self.with_keys = with_keys
+        self.codes: dict[str, int] = {}
+        self.cols: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("phy", "size", "topic", "qid", "qoff", "sys", "ts", "tags")
+        }
+        self.keys: list[pa.Array] = []
+        self.uniq: list[pa.Array] = []
+
+    def add(self, batch: pa.RecordBatch | pa.Table, *, below: int | None = None) -> None:
+        """Add the `ok` rows (below `below`) of a decoded batch; batches come in physical order."""
+        if isinstance(batch, pa.Table):
+            if batch.num_rows == 0:
+                return
+            batch = batch.combine_chunks().to_batches()[0]
+        status = _indices(batch.column("status"))
+        phy = _np(batch.column("physicalOffset"))
+        mask = status == OK
+        if below is not None:
+            mask &= phy < below
+        k = int(np.count_nonzero(mask))
+        if k == 0:
+            return
+        wanted = [c for c in _INDEX_COLUMNS if c in batch.schema.names]
+        if self.with_keys:
+            wanted += ["keys", "uniqKey"]
+        batch = batch.select(wanted)
+        if k != batch.num_rows:
+            # the rows that are not `ok` end a decoded batch: the accepted ones are a prefix
+            if mask[:k].all():
+                batch = batch.slice(0, k)
+            else:
+                rows = np.flatnonzero(mask)
+                batch = pa.RecordBatch.from_arrays(
+                    [take_rows(batch.column(c), rows) for c in batch.schema.names], names=batch.schema.names
+                )
+        topic_col = batch.column("topic")
+        mapping = np.array(
+            [self.codes.setdefault(t, len(self.codes)) for t in topic_col.dictionary.to_pylist()],
+            dtype=np.int32,
+        )
+        cols = self.cols
+        cols["phy"].append(_np(batch.column("physicalOffset")))
+        cols["size"].append(_np(batch.column("totalSize")))
+        cols["topic"].append(mapping[_indices(topic_col)] if len(mapping) else _indices(topic_col))
+        cols["qid"].append(_np(batch.column("queueId")))
+        cols["qoff"].append(_np(batch.column("queueOffset")))
+        cols["sys"].append(_np(batch.column("sysFlag")))
+        cols["ts"].append(_np(batch.column("storeTimestamp")))
+        cols["tags"].append(batch_tags_codes(batch, self.delay_levels))
+        if self.with_keys:
+            self.keys.append(batch.column("keys"))
+            self.uniq.append(batch.column("uniqKey"))
+
+    def build(self, file_starts: Sequence[int], file_names: Sequence[str]) -> RecordIndex:
+        def cat(name: str, dtype: Any) -> np.ndarray:
+            parts = self.cols[name]
+            return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+        return RecordIndex(
+            phy=cat("phy", np.int64),
+            size=cat("size", np.int32),
+            topic=cat("topic", np.int32),
+            topics=list(self.codes),
+            queue_id=cat("qid", np.int32),
+            queue_offset=cat("qoff", np.int64),
+            sys_flag=cat("sys", np.int32),
+            store_ts=cat("ts", np.int64),
+            tags_code=cat("tags", np.int64),
+            file_starts=np.asarray(file_starts, dtype=np.int64),
+            file_names=list(file_names),
+            keys=_concat(self.keys, pa.string()) if self.with_keys else None,
+            uniq_keys=_concat(self.uniq, pa.string()) if self.with_keys else None,
+        )
+
+
+def locate(
+    phy: np.ndarray, file_starts: np.ndarray, file_names: Sequence[str]
+) -> tuple[pa.Array, np.ndarray]:
+    """(file name, position) of physical offsets in a mapped-file queue given its files' starts."""
+    phy = np.asarray(phy, dtype=np.int64)
+    if len(file_starts) == 0:
+        return pa.nulls(len(phy), pa.string()), phy
+    i = np.clip(np.searchsorted(file_starts, phy, side="right") - 1, 0, len(file_starts) - 1)
+    names = pa.DictionaryArray.from_arrays(pa.array(i.astype(np.int32)), pa.array(list(file_names)))
+    return names.dictionary_decode(), phy - file_starts[i]
+
+
+def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return col.to_numpy(zero_copy_only=False)
+
+
+def _indices(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    indices = col.indices
+    if indices.null_count:
+        indices = indices.fill_null(0)
+    return indices.to_numpy(zero_copy_only=False)
+
+
+def take_rows(arr: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """`arr.take(rows)`, also for binary_view columns (pyarrow has no take kernel for them): their
+    16-byte views are gathered, the data buffers shared. Binary views come back as plain binary."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    rows = np.asarray(rows, dtype=np.int64)
+    if not pa.types.is_binary_view(arr.type) and not pa.types.is_string_view(arr.type):
+        return arr.take(pa.array(rows))
+    buffers = arr.buffers()
+    views = np.frombuffer(buffers[1], dtype=np.uint8).reshape(-1, 16)[arr.offset : arr.offset + len(arr)]
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)[rows]
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    picked = pa.Array.from_buffers(
+        arr.type, len(rows), [bitmap, pa.py_buffer(np.ascontiguousarray(views[rows]))] + buffers[2:]
+    )
+    return picked.cast(pa.binary() if pa.types.is_binary_view(arr.type) else pa.string())
+
+
+def _concat(parts: list[pa.Array], kind: pa.DataType) -> pa.Array:
+    if not parts:
+        return pa.array([], kind)
+    return pa.chunked_array([p.cast(kind) for p in parts], kind).combine_chunks()
+
+
+def batch_tags_codes(
+    batch: pa.RecordBatch, delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS_MS
+) -> np.ndarray:
+    """The ConsumeQueue tags code of every row (FORMATS §4.3): TAGS hash sign-extended, 0 without TAGS,
+    the delivery time for SCHEDULE_TOPIC_XXXX records with a DELAY level > 0."""
+    hashes, _, valid = java_hash_strings(batch.column("tags"))
+    codes = np.where(valid, hashes, 0).astype(np.int64)
+    topic = batch.column("topic")
+    dictionary = topic.dictionary.to_pylist()
+    if SCHEDULE_TOPIC in dictionary:
+        sched = np.flatnonzero(_indices(topic) == dictionary.index(SCHEDULE_TOPIC))
+        sched = sched[topic.is_valid().to_numpy(zero_copy_only=False)[sched]]
+        if len(sched):
+            ts = _np(batch.column("storeTimestamp"))[sched]
+            props = take_rows(batch.column("properties"), sched)
+            level = delay_levels_of(props)
+            level = np.minimum(level, len(delay_levels))
+            due = level > 0
+            table = np.asarray((0, *delay_levels), dtype=np.int64)
+            codes[sched[due]] = ts[due] + table[level[due]]
+    return codes
+
+
+_DELAY_PAIR = PROPERTY_DELAY_TIME_LEVEL.encode() + b"\x01"
+_DIGITS_MAX = 9  # longer (or signed with +, or non-ASCII) values go through Integer.parseInt in Python
+
+
+def delay_levels_of(properties: pa.Array) -> np.ndarray:
+    """The DELAY level of each PROPERTIES value as the broker reads it (the last `DELAY` pair with a
+    non-empty value, `Integer.parseInt`); 0 where there is none. Byte searches over the whole buffer."""
+    n = len(properties)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    data, starts, lengths, valid = _binary_parts(properties)
+    lengths = np.where(valid, lengths, 0)
+    ends = starts + lengths
+    lo, hi = int(starts[0]), int(ends[-1])
+    region = data[lo:hi]
+    k = len(_DELAY_PAIR)
+    if len(region) < k:
+        return out
+    hit = np.ones(len(region) - k + 1, dtype=bool)
+    for j, c in enumerate(_DELAY_PAIR):
+        hit &= region[j : len(region) - k + 1 + j] == c
+    pos = np.flatnonzero(hit) + lo
+    if len(pos) == 0:
+        return out
+    row = np.searchsorted(ends, pos, side="right")
+    inside = row < n
+    pos, row = pos[inside], row[inside]
+    inside = pos + k <= ends[row]
+    pos, row = pos[inside], row[inside]
+    at_part_start = (pos == starts[row]) | (data[np.maximum(pos - 1, 0)] == 2)
+    pos, row = pos[at_part_start], row[at_part_start]
+    twos = np.flatnonzero(region == 2) + lo
+    v_start = pos + k
+    nxt = np.searchsorted(twos, v_start)
+    v_end = np.where(nxt < len(twos), twos[np.minimum(nxt, max(len(twos) - 1, 0))], hi) if len(twos) else hi
+    v_end = np.minimum(v_end, ends[row])
+    keep = v_end > v_start  # an empty value is ignored by the reader
+    v_start, v_end, row = v_start[keep], v_end[keep], row[keep]
+    if len(row) == 0:
+        return out
+    last = np.flatnonzero(np.append(row[1:] != row[:-1], True))  # the last pair of a row wins
+    v_start, v_end, row = v_start[last], v_end[last], row[last]
+    length = v_end - v_start
+    neg = data[v_start] == ord("-")
+    digits = length - neg
+    simple = (digits >= 1) & (digits <= _DIGITS_MAX)
+    width = _DIGITS_MAX
+    cols = np.arange(width, dtype=np.int64)[:, None]
+    first = v_start + neg
+    idx = first[None, :] + cols
+    used = cols < digits[None, :]
+    mat = data[np.where(used, np.minimum(idx, len(data) - 1), 0)].astype(np.int64) - ord("0")
+    simple &= ((mat >= 0) & (mat <= 9) | ~used).all(axis=0)
+    value = np.zeros(len(row), dtype=np.int64)
+    for j in range(width):
+        value = np.where(used[j], value * 10 + mat[j], value)
+    out[row[simple]] = np.where(neg, -value, value)[simple]
+    for r, a, b in zip(
+        row[~simple].tolist(), v_start[~simple].tolist(), v_end[~simple].tolist(), strict=True
+    ):
+        out[r] = java_parse_int(bytes(data[a:b]).decode("utf-8", "replace")) or 0
+    return out
+
+
+def _binary_parts(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(data bytes, starts, lengths, valid) of a binary (or string) array."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    return _string_parts(arr.view(pa.string()))
+
+
+def index_key_hashes(records: RecordIndex, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(record row, keyHash) of every index key `IndexService.buildIndex` writes (FORMATS §5.8):
+    `topic#UNIQ_KEY`, then `topic#k` for every non-empty KEYS part; none for ROLLBACK records.
+
+    The hash of `topic#key` is h(topic#) * 31**len(key) + h(key) mod 2**32, so keys are never joined.
+    """
+    if records.keys is None or records.uniq_keys is None:
+        raise ValueError("RecordIndex built without keys (with_keys=True)")
+    eligible = (records.sys_flag & TRANSACTION_TYPE_MASK) != TRANSACTION_ROLLBACK_TYPE
+    if rows is not None:
+        mask = np.zeros(len(records), dtype=bool)
+        mask[rows] = True
+        eligible &= mask
+    prefix = np.array(
+        [java_string_hash(t + "#") & 0xFFFFFFFF for t in records.topics] or [0], dtype=np.uint64
+    )
+    out_rows: list[np.ndarray] = []
+    out_hash: list[np.ndarray] = []
+    u_hash, u_len, u_valid = java_hash_strings(records.uniq_keys)
+    sel = np.flatnonzero(u_valid & eligible)
+    out_rows.append(sel)
+    out_hash.append(_combine(prefix[records.topic[sel]], u_hash[sel], u_len[sel]))
+    k_row, data, k_start, k_len = split_tokens(records.keys)
+    if len(k_row):
+        keep = eligible[k_row]
+        k_row, k_start, k_len = k_row[keep], k_start[keep], k_len[keep]
+        k_hash, k_len16 = java_hash_spans(data, k_start, k_len)
+        out_rows.append(k_row)
+        out_hash.append(_combine(prefix[records.topic[k_row]], k_hash, k_len16))
+    rows_all = np.concatenate(out_rows)
+    hash_all = np.concatenate(out_hash)
+    order = np.argsort(rows_all, kind="stable")  # UNIQ_KEY first, then KEYS parts, per record
+    return rows_all[order], hash_all[order]
+
+
+def _combine(prefix: np.ndarray, key_hash: np.ndarray, key_len16: np.ndarray) -> np.ndarray:
+    """indexKeyHashMethod(topic#key) from h(topic#), h(key) and len(key)."""
+    mask = np.uint64(0xFFFFFFFF)
+    h = (prefix * pow31(key_len16) + (key_hash.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)) & mask
+    h32 = h.astype(np.uint32).view(np.int32).astype(np.int64)
+    out = np.abs(h32)
+    out[h32 == -(2**31)] = 0
+    return out
