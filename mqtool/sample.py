@@ -62,7 +62,8 @@ from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry
 from store.appender import CommitLogAppender, NewMessage
 from store.config import ConfigFile
-from store.dispatch import TMP_PREFIX, fsync_dir, list_index_files
+from store.filewrites import TMP_PREFIX, fsync_dir
+from store.indexwriter import list_index_files
 
 DEFAULT_MESSAGES = 10_000
 DEFAULT_SEED = 20240601

@@ -97,24 +97,26 @@ from store.consumequeue import ConsumeQueueStore
 from store.dispatch import (
     Dispatcher,
     DispatchRequest,
-    FileSet,
-    create_sparse_file,
     delay_levels_ms,
     dispatch_tags_code,
     existing_cq_file_size,
     existing_index_geometry,
-    fsync_dir,
     iter_dispatch,
-    last_nonzero_end,
-    list_index_files,
-    pwrite_all,
     read_checkpoint,
+    write_checkpoint,
+)
+from store.filewrites import (
+    FileSet,
+    create_sparse_file,
+    fsync_dir,
+    last_nonzero_end,
+    pwrite_all,
     remove_leftovers,
     replace_file,
     temp_path,
-    write_checkpoint,
     write_done,
 )
+from store.indexwriter import list_index_files
 from store.mappedfile import offset_to_file_name
 from store.version import BrokerVersion, detect_broker_version, version_of_record
 

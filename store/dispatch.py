@@ -9,38 +9,24 @@ For every commitlog record the broker dispatches (`CommitLogDispatcherBuildConsu
   by the next start offset, and `fillPreBlank` when the first file of a queue is created for a non-zero
   queue offset. Its starting state is what `ConsumeQueue.recover()` leaves: write position = end of the
   valid units, maxPhysicOffset = end of the last valid unit (a filler counts: the broker's quirk).
-* `IndexWriter` is `IndexService.buildIndex` + `IndexFile.putKey` on an in-memory overlay of the last
-  index file (header, slot table, new entries), so even the default 420 MB geometry costs only its slot
-  table (20 MB) in memory. New files are created when none exists or the last one is full - eagerly, at
-  the next dispatched record, as `getAndCreateLastIndexFile` does - named by the (injected) clock as
-  `yyyyMMddHHmmssSSS`, with begin/end copied from the previous file's end (the §5.5 quirk). The byte
-  layout is tested against `formats.indexfile.IndexFile.put_key` / `store.index.IndexService.build_index`.
+* `IndexWriter` (`store.indexwriter`) is `IndexService.buildIndex` + `IndexFile.putKey`.
 * `Dispatcher` feeds both and `commit()` writes them in the order the crash rules need (see
   `store.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
   returns what the checkpoint must say; `write_checkpoint` writes it.
 
-Writes are plain `pwrite`s on full-size files; new mapped files are created as sparse files under a
-temporary name in the store root (never inside a mapped-file directory, FORMATS §1.4) and linked into
-place. Every state-changing call passes `write_done()`, the crash-test hook: with the environment
-variable MQTOOL_CRASH_AFTER_WRITES=N the process SIGKILLs itself after its N-th write call.
+Writes are plain `pwrite`s on full-size files, through `store.filewrites` (new files sparse under a
+temporary name, linked into place; every state-changing call passes its crash-test hook `write_done()`).
 """
 
 from __future__ import annotations
 
-import array
-import contextlib
-import errno
 import os
-import signal
 import struct
-import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime, tzinfo
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import tzinfo
 from pathlib import Path
-
-import numpy as np
 
 from formats.checkpoint import CHECKPOINT_FILE_SIZE, StoreCheckpoint, decode_checkpoint, encode_checkpoint
 from formats.commitlog import (
@@ -55,16 +41,10 @@ from formats.commitlog import (
     java_parse_int,
 )
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE, FILLER_PHY_OFFSET, FILLER_SIZE
-from formats.errors import FormatError, MqtoolError
+from formats.errors import FormatError
 from formats.indexfile import (
-    ENTRY_SIZE,
-    HEADER_SIZE,
-    SLOT_SIZE,
     IndexGeometry,
-    IndexHeader,
-    decode_header,
 )
-from formats.javahash import index_key_hash, java_string_hash
 from formats.javahash import tags_code as tags_code_of
 from formats.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -81,17 +61,13 @@ from formats.structs import (
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
+from store.filewrites import DispatchError, FileSet, create_sparse_file, last_nonzero_end, pwrite_all
+from store.indexwriter import IndexWriter, list_index_files
 from store.mappedfile import MappedFileQueue, offset_to_file_name
-
-CRASH_ENV = "MQTOOL_CRASH_AFTER_WRITES"
-TMP_PREFIX = ".mqtool-tmp-"
-"""Temporary files and staging directories live in the store root under this prefix (never inside
-commitlog/, consumequeue/ or index/), and are removed by the next writer (`remove_leftovers`)."""
 
 UNIT = CQ_STORE_UNIT_SIZE
 _UNIT = struct.Struct(">qiq")
@@ -99,246 +75,6 @@ _ENTRY = struct.Struct(">iqii")
 _FILLER = _UNIT.pack(FILLER_PHY_OFFSET, FILLER_SIZE, 0)
 _INT_MAX = 2**31 - 1
 _INT_MIN = -(2**31)
-
-
-class DispatchError(MqtoolError):
-    """A ConsumeQueue or index file that cannot be written as the broker would write it."""
-
-
-# --- write calls and the crash-test hook -----------------------------------------------------------
-
-
-def _crash_budget_from_env() -> int | None:
-    value = os.environ.get(CRASH_ENV)
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
-_crash_budget: list[int | None] = [_crash_budget_from_env()]
-
-
-def set_crash_after(writes: int | None) -> None:
-    """Arm (or with None disarm) the crash hook in-process: SIGKILL after that many more write calls."""
-    _crash_budget[0] = writes
-
-
-def write_done() -> None:
-    """Count one state-changing call; with MQTOOL_CRASH_AFTER_WRITES=N, the N-th one kills the process."""
-    budget = _crash_budget[0]
-    if budget is None:
-        return
-    budget -= 1
-    _crash_budget[0] = budget
-    if budget <= 0:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def fd_path(fd: int) -> str:
-    """The path an open descriptor refers to (for error messages: fd-based calls name no file)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return f"file descriptor {fd}"
-
-
-def named(exc: OSError, path: str | os.PathLike[str]) -> OSError:
-    """`exc` naming `path` when it names no file (ENOSPC from a pwrite, say), so the error line can."""
-    if exc.filename is not None:
-        return exc
-    return type(exc)(exc.errno, exc.strerror, os.fspath(path))
-
-
-def pwrite_all(fd: int, data: bytes | bytearray | memoryview, offset: int) -> None:
-    """`pwrite` every byte of `data` at `offset` (one write call for the crash hook)."""
-    view = memoryview(data)
-    try:
-        while view:
-            written = os.pwrite(fd, view, offset)
-            view = view[written:]
-            offset += written
-    except OSError as exc:
-        raise named(exc, fd_path(fd)) from exc
-    write_done()
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
-
-
-def temp_path(scratch: Path, name: str) -> Path:
-    return scratch / f"{TMP_PREFIX}{os.getpid()}-{name}"
-
-
-def create_sparse_file(
-    path: Path, size: int, scratch: Path, content: Iterable[tuple[int, bytes]] = ()
-) -> None:
-    """Create `path` as a full-size sparse file (optionally with some bytes written), atomically.
-
-    The file is made under a temporary name in `scratch` (the store root), filled, fsynced, then
-    hard-linked to its final name, which fails rather than replacing an existing file; a crash leaves
-    either no file or the whole file at `path` (plus a temporary file the next writer removes).
-    """
-    tmp = temp_path(scratch, path.name)
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.ftruncate(fd, size)
-        write_done()
-        for offset, data in content:
-            pwrite_all(fd, data, offset)
-        os.fsync(fd)
-    except OSError as exc:  # no space, say: no half-made temporary file is left behind
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise named(exc, path) from exc
-    else:
-        os.close(fd)
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        os.unlink(tmp)
-        raise DispatchError("file appeared while being created", str(path)) from None
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-            raise
-        if path.exists():
-            os.unlink(tmp)
-            raise DispatchError("file appeared while being created", str(path)) from None
-        os.rename(tmp, path)  # no hard links on this file system
-        write_done()
-        fsync_dir(path.parent)
-        return
-    write_done()
-    fsync_dir(path.parent)
-    os.unlink(tmp)
-    write_done()
-
-
-def replace_file(tmp: Path, path: Path) -> None:
-    """Atomically put `tmp` in place of `path` (`rename` replaces), then sync the directory."""
-    os.replace(tmp, path)
-    write_done()
-    fsync_dir(path.parent)
-
-
-SWAP_NOTE = "SWAPPING-"
-"""A file `SWAPPING-<name>` in a staging directory: `<name>` of the store root is being replaced by two
-renames, and `<name>.old` beside the note is the previous directory until the swap completes."""
-
-
-def restore_interrupted_swaps(root: Path) -> list[str]:
-    """Put back directories a killed two-rename swap took out of the store root (see store.rebuild)."""
-    restored: list[str] = []
-    if not root.is_dir():
-        return restored
-    for staging in os.scandir(root):
-        if not (staging.name.startswith(TMP_PREFIX) and staging.is_dir(follow_symlinks=False)):
-            continue
-        for entry in os.scandir(staging.path):
-            if not entry.name.startswith(SWAP_NOTE):
-                continue
-            name = entry.name[len(SWAP_NOTE) :]
-            target, old = root / name, Path(staging.path) / (name + ".old")
-            if not target.exists() and old.exists():
-                os.rename(old, target)
-                fsync_dir(root)
-                restored.append(name)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.path)
-    return restored
-
-
-def remove_leftovers(root: Path) -> list[Path]:
-    """Delete temporary files and directories an interrupted mqtool writer left in the store root,
-    after putting back any directory an interrupted swap had moved out."""
-    import shutil
-
-    restore_interrupted_swaps(root)
-    removed: list[Path] = []
-    if not root.is_dir():
-        return removed
-    for entry in os.scandir(root):
-        if not entry.name.startswith(TMP_PREFIX):
-            continue
-        path = Path(entry.path)
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        removed.append(path)
-    return removed
-
-
-class FileSet:
-    """Read-write descriptors of the files one phase writes, fsynced and closed together."""
-
-    def __init__(self) -> None:
-        self._fds: dict[Path, int] = {}
-
-    def fd(self, path: Path) -> int:
-        fd = self._fds.get(path)
-        if fd is None:
-            try:
-                fd = os.open(path, os.O_RDWR)
-            except OSError as exc:
-                raise DispatchError(f"cannot open for writing: {exc.strerror}", str(path)) from exc
-            self._fds[path] = fd
-        return fd
-
-    def sync_and_close(self) -> None:
-        try:
-            for fd in self._fds.values():
-                os.fsync(fd)
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        for fd in self._fds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds.clear()
-
-
-def last_nonzero_end(path: Path, start: int, end: int) -> int:
-    """One past the last non-zero byte of `path` in [start, end), or `start` when that range is all zero.
-
-    Holes of a sparse file are skipped with SEEK_DATA, so a pre-allocated file costs nothing.
-    """
-    if end <= start:
-        return start
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        try:
-            data_at = os.lseek(fd, start, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:
-                return start  # nothing but a hole after `start`
-            data_at = start
-        if data_at >= end:
-            return start
-        chunk = 1 << 22
-        hi = end
-        while hi > data_at:
-            lo = max(data_at, hi - chunk)
-            kept = len(os.pread(fd, hi - lo, lo).rstrip(b"\0"))
-            if kept:
-                return lo + kept
-            hi = lo
-        return start
-    finally:
-        os.close(fd)
 
 
 # --- dispatch requests -----------------------------------------------------------------------------
@@ -663,390 +399,6 @@ class ConsumeQueueWriter:
         pwrite_all(files.fd(path), data, position)
 
 
-# --- IndexFile ------------------------------------------------------------------------------------
-
-
-def index_file_name(ms: int, zone: tzinfo | None) -> str:
-    """`UtilAll.timeMillisToHumanString`: yyyyMMddHHmmssSSS in the broker's time zone (local by default)."""
-    seconds = ms // 1000
-    dt = datetime.fromtimestamp(seconds, zone) if zone else datetime.fromtimestamp(seconds)
-    return dt.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
-
-
-def _name_ms(name: str, zone: tzinfo | None) -> int | None:
-    try:
-        dt = datetime.strptime(name[:14], "%Y%m%d%H%M%S")
-    except ValueError:
-        return None
-    dt = dt.replace(tzinfo=zone) if zone else dt
-    return int(dt.timestamp()) * 1000 + int(name[14:17] or 0)
-
-
-def list_index_files(directory: Path) -> list[str]:
-    """Index file names in load order (names that are longs, sorted; FORMATS §5.1)."""
-    if not directory.is_dir():
-        return []
-    return sorted(
-        e.name
-        for e in os.scandir(directory)
-        if e.is_file() and e.name.isdigit() and len(e.name) <= 19 and int(e.name) < 2**63
-    )
-
-
-@dataclass
-class _IndexFileState:
-    """The part of one index file that dispatching changes, kept in memory."""
-
-    name: str
-    is_new: bool
-    begin_timestamp: int
-    end_timestamp: int
-    begin_phy_offset: int
-    end_phy_offset: int
-    hash_slot_count: int
-    index_count: int  # effective (>= 1): the next entry position
-    slots: array.array  # native int32 ('i'), one per hash slot
-    first_new_entry: int  # position of the first entry in `entries`
-    entries: bytearray = field(default_factory=bytearray)
-    dirty_slots: set[int] = field(default_factory=set)
-    header_dirty: bool = False
-
-    def header(self) -> IndexHeader:
-        return IndexHeader(
-            self.begin_timestamp,
-            self.end_timestamp,
-            self.begin_phy_offset,
-            self.end_phy_offset,
-            self.hash_slot_count,
-            self.index_count,
-        )
-
-
-def _header_bytes(st: _IndexFileState) -> bytes:
-    return struct.pack(
-        ">qqqqii",
-        st.begin_timestamp,
-        st.end_timestamp,
-        st.begin_phy_offset,
-        st.end_phy_offset,
-        st.hash_slot_count,
-        st.index_count,
-    )
-
-
-class IndexWriter:
-    """`IndexService.buildIndex` over `directory`: appends to its last file, creates files as needed.
-
-    `copy_on_write=True` (appends to a live store) never changes an existing file in place: the last
-    file is copied under a temporary name, updated and renamed over the original, so a crash leaves
-    the old or the new file, whole. New files are always written under a temporary name first.
-    """
-
-    def __init__(
-        self,
-        directory: Path,
-        geometry: IndexGeometry,
-        *,
-        now_ms: Callable[[], int],
-        zone: tzinfo | None = None,
-        copy_on_write: bool = False,
-    ) -> None:
-        self.directory = directory
-        self.geometry = geometry
-        self.now_ms = now_ms
-        self.zone = zone
-        self.copy_on_write = copy_on_write
-        self.names = list_index_files(directory)
-        self.completed: list[_IndexFileState] = []
-        self.current: _IndexFileState | None = None
-        self.keys_written = 0
-        self.files_created = 0
-        self.last_full_end_timestamp = 0
-        self._prefix_hash: dict[tuple[str, str], int] = {}
-        if self.names:
-            self.current = self._load(self.names[-1])
-
-    def _load(self, name: str) -> _IndexFileState:
-        path = self.directory / name
-        size = path.stat().st_size
-        if size != self.geometry.file_size:
-            raise DispatchError(
-                f"index file is {size} bytes, but maxHashSlotNum {self.geometry.hash_slot_num} and "
-                f"maxIndexNum {self.geometry.index_num} make {self.geometry.file_size}",
-                str(path),
-            )
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
-            slots = self._slot_table(path)
-            fh.readinto(slots)
-        if sys.byteorder == "little":
-            slots.byteswap()
-        h = decode_header(head, str(path))
-        count = h.effective_index_count
-        if count > self.geometry.index_num:
-            raise DispatchError(
-                f"indexCount {count} exceeds maxIndexNum {self.geometry.index_num}", str(path), 36
-            )
-        return _IndexFileState(
-            name=name,
-            is_new=False,
-            begin_timestamp=h.begin_timestamp,
-            end_timestamp=h.end_timestamp,
-            begin_phy_offset=h.begin_phy_offset,
-            end_phy_offset=h.end_phy_offset,
-            hash_slot_count=h.hash_slot_count,
-            index_count=count,
-            slots=slots,
-            first_new_entry=count,
-        )
-
-    def _slot_table(self, path: Path) -> array.array:
-        """A zeroed slot table of maxHashSlotNum int32s, allocated once (a real broker maps as much)."""
-        count = self.geometry.hash_slot_num
-        try:
-            return array.array("i", [0]) * count
-        except MemoryError:
-            raise DispatchError(
-                f"out of memory for the slot table of {count} hash slots ({count * SLOT_SIZE} bytes): "
-                "is maxHashSlotNum right?",
-                str(path),
-            ) from None
-
-    # --- naming ----------------------------------------------------------------------------------
-
-    def _new_name(self) -> str:
-        """The clock's time as a name, moved past the last file's name when the clock is behind it
-        (the broker loads index files in name order)."""
-        ms = self.now_ms()
-        previous = self.names[-1] if self.names else None
-        if previous is not None:
-            prev_ms = _name_ms(previous, self.zone)
-            if prev_ms is not None and ms <= prev_ms:
-                ms = prev_ms + 1
-        name = index_file_name(ms, self.zone)
-        if previous is not None and name <= previous:
-            raise DispatchError(
-                f"a new index file named by the time ({name}) would sort before the last one ({previous})",
-                str(self.directory),
-            )
-        return name
-
-    # --- building --------------------------------------------------------------------------------
-
-    def _last_writable(self) -> _IndexFileState:
-        """`getAndCreateLastIndexFile`: the last file unless full; else a new one (end values copied)."""
-        cur = self.current
-        if cur is not None and cur.index_count < self.geometry.index_num:
-            return cur
-        end_phy = end_ts = 0
-        if cur is not None:
-            end_phy, end_ts = cur.end_phy_offset, cur.end_timestamp
-            self.last_full_end_timestamp = cur.end_timestamp
-            self.completed.append(cur)
-        name = self._new_name()
-        self.names.append(name)
-        new = _IndexFileState(
-            name=name,
-            is_new=True,
-            begin_timestamp=end_ts if end_ts > 0 else 0,
-            end_timestamp=end_ts if end_ts > 0 else 0,
-            begin_phy_offset=end_phy if end_phy > 0 else 0,
-            end_phy_offset=end_phy if end_phy > 0 else 0,
-            hash_slot_count=0,
-            index_count=1,
-            slots=self._slot_table(self.directory / name),
-            first_new_entry=1,
-            header_dirty=True,
-        )
-        self.current = new
-        self.files_created += 1
-        return new
-
-    def key_hash(self, topic: str, key: str) -> int:
-        """`indexKeyHashMethod(topic + "#" + key)`. Java's hash is a polynomial, so the hash of
-        `topic#` + all but the last 12 characters (for a UNIQ_KEY: the producer's fixed part) is cached
-        and continued over the rest."""
-        if not key.isascii():
-            return index_key_hash(topic + "#" + key)
-        cut = len(key) - 12 if len(key) > 16 else 0
-        cache = self._prefix_hash
-        prefix_key = (topic, key[:cut])
-        h = cache.get(prefix_key)
-        if h is None:
-            if len(cache) > 4096:
-                cache.clear()
-            h = java_string_hash(topic + "#" + key[:cut])
-            cache[prefix_key] = h
-        for c in key[cut:].encode():
-            h = h * 31 + c
-        h &= 0xFFFFFFFF
-        if h & 0x80000000:
-            h -= 1 << 32
-        return 0 if h == _INT_MIN else abs(h)
-
-    def build(self, req: DispatchRequest) -> None:
-        """`IndexService.buildIndex` for one dispatched record."""
-        f = self._last_writable()
-        if req.commit_log_offset < f.end_phy_offset:
-            return
-        if req.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
-            return
-        topic = req.topic
-        if req.uniq_key is not None:
-            f = self._put(f, self.key_hash(topic, req.uniq_key), req.commit_log_offset, req.store_timestamp)
-        keys = req.keys
-        if keys:
-            for key in keys.split(" "):
-                if key:
-                    f = self._put(f, self.key_hash(topic, key), req.commit_log_offset, req.store_timestamp)
-
-    def _put(self, f: _IndexFileState, key_hash: int, phy: int, ts: int) -> _IndexFileState:
-        """`IndexFile.putKey`, rolling to a new file when the current one is full."""
-        if f.index_count >= self.geometry.index_num:
-            f = self._last_writable()
-        count = f.index_count
-        slot = key_hash % self.geometry.hash_slot_num
-        slots = f.slots
-        prev = slots[slot]
-        if prev <= 0 or prev > count:
-            prev = 0
-        begin = f.begin_timestamp
-        if begin <= 0:
-            diff = 0
-        else:
-            delta = ts - begin
-            if delta < 0:
-                diff = 0  # Java truncates toward zero, and a negative difference is stored as 0
-            else:
-                diff = delta // 1000
-                if diff > _INT_MAX:
-                    diff = _INT_MAX
-        f.entries += _ENTRY.pack(key_hash, phy, diff, prev)
-        slots[slot] = count
-        f.dirty_slots.add(slot)
-        if count <= 1:
-            f.begin_phy_offset = phy
-            f.begin_timestamp = ts
-        if prev == 0:
-            f.hash_slot_count += 1
-        f.index_count = count + 1
-        f.end_phy_offset = phy
-        f.end_timestamp = ts
-        f.header_dirty = True
-        self.keys_written += 1
-        return f
-
-    # --- writing ---------------------------------------------------------------------------------
-
-    @property
-    def has_pending(self) -> bool:
-        cur = self.current
-        return bool(self.completed) or (cur is not None and (cur.header_dirty or cur.is_new))
-
-    @property
-    def end_timestamp(self) -> int:
-        """endTimestamp of the last index file (0 when there is none)."""
-        return self.current.end_timestamp if self.current is not None else 0
-
-    def flush(self, files: FileSet, scratch: Path) -> None:
-        """Write every changed file: entries, then header, then the changed slots (oldest file first)."""
-        states = [*self.completed, *([self.current] if self.current is not None else [])]
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for st in states:
-            if not (st.header_dirty or st.is_new):
-                continue
-            self._write_state(st, files, scratch)
-            st.entries = bytearray()
-            st.first_new_entry = st.index_count
-            st.dirty_slots = set()
-            st.header_dirty = False
-            st.is_new = False
-        self.completed = []
-
-    def _regions(self, st: _IndexFileState) -> list[tuple[int, bytes]]:
-        g = self.geometry
-        regions: list[tuple[int, bytes]] = []
-        if st.entries:
-            regions.append((g.entry_position(st.first_new_entry), bytes(st.entries)))
-        regions.append((0, _header_bytes(st)))
-        if st.dirty_slots:
-            dirty = np.fromiter(st.dirty_slots, dtype=np.int64, count=len(st.dirty_slots))
-            dirty.sort()
-            # coalesce slots less than 256 apart into one write (the values between are current too)
-            breaks = np.flatnonzero(np.diff(dirty) > 256)
-            starts = np.concatenate(([0], breaks + 1))
-            ends = np.concatenate((breaks, [len(dirty) - 1]))
-            for a, b in zip(dirty[starts].tolist(), dirty[ends].tolist(), strict=True):
-                run = st.slots[a : b + 1]
-                if sys.byteorder == "little":
-                    run.byteswap()
-                regions.append((HEADER_SIZE + a * SLOT_SIZE, run.tobytes()))
-        return regions
-
-    def _write_state(self, st: _IndexFileState, files: FileSet, scratch: Path) -> None:
-        path = self.directory / st.name
-        regions = self._regions(st)
-        if st.is_new:
-            create_sparse_file(path, self.geometry.file_size, scratch, regions)
-            return
-        if self.copy_on_write:
-            tmp = temp_path(scratch, st.name)
-            try:
-                _copy_used_regions(path, tmp, self.geometry, st.first_new_entry)
-                fd = os.open(tmp, os.O_RDWR)
-                try:
-                    for offset, data in regions:
-                        pwrite_all(fd, data, offset)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                replace_file(tmp, path)
-            except OSError as exc:  # no space, say: the old file stays, the copy goes
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise named(exc, path) from exc
-            return
-        fd = files.fd(path)
-        for offset, data in regions:
-            pwrite_all(fd, data, offset)
-
-
-def _copy_used_regions(src: Path, dst: Path, geometry: IndexGeometry, entry_count: int) -> None:
-    """A sparse copy of an index file: header + slot table and the used entries; the rest stays a hole."""
-    used = [(0, HEADER_SIZE + geometry.hash_slot_num * SLOT_SIZE)]
-    if entry_count > 1:
-        start = geometry.entry_position(1)
-        used.append((start, (entry_count - 1) * ENTRY_SIZE))
-    fin = os.open(src, os.O_RDONLY)
-    fout = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _copy_regions(fin, fout, geometry, used)
-    except OSError as exc:
-        raise named(exc, dst) from exc
-    finally:
-        os.close(fin)
-        os.close(fout)
-
-
-def _copy_regions(fin: int, fout: int, geometry: IndexGeometry, used: list[tuple[int, int]]) -> None:
-    os.ftruncate(fout, geometry.file_size)
-    for offset, length in used:
-        done = 0
-        while done < length:
-            try:
-                n = os.copy_file_range(fin, fout, length - done, offset + done, offset + done)
-            except OSError:
-                n = 0
-            if n <= 0:  # no copy_file_range here: plain reads and writes
-                chunk = os.pread(fin, min(length - done, 1 << 22), offset + done)
-                if not chunk:
-                    break
-                os.pwrite(fout, chunk, offset + done)
-                n = len(chunk)
-            done += n
-    write_done()
-
-
 # --- settings as the files show them ---------------------------------------------------------------
 
 
@@ -1253,32 +605,15 @@ def delay_levels_ms(table: dict[int, int] | None) -> tuple[int, ...]:
 
 
 __all__ = [
-    "CRASH_ENV",
     "dispatch_tags_code",
     "existing_cq_file_size",
     "existing_index_geometry",
     "iter_dispatch",
-    "TMP_PREFIX",
     "ConsumeQueueWriter",
-    "DispatchError",
     "DispatchRequest",
     "DispatchSummary",
     "Dispatcher",
-    "FileSet",
-    "IndexWriter",
-    "create_sparse_file",
     "delay_levels_ms",
-    "fsync_dir",
-    "index_file_name",
-    "last_nonzero_end",
-    "list_index_files",
-    "pwrite_all",
     "read_checkpoint",
-    "remove_leftovers",
-    "restore_interrupted_swaps",
-    "replace_file",
-    "set_crash_after",
-    "temp_path",
     "write_checkpoint",
-    "write_done",
 ]

@@ -21,7 +21,7 @@ What a rebuild means on a crashed or retention-trimmed store (golden store-c) - 
   the broker assigns - survives. Without them the broker would restart the queue at 0.
 * The index indexes the live records only; entries for deleted commitlog files are not recreated.
 
-Swapping in: the staging directory lives in the store root under `store.dispatch.TMP_PREFIX` (never
+Swapping in: the staging directory lives in the store root under `store.filewrites.TMP_PREFIX` (never
 inside consumequeue/ or index/, where a stray file stops the broker). Each directory is exchanged with
 its rebuilt version by one atomic `renameat2(RENAME_EXCHANGE)`; where the file system lacks it, by two
 renames with a note in the staging directory that `recover_interrupted_swap` uses to finish or undo
@@ -47,20 +47,22 @@ from formats.indexfile import IndexGeometry, IndexHeader, decode_header
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.dispatch import (
-    SWAP_NOTE,
-    TMP_PREFIX,
     Dispatcher,
     DispatchRequest,
     existing_cq_file_size,
     existing_index_geometry,
-    fsync_dir,
     iter_dispatch,
-    list_index_files,
+    write_checkpoint,
+)
+from store.filewrites import (
+    SWAP_NOTE,
+    TMP_PREFIX,
+    fsync_dir,
     remove_leftovers,
     restore_interrupted_swaps,
-    write_checkpoint,
     write_done,
 )
+from store.indexwriter import list_index_files
 
 DIRECTORIES = {"cq": "consumequeue", "index": "index"}
 STAGING_NAME = TMP_PREFIX + "rebuild"

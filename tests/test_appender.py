@@ -37,16 +37,10 @@ from store.appender import (
 )
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueue
-from store.dispatch import (
-    ConsumeQueueWriter,
-    DispatchRequest,
-    FileSet,
-    IndexWriter,
-    delay_levels_ms,
-    list_index_files,
-    set_crash_after,
-)
+from store.dispatch import ConsumeQueueWriter, DispatchRequest, delay_levels_ms
+from store.filewrites import FileSet, set_crash_after
 from store.index import IndexService
+from store.indexwriter import IndexWriter, list_index_files
 from store.rebuild import build_staging, compare_consume_queues, compare_index
 from store.version import detect_broker_version
 
@@ -428,9 +422,9 @@ def test_crash_hook_counts_writes(tmp_path):
     try:
         with CommitLogAppender(root, now=Clock()) as ap:
             ap.append(NewMessage("TopicTest", b"x", {"KEYS": "k"}))
-        from store import dispatch
+        from store import filewrites
 
-        writes = 10**9 - dispatch._crash_budget[0]
+        writes = 10**9 - filewrites._crash_budget[0]
     finally:
         set_crash_after(None)
     assert 5 <= writes < 40

@@ -2,7 +2,7 @@
 
 Writer A is `mqtool ... --execute` in another process (a forked child running the console entry; once a
 new interpreter), paused in the middle of its write: at its N-th write call (the crash hook of
-store/dispatch.py, whose SIGKILL is turned into a pause) or at its N-th `os.replace` (config files).
+store/filewrites.py, whose SIGKILL is turned into a pause) or at its N-th `os.replace` (config files).
 While it is paused:
 
 * the lock is held by A's pid, as `F_GETLK` shows - at the first, a middle and the last write, so nothing
@@ -44,16 +44,16 @@ def pause():
     sys.stdin.readline()
 
 if point == "write":
-    from store import dispatch
+    from store import filewrites
     real_kill = os.kill
     def kill(pid, sig):  # the crash hook's SIGKILL becomes a pause, once
         if pid == os.getpid() and sig == signal.SIGKILL and not state["paused"]:
-            dispatch.set_crash_after(None)
+            filewrites.set_crash_after(None)
             pause()
             return
         real_kill(pid, sig)
     os.kill = kill
-    dispatch.set_crash_after(at)
+    filewrites.set_crash_after(at)
 else:
     real_replace = os.replace
     def replace(*args, **kwargs):
@@ -109,19 +109,19 @@ class Paused:
             os.read(go_r, 1)
 
         if point == "write":
-            from store import dispatch
+            from store import filewrites
 
             real_kill = os.kill
 
             def kill(pid, sig):  # the crash hook's SIGKILL becomes a pause, once
                 if pid == os.getpid() and sig == signal.SIGKILL:
-                    dispatch.set_crash_after(None)
+                    filewrites.set_crash_after(None)
                     pause()
                     return
                 real_kill(pid, sig)
 
             os.kill = kill
-            dispatch.set_crash_after(at)
+            filewrites.set_crash_after(at)
         else:
             real_replace = os.replace
             calls = [0]
@@ -199,17 +199,17 @@ def _broker_try_lock(root: Path) -> str:
 
 def _count_writes(base, argv: list[str], tmp_path: Path) -> int:
     """How many write calls the command makes (its run to completion, counted by the crash hook)."""
-    from store import dispatch
+    from store import filewrites
 
     root = tmp_path / "count"
     shutil.copytree(base.path, root)
-    dispatch.set_crash_after(10**9)
+    filewrites.set_crash_after(10**9)
     try:
         outcome = run_cli(["-s", str(root), "-f", "json", *argv])
         assert outcome.code == 0, outcome.stderr
-        return 10**9 - dispatch._crash_budget[0]
+        return 10**9 - filewrites._crash_budget[0]
     finally:
-        dispatch.set_crash_after(None)
+        filewrites.set_crash_after(None)
         shutil.rmtree(root)
 
 

@@ -23,8 +23,8 @@ from mqtool.cli import app
 from mqtool.rebuild import RebuildRefused, rebuild
 from store.brokerconf import load_broker_config
 from store.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.dispatch import list_index_files
 from store.index import IndexService
+from store.indexwriter import list_index_files
 from store.liveness import BrokerRunningError
 from store.rebuild import STAGING_NAME, recover_interrupted_swap
 from store.storedir import Store

@@ -1,7 +1,7 @@
 """Crash tests: SIGKILL during `--execute`-style writes, then check the store is the old or the new one.
 
 Each writer runs in a subprocess with MQTOOL_CRASH_AFTER_WRITES=N, which makes it SIGKILL itself right
-after its N-th state-changing call (store.dispatch.write_done). Reference runs of the same write
+after its N-th state-changing call (store.filewrites.write_done). Reference runs of the same write
 in-process (deterministic clocks) give the "new" state and the number of write calls.
 
 * Append: without `abort` the store is byte for byte the old or the new one. With `abort` (the
@@ -30,11 +30,13 @@ from formats.checkpoint import decode_checkpoint
 from formats.commitlog import Message
 from formats.indexfile import IndexGeometry
 from mqtool.sample import SampleOptions, create_sample
-from store import dispatch
+from store import filewrites
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.dispatch import CRASH_ENV, delay_levels_ms, list_index_files, set_crash_after
+from store.dispatch import delay_levels_ms
+from store.filewrites import CRASH_ENV, set_crash_after
 from store.index import IndexService
+from store.indexwriter import list_index_files
 from store.rebuild import build_staging
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,7 +119,7 @@ def count_writes(fn) -> int:
     set_crash_after(10**9)
     try:
         fn()
-        return 10**9 - dispatch._crash_budget[0]
+        return 10**9 - filewrites._crash_budget[0]
     finally:
         set_crash_after(None)
 
