@@ -1246,7 +1246,7 @@ def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.delay import TRANS_HALF_TOPIC
+    from mqtool.broker_rebuild import TRANS_HALF_TOPIC
     from mqtool.transactions import list_transactions
 
     store = plan.store

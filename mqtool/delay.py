@@ -16,42 +16,47 @@ This module reproduces that offline:
 * 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, §6.6) are listed
   (`list_timer_messages`) but never replayed: their state lives in timerlog/timerwheel/timercheck.
 
-Also home of the broker-rebuild helpers `mqtool.transactions` shares: `java_hashmap_order`,
-`rebuild_properties` and `broker_major` (which broker's rules to follow).
+The message rebuild and write path it shares with `mqtool.transactions` is `mqtool.broker_rebuild`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from formats.commitlog import Message, build_message, java_length, java_parse_int
-from formats.consumequeue import FILLER_SIZE, is_ext_address
-from formats.errors import FormatError, MqtoolError
-from formats.javahash import java_hashmap_order as _java_hashmap_order
+from formats.consumequeue import is_ext_address
+from formats.errors import MqtoolError
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
-    decode_properties,
-    encode_properties,
     split_crc32_trailer,
 )
-from formats.structs import CQ_STORE_UNIT_SIZE, TimerCheckpoint
+from formats.structs import TimerCheckpoint
+from mqtool.broker_rebuild import (
+    MAX_TOPIC_LENGTH_V1,
+    TRANS_HALF_TOPIC,
+    broker_major,
+    crash_point,
+    planned_json,
+    queue_max_offset,
+    read_message_or_none,
+    rebuild_properties,
+    refuse_unclean,
+    store_writer,
+    units_after,
+)
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
-from mqtool.timeparse import format_time, now_ms
-from store.consumequeue import native_unit_dtype
+from mqtool.timeparse import format_time, human_duration, now_ms
 from store.storedir import Store
-from store.version import BrokerVersion, resolve_broker_version
+from store.version import BrokerVersion
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 DELAY_OFFSET = "delayOffset.json"
 
 PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
@@ -67,98 +72,15 @@ TIMER_PROPERTIES = (
     PROPERTY_TIMER_OUT_MS,
 )
 
-MAX_TOPIC_LENGTH_V1 = 127  # 4.9.x refuses longer topics (no V2 records)
 DEFAULT_STUCK_AFTER_MS = 60_000
-CRASH_ENV = "MQTOOL_TEST_CRASH_AT"
-"""Test hook shared with the write path: comma-separated step names at which the process SIGKILLs itself
-(here: `delay-appended` after the records are appended and dispatched, before delayOffset.json)."""
 
 
 class DelayError(MqtoolError):
     """A delay-queue request that cannot be answered (unknown level, bad options)."""
 
 
-class WriteNotAvailableError(MqtoolError):
-    """`--execute` cannot write now (the store needs recovery first, or the write path is missing)."""
-
-
 # ---------------------------------------------------------------------------------------------------
 # Broker rebuild helpers (shared with mqtool.transactions)
-
-
-def java_hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
-    """`formats.javahash.java_hashmap_order`, refusing (FormatError) an order Java keeps in a tree bin."""
-    try:
-        return _java_hashmap_order(keys, initial_capacity)
-    except ValueError as exc:
-        raise FormatError(f"property names: {exc}, whose order mqtool does not reproduce") from exc
-
-
-# `MessageDecoder.string2messageProperties`: 4.9.x `new HashMap()`, 5.x `new HashMap(128)`.
-_DECODER_MAP_CAPACITY = {4: 16, 5: 128}
-
-
-def rebuild_properties(raw: bytes, major: int) -> bytes:
-    """`messageProperties2String(string2messageProperties(raw))` as broker `major` (4 or 5) runs it.
-
-    What `messageTimeUp` and `endMessageTransaction` store: the record's properties decoded into a
-    Java HashMap and written back in its iteration order, every pair followed by \\x02 (5.x) or the
-    pairs joined by \\x02 (4.9.x).
-    """
-    props = decode_properties(raw)
-    order = java_hashmap_order(props, _DECODER_MAP_CAPACITY[major])
-    return encode_properties([(key, props[key]) for key in order], trailing_separator=major >= 5)
-
-
-_BROKER_REBUILT_TOPICS = (SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC)
-
-
-def _newest_broker_rebuilt(store: Store) -> Message | None:
-    """The newest record whose properties the broker itself serialised (schedule, half, op topics)."""
-    newest: tuple[int, int, int, str, int] | None = None
-    queues = store.consume_queues
-    for topic in _BROKER_REBUILT_TOPICS:
-        for queue_id in queues.queue_ids(topic):
-            try:
-                cq = store.consume_queue(topic, queue_id)
-                if cq.max_offset <= cq.min_offset:
-                    continue
-                unit = cq.unit(cq.max_offset - 1)
-            except MqtoolError:
-                continue
-            if unit is not None and unit.size > 0 and (newest is None or unit.phy_offset > newest[0]):
-                newest = (unit.phy_offset, unit.size, queue_id, topic, cq.max_offset - 1)
-    if newest is None:
-        return None
-    return read_message_or_none(store, newest[0], newest[1])
-
-
-def broker_major(store: Store, given: int | None = None) -> BrokerVersion:
-    """`given` (4 or 5), else `store.version`'s answer with the newest record the broker serialised itself
-    (schedule, half, op topics) as evidence: 5.x ends every property pair with \\x02, 4.9.x does not."""
-    if given is not None and given not in (4, 5):
-        raise DelayError(f"--broker-version must be 4 or 5, not {given}")
-    record = None if given is not None else _newest_broker_rebuilt(store)
-    return resolve_broker_version(store.root, given, record)
-
-
-def read_message_or_none(store: Store, phy_offset: int, size: int) -> Message | None:
-    """`lookMessageByOffset(offset, size)`: the message there, or None where the broker finds none."""
-    if phy_offset < store.commitlog.min_offset:
-        return None
-    try:
-        return store.commitlog.read_message_at(phy_offset, size)
-    except MqtoolError:
-        return None
-
-
-def crash_point(step: str) -> None:
-    """Kill this process (SIGKILL) when the test hook names `step` (see CRASH_ENV)."""
-    steps = os.environ.get(CRASH_ENV, "")
-    if step in {s.strip() for s in steps.split(",") if s.strip()}:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -194,25 +116,6 @@ def duration_text(ms: int | None) -> str:
         if ms >= size and ms % size == 0:
             return f"{ms // size}{unit}"
     return f"{ms}ms"
-
-
-def human_duration(ms: int | None) -> str:
-    """A duration for people: the two largest units, e.g. `1d 3h`, `27m 5s`, `850ms`."""
-    if ms is None:
-        return ""
-    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
-    if ms < 1000:
-        return f"{sign}{ms}ms"
-    parts = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size:
-            parts.append(f"{ms // size}{unit}")
-            ms %= size
-        elif parts:
-            parts.append("")
-        if len(parts) == 2:
-            break
-    return sign + " ".join(p for p in parts if p)
 
 
 @dataclass
@@ -779,14 +682,6 @@ def message_time_up(
     )
 
 
-def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
-    """A record as JSON; one not written yet has no position, store time or offsetMsgId (the append's)."""
-    out = record.to_json(include_body=False)
-    if not written:
-        out.update(physicalOffset=None, storeTimestamp=None, offsetMsgId=None)
-    return out
-
-
 Action = Literal["deliver", "done", "skip", "drop", "stop"]
 
 
@@ -982,34 +877,6 @@ def _timer_units(store: Store) -> Iterator[int]:
         yield from range(cq.min_offset, cq.max_offset)
 
 
-def queue_max_offset(store: Store, topic: str, queue_id: int) -> int:
-    """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ."""
-    if queue_id not in store.consume_queues.queue_ids(topic):
-        return 0
-    return store.consume_queue(topic, queue_id).max_offset
-
-
-def units_after(store: Store, topic: str, queue_id: int, phy_offset: int) -> np.ndarray:
-    """Native units (queueOffset, phyOffset, size, tagsCode) of a queue whose phyOffset > `phy_offset`,
-    read file by file from the end (a queue's physical offsets grow with its queue offsets)."""
-    if queue_id not in store.consume_queues.queue_ids(topic):
-        return np.empty(0, dtype=native_unit_dtype())
-    cq = store.consume_queue(topic, queue_id)
-    parts: list[np.ndarray] = []
-    per_file = cq.units_per_file
-    for f in reversed(cq.live_files):
-        first = f.start_offset // CQ_STORE_UNIT_SIZE
-        units = cq.units(max(first, cq.min_offset), first + per_file)
-        if len(units):
-            parts.append(units[units["phyOffset"] > phy_offset])
-            real = units[units["size"] != FILLER_SIZE]
-            if len(real) and int(real["phyOffset"][0]) <= phy_offset:
-                break
-    if not parts:
-        return np.empty(0, dtype=native_unit_dtype())
-    return np.concatenate(parts[::-1])
-
-
 def same_delivery(found: Message, planned: Message) -> bool:
     """Is `found` the record `planned` describes, but for STORETIMESTAMP, QUEUEOFFSET, PHYSICALOFFSET
     (and a 5.2+ property CRC trailer, which covers those)?"""
@@ -1149,84 +1016,6 @@ def execute_replay(store: Store, plan: ReplayPlan, execute: bool) -> ReplayResul
     return result
 
 
-def refuse_unclean(store: Store) -> None:
-    """No write while `abort` exists: the broker's recovery (or `mqtool rebuild`) must run first, so the
-    ConsumeQueues this module reads to recognise earlier deliveries are complete."""
-    if (store.root / "abort").exists():
-        raise WriteNotAvailableError(
-            "`abort` exists: the last broker run (or an interrupted mqtool write) did not finish. Start the "
-            "broker once so its recovery runs (or rebuild the consume queues and index), then run this again",
-            str(store.root / "abort"),
-        )
-
-
-class StoreWriter:
-    """The store write path for records built here: `store.appender.CommitLogAppender` appends them with
-    the broker's CommitLog rules (queue offset, physical offset, store time, file roll) and dispatches
-    them to the ConsumeQueues and the index as ReputMessageService does."""
-
-    def __init__(self, store: Store, appender_module: Any, major: int | None = None) -> None:
-        self.store = store
-        self._appender = appender_module
-        self.major = major
-        self.warnings: list[str] = []
-
-    def append(self, records: list[Message]) -> list[Message]:
-        """Append `records` in order; returns them as written (queue offset, physical offset, store time)."""
-        if not records:
-            return []
-        hosts = {(r.store_host, r.store_port) for r in records}
-        host = next(iter(hosts)) if len(hosts) == 1 else None
-        if host is None:
-            self.warnings.append("records with different store hosts: the store's own host is written")
-        mod = self._appender
-        written: list[Message] = []
-        with mod.CommitLogAppender(
-            self.store.root, broker_config=self.store.broker_config, version=self.major, store_host=host
-        ) as app:
-            self.warnings.extend(app.warnings)
-            for r in records:
-                result = app.append(
-                    mod.NewMessage(
-                        topic=r.topic,
-                        body=r.body,
-                        properties=r.properties_raw,
-                        queue_id=r.queue_id,
-                        flag=r.flag,
-                        sys_flag=r.sys_flag,
-                        born_timestamp=r.born_timestamp,
-                        born_host=(r.born_host, r.born_port),
-                        reconsume_times=r.reconsume_times,
-                        prepared_transaction_offset=r.prepared_transaction_offset,
-                    )
-                )
-                written.append(
-                    replace(
-                        r,
-                        queue_offset=result.queue_offset,
-                        physical_offset=result.physical_offset,
-                        store_timestamp=result.store_timestamp,
-                        total_size=result.total_size,
-                    )
-                )
-        return written
-
-
-_NOT_AVAILABLE = (
-    "--execute is not available: the store write path (store/appender.py) is not in this build; the "
-    "plan above is exactly what would be written"
-)
-
-
-def store_writer(store: Store, major: int | None = None) -> StoreWriter:
-    """The write path, or WriteNotAvailableError when this build does not have it."""
-    try:
-        from store import appender
-    except ImportError as exc:  # pragma: no cover - the write path is part of the package
-        raise WriteNotAvailableError(_NOT_AVAILABLE) from exc
-    return StoreWriter(store, appender, major)
-
-
 # ---------------------------------------------------------------------------------------------------
 # delay replay: rendering
 
@@ -1296,23 +1085,16 @@ __all__ = [
     "ReplayPlan",
     "ReplayResult",
     "TimerRow",
-    "WriteNotAvailableError",
-    "broker_major",
     "correct_deliver_timestamp",
     "delay_levels",
     "delay_stats",
     "effective_start",
     "execute_replay",
-    "java_hashmap_order",
     "list_delayed",
     "list_timer_messages",
     "load_delay_progress",
     "message_time_up",
     "plan_replay",
-    "planned_json",
-    "read_message_or_none",
-    "refuse_unclean",
-    "rebuild_properties",
     "render_list",
     "render_plan",
     "render_stats",

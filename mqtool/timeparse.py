@@ -107,3 +107,22 @@ def format_time(ms: int | None, zone: tzinfo) -> str:
     except (OverflowError, OSError, ValueError):
         return str(ms)
     return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+
+
+def human_duration(ms: int | None) -> str:
+    """A duration for people: the two largest units, e.g. `1d 3h`, `27m 5s`, `850ms`."""
+    if ms is None:
+        return ""
+    sign, ms = ("-", -ms) if ms < 0 else ("", ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size:
+            parts.append(f"{ms // size}{unit}")
+            ms %= size
+        elif parts:
+            parts.append("")
+        if len(parts) == 2:
+            break
+    return sign + " ".join(p for p in parts if p)

@@ -34,14 +34,12 @@ from formats.properties import (
     encode_properties,
 )
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
-from mqtool.delay import (
+from mqtool.broker_rebuild import (
     MAX_TOPIC_LENGTH_V1,
-    TIMER_PROPERTIES,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     broker_major,
     crash_point,
-    human_duration,
     java_hashmap_order,
     planned_json,
     queue_max_offset,
@@ -51,8 +49,9 @@ from mqtool.delay import (
     store_writer,
     units_after,
 )
+from mqtool.delay import TIMER_PROPERTIES
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
-from mqtool.timeparse import format_time
+from mqtool.timeparse import format_time, human_duration
 from store.storedir import Store
 from store.version import BrokerVersion
 

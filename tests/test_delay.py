@@ -19,18 +19,22 @@ from golden import expect, store_path
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
 from formats.javahash import tags_code
 from mqtool import delay
+from mqtool.broker_rebuild import (
+    BrokerVersionError,
+    WriteNotAvailableError,
+    broker_major,
+    java_hashmap_order,
+    rebuild_properties,
+)
 from mqtool.delay import (
     DelayError,
-    broker_major,
     correct_deliver_timestamp,
     delay_stats,
     execute_replay,
-    java_hashmap_order,
     list_delayed,
     list_timer_messages,
     message_time_up,
     plan_replay,
-    rebuild_properties,
 )
 from store import rebuild
 from store.brokerconf import load_broker_config
@@ -165,7 +169,7 @@ def test_broker_version_is_detected(name: str, major: int) -> None:
     with Store.open(store_path(name)) as st:
         assert broker_major(st).major == major
         assert broker_major(st, 4).major == 4
-        with pytest.raises(DelayError):
+        with pytest.raises(BrokerVersionError):
             broker_major(st, 3)
 
 
@@ -491,7 +495,7 @@ def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
             break
         assert proc.returncode == -signal.SIGKILL, proc.stderr
         if (root / "abort").exists():
-            with pytest.raises(delay.WriteNotAvailableError, match="abort"):
+            with pytest.raises(WriteNotAvailableError, match="abort"):
                 _replay(root, LATE)
             _recover_like_the_broker(root)
         plan, result = _replay(root, LATE)

@@ -21,7 +21,7 @@ from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
 from formats.properties import decode_properties, encode_properties
 from formats.structs import TRANSACTION_COMMIT_TYPE
 from mqtool import transactions as tx
-from mqtool.delay import WriteNotAvailableError, rebuild_properties
+from mqtool.broker_rebuild import WriteNotAvailableError, rebuild_properties
 from mqtool.transactions import (
     TransactionError,
     end_message_transaction,
