@@ -51,7 +51,7 @@ from mqtool.broker_rebuild import (
     units_after,
 )
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
-from mqtool.timeparse import format_time, human_duration, now_ms
+from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
 from store.storedir import Store
 from store.version import BrokerVersion
 
@@ -107,15 +107,6 @@ def delay_levels(store: Store) -> DelayLevels:
     cfg = store.broker_config
     source = "broker-config" if "messageDelayLevel" in cfg.explicit else "default"
     return DelayLevels(cfg.delay_level_table(), cfg.messageDelayLevel, source)
-
-
-def duration_text(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 @dataclass

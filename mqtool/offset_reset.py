@@ -38,7 +38,7 @@ from formats.errors import MqtoolError
 from mqtool.progress import is_system_group, store_time_of
 from mqtool.render import Column, RenderContext, emit_rows
 from mqtool.safety import warn, write_guard
-from mqtool.timeparse import format_time, now_ms, zone_label
+from mqtool.timeparse import duration_text, format_time, now_ms, zone_label
 from store.config import LoadedConfig
 from store.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
 from store.storedir import Store
@@ -135,20 +135,13 @@ class ResetTarget:
     def describe(self, zone: tzinfo) -> str:
         if self.kind == "time":
             when = f"{format_time(self.value, zone)} {zone_label(zone, self.value)} ({self.value})"
-            ago = f" ({_duration_text(self.duration_ms)} ago)" if self.duration_ms is not None else ""
+            ago = f" ({duration_text(self.duration_ms)} ago)" if self.duration_ms is not None else ""
             return f"to time {when}{ago}"
         if self.kind == "offset":
             return f"to offset {self.value}"
         if self.kind == "shift":
             return f"shift by {self.value:+d}"
         return "to the earliest offset" if self.kind == "earliest" else "to the latest offset"
-
-
-def _duration_text(ms: int) -> str:
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms % size == 0 and ms >= size:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def reset_target(

@@ -126,3 +126,13 @@ def human_duration(ms: int | None) -> str:
         if len(parts) == 2:
             break
     return sign + " ".join(p for p in parts if p)
+
+
+def duration_text(ms: int | None) -> str:
+    """A duration exactly, in its largest whole unit: `2h`, `90s`, `1500ms` (the delay level style)."""
+    if ms is None:
+        return ""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"

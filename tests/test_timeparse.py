@@ -55,3 +55,23 @@ def test_unknown_zone() -> None:
 def test_format_time_in_zone() -> None:
     assert format_time(ms(2026, 11, 21, 4) + 7, SHANGHAI) == "2026-11-21 12:00:00.007"
     assert format_time(0, SHANGHAI) == "0"
+
+
+def test_durations_for_people():
+    from mqtool.timeparse import duration_text, human_duration
+
+    assert [duration_text(ms) for ms in (None, 7_200_000, 90_000, 1500, 86_400_000 * 3)] == [
+        "",
+        "2h",
+        "90s",
+        "1500ms",
+        "3d",
+    ]
+    assert [human_duration(ms) for ms in (None, 850, 97_385_000, 1_625_000, -61_000, 3_600_000)] == [
+        "",
+        "850ms",
+        "1d 3h",
+        "27m 5s",
+        "-1m 1s",
+        "1h",
+    ]
