@@ -240,3 +240,17 @@ def test_check_record_decides_as_the_decoder_on_corrupted_files(data, check_crc,
         else:
             assert isinstance(record, STOPS) and status not in ("ok", "blank"), (pos, status, record)
         return
+
+
+def test_last_record_when_the_last_file_holds_none(tmp_path):
+    """The newest record comes from the last file that holds one: with the last file zeroed at its start,
+    the walk from the file before it (across its BLANK) gives that file's last message."""
+    root = _copy("store-a", tmp_path)
+    cl = CommitLog.open(root)
+    last_file = cl.files[-1]
+    with open(last_file.path, "r+b") as fh:
+        fh.write(bytes(8))
+    cl = CommitLog.open(root)
+    before = [m for m in _messages("store-a") if m["physicalOffset"] < last_file.start_offset]
+    assert cl.last_record().physical_offset == before[-1]["physicalOffset"]
+    assert cl.max_offset == last_file.start_offset  # the recovery walk stops at the zeros
