@@ -178,18 +178,9 @@ def json_document(result: AuditResult) -> dict[str, Any]:
     return {k: doc[k] for k in order if k in doc} | {k: v for k, v in doc.items() if k not in order}
 
 
-def _size(n: int | None) -> str:
-    if n is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def render_audit(result: AuditResult, ctx) -> None:
     """Summary tables for people; the whole document for --format json."""
-    from mqtool.render import Column, emit_document, emit_fields, emit_table
+    from mqtool.render import Column, emit_document, emit_fields, emit_table, size_text
 
     doc = json_document(result)
 
@@ -198,7 +189,7 @@ def render_audit(result: AuditResult, ctx) -> None:
         secs = scan.get("seconds", {})
         pairs: list[tuple[str, Any, str]] = [
             ("Spark", f"{scan['master']} ({scan['parallelism']} cores)", "text"),
-            ("splits", f"{scan['splits']} ranges of up to {_size(scan['splitSize'])}", "text"),
+            ("splits", f"{scan['splits']} ranges of up to {size_text(scan['splitSize'])}", "text"),
             (
                 "seconds",
                 " ".join(f"{k} {v:.1f}" for k, v in secs.items()),
@@ -207,7 +198,7 @@ def render_audit(result: AuditResult, ctx) -> None:
         ]
         emit_fields(pairs, ctx, title="Audit")
         emit_table(
-            [s | {"bytes": _size(s["commitlogBytes"])} for s in doc["stores"]],
+            [s | {"bytes": size_text(s["commitlogBytes"])} for s in doc["stores"]],
             [
                 Column("store", max_width=40),
                 Column("commitlogFiles", "files", "int"),

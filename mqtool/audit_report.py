@@ -12,6 +12,8 @@ import html
 from datetime import UTC, datetime
 from typing import Any
 
+from mqtool.render import size_text
+
 PALETTE = (
     "#4e79a7",
     "#f28e2b",
@@ -59,15 +61,6 @@ def _num(n: float | int | None) -> str:
     if isinstance(n, float):
         return f"{n:,.2f}"
     return f"{n:,}"
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
 
 
 def _nice_max(v: float) -> float:
@@ -189,7 +182,7 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]], *, em
             elif kind == "time":
                 cells.append(f"<td>{_e(_time(v))}</td>")
             elif kind == "size":
-                cells.append(f"<td class='n'>{_e(_size(v))}</td>")
+                cells.append(f"<td class='n'>{_e(size_text(v))}</td>")
             elif kind == "sev":
                 cells.append(f"<td class='sev-{_e(v)}'>{_e(v)}</td>")
             else:
@@ -243,7 +236,7 @@ def render_html(doc: dict[str, Any]) -> str:
     secs = scan.get("seconds", {})
     parts.append(
         f"<p class='note'>Spark {_e(scan.get('master'))}, {_e(scan.get('parallelism'))} cores, "
-        f"{_e(scan.get('splits'))} ranges of up to {_e(_size(scan.get('splitSize')))}; "
+        f"{_e(scan.get('splits'))} ranges of up to {_e(size_text(scan.get('splitSize')))}; "
         f"total {_e(secs.get('total'))} s; generated {_e(_time(doc.get('now')))}.</p>"
     )
     parts.append("<h2>Stores</h2>")
@@ -280,7 +273,7 @@ def render_html(doc: dict[str, Any]) -> str:
     for s in stores:
         rows = [t for t in doc.get("topics", []) if t["store"] == s["store"]]
         bars = [
-            (t["topic"], t["bytes"], f"{_size(t['bytes'])} ({100 * (t['share'] or 0):.1f} %)")
+            (t["topic"], t["bytes"], f"{size_text(t['bytes'])} ({100 * (t['share'] or 0):.1f} %)")
             for t in rows[:30]
         ]
         parts.append(

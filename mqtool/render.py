@@ -71,6 +71,16 @@ def to_json_text(document: Any, *, indent: int | None = 2) -> str:
     return json.dumps(document, default=json_default, ensure_ascii=False, indent=indent)
 
 
+def size_text(n: int | None) -> str:
+    """A byte count for people: `1.3 GiB`, `512.0 KiB`, `90 B`."""
+    if n is None:
+        return ""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
 def _display(value: Any, column: Column, zone: tzinfo) -> str:
     if value is None:
         return ""
