@@ -796,7 +796,7 @@ def plan_end(store: Store, report: TxnReport, transactions: list[Transaction], a
     """
     major = report.broker.major
     plan = EndPlan(report.broker, report.now, [], [])
-    conflicts: list[str] = []
+    conflicts: list[tuple[str, int]] = []  # (why, phy of the half it concerns)
     check_offsets = {q.queue_id: q.check_offset for q in report.queues}
     for t in transactions:
         done_as: Action | None = None
@@ -806,14 +806,19 @@ def plan_end(store: Store, report: TxnReport, transactions: list[Transaction], a
             done_as = "rollback"
         if done_as is not None:
             if done_as != action:
-                conflicts.append(f"half {t.half_queue_offset} is already {t.state}")
+                conflicts.append(
+                    (f"half {t.half_queue_offset} is already {t.state}", t.target.message.physical_offset)
+                )
             else:
                 plan.requests.append(EndRequest(t, action, "done", reason=f"already {t.state}"))
             continue
         if action == "rollback" and t.commit is not None:
             conflicts.append(
-                f"half {t.half_queue_offset} already has a commit copy in {t.commit.topic} (phy "
-                f"{t.commit.physical_offset}); it can only be committed"
+                (
+                    f"half {t.half_queue_offset} already has a commit copy in {t.commit.topic} (phy "
+                    f"{t.commit.physical_offset}); it can only be committed",
+                    t.target.message.physical_offset,
+                )
             )
             continue
         target = t.target
@@ -830,7 +835,7 @@ def plan_end(store: Store, report: TxnReport, transactions: list[Transaction], a
                         target.message, major, store_timestamp=report.now
                     )
                 except TransactionError as exc:
-                    conflicts.append(str(exc))
+                    conflicts.append((str(exc), target.message.physical_offset))
                     continue
         offsets = [target.queue_offset]
         low = check_offsets.get(t.queue_id, 0)
@@ -845,8 +850,9 @@ def plan_end(store: Store, report: TxnReport, transactions: list[Transaction], a
                 "has not passed yet), so none of them is checked again"
             )
         plan.requests.append(request)
-    if conflicts:
-        raise TransactionError("; ".join(conflicts) + " (nothing written)")
+    if conflicts:  # the error points at the first one's half message
+        file, position = store.commitlog.locate(conflicts[0][1])
+        raise TransactionError("; ".join(why for why, _ in conflicts) + " (nothing written)", file, position)
     _build_ops(plan)
     _assign_queue_offsets(store, plan)
     return plan

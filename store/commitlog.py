@@ -133,6 +133,12 @@ class CommitLog:
         files = self.files
         return files[max(0, len(files) - 3)].start_offset if files else None
 
+    def locate(self, phy_offset: int) -> tuple[str, int]:
+        """(file path, position in it) of a physical offset inside the commitlog files: where an error
+        about the record there points."""
+        _, f = self._file_for(phy_offset)
+        return str(f.path), phy_offset - f.start_offset
+
     def _file_for(self, offset: int) -> tuple[int, MappedFile]:
         files = self.files
         f = self.queue.find(offset)

@@ -245,6 +245,25 @@ def test_conflicting_ends_are_refused(tmp_path: Path) -> None:
     assert snapshot(root) == before
 
 
+def test_a_half_the_broker_cannot_commit_is_refused_naming_its_record(tmp_path: Path) -> None:
+    """A REAL_QID that Integer.parseInt refuses: nothing is written, and the one error line names the
+    commitlog file and the half's position in it (found by the long fuzz run, which asks every error
+    for its file)."""
+    root = copy_store("store-a", tmp_path / "s")
+    pending = next(t for t in report(root).transactions if t.state == "pending")
+    half = pending.target.message
+    with Store.open(root) as st:
+        path, position = st.commitlog.locate(half.physical_offset)
+    raw = Path(path).read_bytes()
+    at = raw.index(b"REAL_QID\x01" + half.properties["REAL_QID"].encode(), position) + len(b"REAL_QID\x01")
+    Path(path).write_bytes(raw[:at] + b"-" + raw[at + 1 :])  # one digit -> '-', same length
+    before = snapshot(root)
+    with pytest.raises(TransactionError, match="Integer.parseInt") as err:
+        end(root, "commit", [pending.half_queue_offset])
+    assert (err.value.file, err.value.offset) == (path, position)
+    assert snapshot(root) == before
+
+
 def test_resolve_older_than(tmp_path: Path) -> None:
     root = copy_store("store-49a", tmp_path / "s")
     born = {t.half_queue_offset: t.original.message.born_timestamp for t in report(root).transactions}
