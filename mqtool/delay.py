@@ -29,7 +29,7 @@ import numpy as np
 
 from formats.commitlog import Message, build_message, java_length, java_parse_int
 from formats.consumequeue import is_ext_address
-from formats.errors import MqtoolError
+from formats.errors import FormatError, MqtoolError
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_REAL_QUEUE_ID,
@@ -655,10 +655,14 @@ def message_time_up(
         )
     if major < 5 and java_length(topic) > MAX_TOPIC_LENGTH_V1:
         raise DelayError(f"real topic of {java_length(topic)} characters: a 4.9.x broker refuses it (> 127)")
+    try:
+        properties = rebuild_properties(msg.properties_raw, major)
+    except FormatError as exc:
+        raise DelayError(f"schedule record at {msg.physical_offset}: {exc.message}") from None
     return build_message(
         topic=topic,
         body=msg.body,
-        properties=rebuild_properties(msg.properties_raw, major),
+        properties=properties,
         queue_id=queue_id,
         flag=msg.flag,
         queue_offset=queue_offset,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from formats.commitlog import Message, build_message, java_length, java_parse_int
-from formats.errors import MqtoolError
+from formats.errors import FormatError, MqtoolError
 from formats.javahash import tags_code as tags_hash
 from formats.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -618,10 +618,14 @@ def end_message_transaction(half: Message, major: int, *, store_timestamp: int =
         raise TransactionError(
             f"{where}: a 4.9.x broker refuses its {java_length(topic)}-character real topic"
         )
+    try:
+        properties = rebuild_properties(half.properties_raw, major)
+    except FormatError as exc:
+        raise TransactionError(f"{where}: {exc.message}") from None
     return build_message(
         topic=topic,
         body=half.body,
-        properties=rebuild_properties(half.properties_raw, major),
+        properties=properties,
         queue_id=queue_id,
         flag=half.flag,
         sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,

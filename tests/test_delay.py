@@ -577,3 +577,26 @@ def test_cli_stats_and_replay_dry_run() -> None:
 def test_unknown_level_arguments() -> None:
     with Store.open(store_path("store-a")) as st, pytest.raises(DelayError):
         list_delayed(st, now=LATE, level=0)
+
+
+def test_a_property_order_mqtool_cannot_reproduce_stops_the_level() -> None:
+    """Nine property names in one Java HashMap bucket (a tree bin, whose order mqtool does not reproduce):
+    messageTimeUp is refused as a DelayError naming the record, which the planner turns into a stop."""
+    import itertools
+    from dataclasses import replace
+
+    from formats.properties import decode_properties, encode_properties
+
+    with Store.open(store_path("store-a")) as st:
+        lv, _, phy, size, _t = next(
+            (lv, *unit)
+            for lv in range(1, 19)
+            if lv - 1 in st.consume_queues.queue_ids(SCHEDULE)
+            for unit in delay.iter_pending_units(st, lv, 0, 10**9)
+        )
+        msg = st.commitlog.read_message_at(phy, size)
+    colliding = ["".join(p) for p in itertools.product(["Aa", "BB"], repeat=4)]  # same String.hashCode
+    pairs = [*decode_properties(msg.properties_raw).items(), *((k, "x") for k in colliding)]
+    crowded = replace(msg, properties_raw=encode_properties(pairs, trailing_separator=True))
+    with pytest.raises(DelayError, match=f"schedule record at {phy}.*tree bin"):
+        message_time_up(crowded, 5, store_timestamp=0)

@@ -481,3 +481,17 @@ def test_cli_commit_dry_run_and_resolve_policy() -> None:
     assert bad.returncode == 1 and "--policy" in bad.stderr
     conflict = mqtool("txn", "rollback", "0", "-s", src)
     assert conflict.returncode == 1 and "already committed" in conflict.stderr
+
+
+def test_a_property_order_mqtool_cannot_reproduce_is_a_refusal_not_a_crash() -> None:
+    """Nine property names in one Java HashMap bucket make a tree bin, whose order mqtool does not
+    reproduce: the commit copy is refused as a TransactionError (which the planner reports with the
+    half's file and position), not a bare FormatError."""
+    import itertools
+
+    half = next(t for t in report(store_path("store-a")).transactions if t.state == "pending").target.message
+    colliding = ["".join(p) for p in itertools.product(["Aa", "BB"], repeat=4)]  # same String.hashCode
+    pairs = [*decode_properties(half.properties_raw).items(), *((k, "x") for k in colliding)]
+    crowded = replace(half, properties_raw=encode_properties(pairs, trailing_separator=True))
+    with pytest.raises(TransactionError, match=f"phy {half.physical_offset}.*tree bin"):
+        end_message_transaction(crowded, 5)
