@@ -5,12 +5,11 @@
   itself) and its property serialisation (`rebuild_properties`: Java `HashMap` order, separator style);
 * reading what the broker would find (`read_message_or_none`, `queue_max_offset`, `units_after`);
 * writing under the safety rules (`refuse_unclean` while `abort` exists, `StoreWriter`: append with the
-  broker's CommitLog rules and dispatch), and the crash-test hook `crash_point`.
+  broker's CommitLog rules and dispatch).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -35,11 +34,6 @@ TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
 MAX_TOPIC_LENGTH_V1 = 127  # 4.9.x refuses longer topics (no V2 records)
-
-
-CRASH_ENV = "MQTOOL_TEST_CRASH_AT"
-"""Test hook shared with the write path: comma-separated step names at which the process SIGKILLs itself
-(here: `delay-appended` after the records are appended and dispatched, before delayOffset.json)."""
 
 
 class BrokerVersionError(MqtoolError):
@@ -114,15 +108,6 @@ def read_message_or_none(store: Store, phy_offset: int, size: int) -> Message | 
         return store.commitlog.read_message_at(phy_offset, size)
     except MqtoolError:
         return None
-
-
-def crash_point(step: str) -> None:
-    """Kill this process (SIGKILL) when the test hook names `step` (see CRASH_ENV)."""
-    steps = os.environ.get(CRASH_ENV, "")
-    if step in {s.strip() for s in steps.split(",") if s.strip()}:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def planned_json(record: Message, *, written: bool) -> dict[str, Any]:

@@ -41,7 +41,6 @@ from mqtool.broker_rebuild import (
     MAX_TOPIC_LENGTH_V1,
     TRANS_HALF_TOPIC,
     broker_major,
-    crash_point,
     planned_json,
     queue_max_offset,
     read_message_or_none,
@@ -52,6 +51,7 @@ from mqtool.broker_rebuild import (
 )
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
+from store.filewrites import crash_point
 from store.storedir import Store
 from store.version import BrokerVersion
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,14 +39,12 @@ from mqtool.safety import warn, write_guard
 from mqtool.timeparse import duration_text, format_time, now_ms, zone_label
 from store.config import LoadedConfig
 from store.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
+from store.filewrites import crash_point
 from store.storedir import Store
 from store.version import BrokerVersion, resolve_broker_version
 
 CONSUMER_OFFSET = "consumerOffset.json"
 JAVA_LONG_MAX = 2**63 - 1
-CRASH_ENV = "MQTOOL_TEST_CRASH_AT"
-"""Test hook: a comma-separated list of `apply_plan` steps (locked, loaded, saved) at which the process
-SIGKILLs itself, so crash tests can stop a write at a known point."""
 
 TargetKind = Literal["time", "offset", "shift", "earliest", "latest"]
 
@@ -775,12 +771,6 @@ class ApplyResult:
         return self.path.with_name(self.path.name + ".bak")
 
 
-def _crash_point(step: str) -> None:
-    wanted = os.environ.get(CRASH_ENV)
-    if wanted and step in wanted.split(","):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def check_writable(loaded: LoadedConfig) -> None:
     """Refuse to write a config file whose current content is broken while its `.bak` is good.
 
@@ -815,7 +805,7 @@ def apply_plan(
     with write_guard(store, execute, note=note) as may_write:
         if not may_write or not changes:
             return result
-        _crash_point("locked")
+        crash_point("locked")
         loaded = config.load()
         check_writable(loaded)
         model: ConsumerOffsetTable = loaded.model
@@ -836,9 +826,9 @@ def apply_plan(
             model.set_offset(r.topic, r.group, r.queue_id, r.new_offset)
         model.bump_version(now or now_ms())
         result.data_version_after = model.data_version
-        _crash_point("loaded")
+        crash_point("loaded")
         result.text = config.save(model)
-        _crash_point("saved")
+        crash_point("saved")
         result.executed = True
         _verify(config, plan)
     return result

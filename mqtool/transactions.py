@@ -39,7 +39,6 @@ from mqtool.broker_rebuild import (
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     broker_major,
-    crash_point,
     java_hashmap_order,
     planned_json,
     queue_max_offset,
@@ -52,6 +51,7 @@ from mqtool.broker_rebuild import (
 from mqtool.delay import TIMER_PROPERTIES
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.timeparse import format_time, human_duration
+from store.filewrites import crash_point
 from store.storedir import Store
 from store.version import BrokerVersion
 

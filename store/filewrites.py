@@ -43,6 +43,18 @@ def _crash_budget_from_env() -> int | None:
 _crash_budget: list[int | None] = [_crash_budget_from_env()]
 
 
+CRASH_AT_ENV = "MQTOOL_TEST_CRASH_AT"
+"""The other test hook: comma-separated step names at which the process SIGKILLs itself (`crash_point`):
+`locked`, `loaded`, `saved` (offsets reset), `delay-appended`, `txn-commits-appended`."""
+
+
+def crash_point(step: str) -> None:
+    """Kill this process (SIGKILL) when CRASH_AT_ENV names `step`."""
+    steps = os.environ.get(CRASH_AT_ENV, "")
+    if step in {s.strip() for s in steps.split(",") if s.strip()}:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def set_crash_after(writes: int | None) -> None:
     """Arm (or with None disarm) the crash hook in-process: SIGKILL after that many more write calls."""
     _crash_budget[0] = writes
@@ -264,11 +276,13 @@ def last_nonzero_end(path: Path, start: int, end: int) -> int:
 
 
 __all__ = [
+    "CRASH_AT_ENV",
     "CRASH_ENV",
     "DispatchError",
     "FileSet",
     "SWAP_NOTE",
     "TMP_PREFIX",
+    "crash_point",
     "create_sparse_file",
     "fd_path",
     "fsync_dir",

@@ -20,7 +20,6 @@ from golden import expect, store_path
 from formats.configs import ConsumerOffsetTable, decode_config
 from formats.consumequeue import CqUnit, encode_unit
 from mqtool.offset_reset import (
-    CRASH_ENV,
     ConfigNotWritableError,
     PlanOutdatedError,
     ResetPlanError,
@@ -33,6 +32,7 @@ from mqtool.offset_reset import (
     reset_target,
 )
 from store.consumequeue import ConsumeQueue
+from store.filewrites import CRASH_AT_ENV
 from store.liveness import BrokerRunningError
 from store.storedir import Store
 from store.version import detect_broker_version
@@ -569,7 +569,7 @@ def test_kill_at_the_planner_steps(tmp_path: Path, crash_expectation, step: str)
         ],
         capture_output=True,
         text=True,
-        env=dict(_env(), **{CRASH_ENV: step}),
+        env=dict(_env(), **{CRASH_AT_ENV: step}),
         timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL
