@@ -51,7 +51,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from mqtool.audit_output import OUTPUT_MARKER, write_output
@@ -71,6 +71,11 @@ from mqtool.audit_spark import (
     message_file,
 )
 from store.storedir import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from mqtool.verify import IndexRead
 
 MiB = 1 << 20
 MIN_SPLIT = 4 * MiB
@@ -138,8 +143,8 @@ class StorePlan:
     root: Path
     files: list[CommitLogFile]
     store: Store
-    index_read: Any = None  # mqtool.verify.IndexRead, read while planning (--deep)
-    index_problems: Any = None  # the problems that read found (pa.Table)
+    index_read: IndexRead | None = None  # read while planning (--deep)
+    index_problems: pa.Table | None = None  # the problems that read found
 
     @property
     def file_bytes(self) -> int:
