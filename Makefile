@@ -1,5 +1,5 @@
-# One entry point for a fresh machine. `make demo`: set up and tour a sample store. `make test`: set up and
-# run the tests. Both create .venv with everything mqtool needs (Python >= 3.11).
+# One entry point for a fresh machine. `make demo`: set up and tour the sample store (samples/demo.sh).
+# `make test`: set up and run the tests. Both create .venv with everything mqtool needs (Python >= 3.11).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,12 +16,7 @@ $(BIN)/mqtool: pyproject.toml
 setup: $(BIN)/mqtool
 
 demo: setup
-	$(BIN)/mqtool --store $(SAMPLE) info
-	$(BIN)/mqtool --store $(SAMPLE) dump commitlog --count 5
-	$(BIN)/mqtool --store $(SAMPLE) dump cq TopicTest 0 --count 5
-	$(BIN)/mqtool --store $(SAMPLE) dump index
-	$(BIN)/mqtool --store $(SAMPLE) dump checkpoint
-	$(BIN)/mqtool --store $(SAMPLE) dump config consumerOffset
+	samples/demo.sh $(BIN)/mqtool $(SAMPLE) build/demo
 
 lint: setup
 	$(BIN)/ruff check .
