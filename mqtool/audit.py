@@ -416,7 +416,7 @@ def _delay_levels(store: Store) -> tuple[int, ...]:
 
 def store_context(plan: StorePlan, opts: AuditOptions):
     """The store facts the executors' checks need: files, queues (their CQ files and the offsets their
-    units hit), index files, `abort`."""
+    units hit), index files, `abort`. Paths are absolute: executors do not run in the driver's directory."""
     from formats.consumequeue import filler_mask
     from mqtool.audit_spark import CqFile, IndexContext, QueueContext, StoreContext
 
@@ -448,7 +448,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
                 real = units[~filler_mask(units)]
                 phy = real["phyOffset"]
                 lo, hi = (int(phy.min()), int(phy.max())) if len(phy) else (1, 0)
-                cq_files.append(CqFile(str(f.path), f.start_offset // 20, count, lo, hi))
+                cq_files.append(CqFile(str(f.path.absolute()), f.start_offset // 20, count, lo, hi))
                 if count:
                     last_end = int(units["phyOffset"][-1]) + int(units["size"][-1])
             ctx.queues.append(
@@ -464,7 +464,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
             for f in service.files:
                 ctx.index_files.append(
                     IndexContext(
-                        str(store.index_dir / f.name),
+                        str((store.index_dir / f.name).absolute()),
                         f"index/{f.name}",
                         geometry.hash_slot_num,
                         geometry.entry_position(1),
