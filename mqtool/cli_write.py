@@ -99,6 +99,14 @@ def sample_create(
     version: Annotated[
         int, typer.Option("--version", metavar="5|4", help="Broker version to imitate: 5 (5.x) or 4 (4.9.x).")
     ] = 5,
+    producers: Annotated[
+        int,
+        typer.Option(
+            "--producers",
+            help="Producer connections the messages come from, each its own born host; 0 = a new "
+            "connection (a new ephemeral port) per message, as producers created per request make.",
+        ),
+    ] = 3,
     start_time: Annotated[
         str | None,
         typer.Option(
@@ -133,6 +141,7 @@ def sample_create(
         version=version,
         start_time=start,
         zone=s.ctx.zone if tz else None,
+        producers=producers,
     )
     with progress(messages, "creating sample store") as advance:
         summary = sample.create_sample(opts, progress=advance)

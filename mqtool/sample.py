@@ -3,7 +3,8 @@
 Every record goes through `store.appender.CommitLogAppender` and is dispatched by `store.dispatch`
 exactly as a broker would (ConsumeQueues, index, checkpoint); config files are written with
 `formats.configs` models through `store.config` in fastjson's layout. What the store holds, for a
-simulated broker `broker-a` (cluster DefaultCluster, 192.168.0.10:10911) and three producers:
+simulated broker `broker-a` (cluster DefaultCluster, 192.168.0.10:10911) and three producers (`producers`
+changes how many connections send, 0 = a new connection per message):
 
 * ordinary traffic on `TopicTest` (4 queues) and `OrderTopic` (2 queues, ordered: the queue follows
   the order key), with 0-2 KEYS, TAGS TagA..TagE (or none), user properties, 200-1000 byte bodies,
@@ -72,6 +73,8 @@ DEFAULT_FILE_SIZE = 1024 * 1024
 DEFAULT_CQ_FILE_SIZE = 6000  # 300 units: several files per busy queue
 DEFAULT_HASH_SLOT_NUM = 4096
 DEFAULT_INDEX_NUM = 16_000
+DEFAULT_PRODUCERS = 3
+CLIENT_MACHINES = 64  # where producers that connect per message run (--producers 0)
 
 BROKER_NAME = "broker-a"
 CLUSTER = "DefaultCluster"
@@ -136,6 +139,9 @@ class SampleOptions:
     version: int = 5
     start_time: int = DEFAULT_START_TIME
     zone: tzinfo | None = None
+    # producer connections the messages come from (born hosts); 0 = a new connection per message, as
+    # producers created per request (scripts, serverless functions) connect from a new ephemeral port
+    producers: int = DEFAULT_PRODUCERS
 
 
 @dataclass
@@ -181,7 +187,8 @@ class _Producer:
     """A client JVM: born host and the fixed part of its UNIQ_KEYs (`MessageClientIDSetter`)."""
 
     def __init__(self, rng: random.Random, index: int) -> None:
-        self.host = (bytes([192, 168, 0, 101 + index]), 50000 + rng.randrange(10000))
+        address = bytes([192, 168, (101 + index) >> 8, (101 + index) & 0xFF])  # 192.168.0.101, .102, ...
+        self.host = (address, 50000 + rng.randrange(10000))
         pid = rng.randrange(1, 1 << 16)
         classloader = rng.getrandbits(32)
         self.fix = (self.host[0] + pid.to_bytes(2, "big") + classloader.to_bytes(4, "big")).hex().upper()
@@ -232,7 +239,9 @@ class _SampleWriter:
         rng = self.rng
         self.random = rng.random
         self.pool = bytes(97 + b % 26 for b in rng.randbytes(1 << 20))
-        self.producers = [_Producer(rng, i) for i in range(3)]
+        if opts.producers < 0:
+            raise SampleError(f"--producers must be 0 or more, not {opts.producers}")
+        self.producers = [_Producer(rng, i) for i in range(opts.producers or DEFAULT_PRODUCERS)]
         self.appender = CommitLogAppender(
             root,
             file_size=opts.file_size,
@@ -355,7 +364,7 @@ class _SampleWriter:
     def client_message(self, topic: str, queue_id: int, extra: dict[str, str] | None = None) -> _Stored:
         """A producer's message as the broker stores it (UNIQ_KEY, CLUSTER, KEYS, TAGS, user props)."""
         r, below = self.random, self.below
-        producer = self.producers[below(3)]
+        producer = self.producers[below(len(self.producers))]
         born = self.clock - 1 - below(5)
         props: dict[str, str] = {"UNIQ_KEY": producer.uniq_key(born), "CLUSTER": CLUSTER}
         x = r()
@@ -381,7 +390,14 @@ class _SampleWriter:
             raw_map = {k: v for k, v in props.items() if k != "WAIT"}
             raw = self.encode(raw_map)
         body, flag = self.body()
-        return _Stored(topic, queue_id, body, props, raw, flag, born, producer.host, 0, raw_map=raw_map)
+        host = producer.host if self.opts.producers else self.new_connection()
+        return _Stored(topic, queue_id, body, props, raw, flag, born, host, 0, raw_map=raw_map)
+
+    def new_connection(self) -> tuple[bytes, int]:
+        """The born host of a producer that connects for this message alone: one of the client machines
+        and a new ephemeral port (Linux's default range 32768-60999): the ports differ, the addresses
+        repeat, as when scripts or functions on a few machines create a producer per request."""
+        return bytes([10, 20, 0, 1 + self.below(CLIENT_MACHINES)]), 32768 + self.below(28232)
 
     # --- the broker's own records ----------------------------------------------------------------
 

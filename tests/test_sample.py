@@ -8,6 +8,8 @@ the traffic it promises (delays delivered, transactions, retries, DLQ, compresse
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -227,3 +229,11 @@ def test_throughput(tmp_path):
     summary = create_sample(SampleOptions(tmp_path / "t", messages=20_000, file_size=64 * 1024 * 1024))
     elapsed = time.monotonic() - started
     assert summary.records / elapsed > 3000, elapsed
+
+
+def test_negative_producers_is_a_one_line_error(tmp_path: Path) -> None:
+    argv = ["sample", "create", str(tmp_path / "s"), "-n", "10", "--producers", "-1"]
+    proc = subprocess.run([sys.executable, "-m", "mqtool.cli", *argv], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr == "mqtool: error: --producers must be 0 or more, not -1\n"
+    assert not (tmp_path / "s").exists()
