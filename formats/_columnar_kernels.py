@@ -108,6 +108,10 @@ SCHEDULE_TOPIC = np.frombuffer(b"SCHEDULE_TOPIC_XXXX", dtype=np.uint8)
 
 _FNV_OFFSET = -3750763034362895579  # 0xcbf29ce484222325 as int64
 _FNV_PRIME = 1099511628211
+# MurmurHash3's 64-bit finalizer (fmix64) constants, as int64
+_FMIX1 = -49064778989728563  # 0xff51afd7ed558ccd
+_FMIX2 = -4265267296055464877  # 0xc4ceb9fe1a85ec53
+_LOW31 = 0x7FFFFFFF  # what a logical shift right by 33 keeps
 
 
 def make_digit_table() -> np.ndarray:
@@ -571,7 +575,13 @@ def find_boundary(b, base, start, end, check_crc, accept_v2, crc_tab, crc_fn, di
 
 @_hot
 def _hash(b, p, n):
-    """64-bit hash of b[p:p+n], eight bytes per step (FNV-style multiply-xor)."""
+    """64-bit hash of b[p:p+n], eight bytes per step (FNV-style multiply-xor), then fmix64.
+
+    A multiply only carries bits upwards, so without the finalizer the low bits that pick a table slot
+    ignore the high bytes of each word: every born host of one IP (its port sits in the high half of the
+    8-byte host) landed in one slot, and linear probing made the table quadratic in distinct hosts.
+    fmix64 makes every output bit depend on every input bit.
+    """
     h = np.int64(_FNV_OFFSET) ^ n
     i = p
     e = p + n
@@ -581,7 +591,9 @@ def _hash(b, p, n):
     while i < e:
         h = (h ^ np.int64(b[i])) * _FNV_PRIME
         i += 1
-    return h ^ (h >> 29)
+    h = (h ^ ((h >> 33) & _LOW31)) * _FMIX1
+    h = (h ^ ((h >> 33) & _LOW31)) * _FMIX2
+    return h ^ ((h >> 33) & _LOW31)
 
 
 @_hot
@@ -603,16 +615,18 @@ def _same(b, p, q, n):
 def _lookup(b, p, n, h, slots, reps):
     """Index of b[p:p+n] (hash h) in an open-addressing table, or -(free slot + 1) when absent.
 
-    slots: int64 power-of-two table of representative indexes (-1 = empty); reps: (cap, 3) int64 rows
-    (offset, length, hash) of the distinct values, which stay spans of b.
+    slots: (power of two, 2) int64 rows (representative index, -1 = empty; hash); reps: (cap, 3) int64
+    rows (offset, length, hash) of the distinct values, which stay spans of b. The hash sits beside the
+    index so that a probe reads one cache line: a store with a born host per message misses on almost
+    every lookup, and a miss then touches neither reps nor the bytes of an earlier record.
     """
     mask = slots.shape[0] - 1
     i = h & mask
     while True:
-        k = slots[i]
+        k = slots[i, 0]
         if k < 0:
             return -(i + 1)
-        if reps[k, 2] == h and reps[k, 1] == n and _same(b, reps[k, 0], p, n):
+        if slots[i, 1] == h and reps[k, 1] == n and _same(b, reps[k, 0], p, n):
             return k
         i = (i + 1) & mask
 
@@ -624,7 +638,8 @@ def _insert(p, n, h, slot, slots, reps, count):
     reps[k, 0] = p
     reps[k, 1] = n
     reps[k, 2] = h
-    slots[slot] = k
+    slots[slot, 0] = k
+    slots[slot, 1] = h
     count[0] = k + 1
     return k
 
@@ -655,13 +670,15 @@ def _grown_table(slots, reps, count):
     k = count[0]
     grown = np.empty((2 * reps.shape[0], 3), dtype=np.int64)
     grown[:k] = reps[:k]
-    slots = np.full(2 * slots.shape[0], -1, dtype=np.int64)
+    slots = np.full((2 * slots.shape[0], 2), -1, dtype=np.int64)
     mask = slots.shape[0] - 1
     for r in range(k):
-        i = grown[r, 2] & mask
-        while slots[i] >= 0:
+        h = grown[r, 2]
+        i = h & mask
+        while slots[i, 0] >= 0:
             i = (i + 1) & mask
-        slots[i] = r
+        slots[i, 0] = r
+        slots[i, 1] = h
     return slots, grown
 
 
@@ -954,13 +971,13 @@ def walk(
         pos = find_boundary(b, base, start, end, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
     offs[:, 0] = 0
     used = np.zeros(N_VAR, dtype=np.int64)
-    t_slots = np.full(64, -1, dtype=np.int64)
+    t_slots = np.full((64, 2), -1, dtype=np.int64)
     t_reps = np.empty((32, 3), dtype=np.int64)
     t_count = np.array([0, -1], dtype=np.int64)
-    h_slots = np.full(64, -1, dtype=np.int64)
+    h_slots = np.full((64, 2), -1, dtype=np.int64)
     h_reps = np.empty((32, 3), dtype=np.int64)
     h_count = np.array([0, -1], dtype=np.int64)
-    g_slots = np.full(64, -1, dtype=np.int64)
+    g_slots = np.full((64, 2), -1, dtype=np.int64)
     g_reps = np.empty((32, 3), dtype=np.int64)
     g_count = np.array([0, -1], dtype=np.int64)
     w = np.zeros(N_W, dtype=np.int64)
