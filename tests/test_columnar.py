@@ -481,3 +481,24 @@ def test_host_dictionary_equals_host_str(hosts):
         for (_, h), n in zip(hosts, lengths, strict=True)
     ]
     assert _hosts(np.frombuffer(raw, dtype=np.uint8), reps).to_pylist() == want
+
+
+# --- a born host per message ---------------------------------------------------------------------
+
+
+def test_a_born_host_per_message_equals_the_construct_decoder(tmp_path):
+    """Producers that connect per message (`sample create --producers 0`): a few client addresses, a new
+    ephemeral port each time, so the host dictionary holds nearly one value per message and grows many
+    times within one file; every decoded host is the construct decoder's."""
+    from mqtool.sample import SampleOptions, create_sample
+
+    root = tmp_path / "store"
+    create_sample(SampleOptions(root, messages=6000, file_size=8 * 1024 * 1024, producers=0))
+    files = sorted((root / "commitlog").iterdir())
+    assert len(files) == 1
+    buf = _map(files[0])
+    assert_same_as_construct(buf, 0, check_crc=True, with_body=False)
+    hosts = decode_range(buf, 0).column("bornHost")
+    addresses = {h.rsplit(":", 1)[0] for h in hosts.dictionary.to_pylist()}
+    # copies the broker makes (delay deliveries, commits, retries) keep the original born host
+    assert len(hosts.dictionary) > 0.8 * len(hosts) and len(hosts.dictionary) > 50 * len(addresses)
