@@ -49,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -207,8 +207,29 @@ def _labels(stores: list[str | Path]) -> list[str]:
     return out
 
 
-def open_stores(opts: AuditOptions) -> list[StorePlan]:
-    """Open every store and list its commitlog files (a zero-length last file is left out, as 5.x does)."""
+@dataclass
+class StoreFailure:
+    """A store the audit could not open (missing, not a store, unreadable): reported, the others go on."""
+
+    store: str
+    error: str
+
+    def problem(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "file": "",
+            "offset": None,
+            "kind": "store",
+            "severity": "error",
+            "detail": f"not audited: {self.error}",
+        }
+
+
+def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]]:
+    """Open every store and list its commitlog files (a zero-length last file is left out, as 5.x does).
+
+    A store that cannot be opened is a StoreFailure and the others are audited; when none can be, the
+    error is raised (a single store's error as it is)."""
     from store.brokerconf import load_broker_config
 
     if not opts.stores:
@@ -216,15 +237,26 @@ def open_stores(opts: AuditOptions) -> list[StorePlan]:
     if opts.deep and not opts.checks:
         raise AuditError("--deep is part of the checks: it cannot go with --no-checks")
     config = load_broker_config(opts.broker_config) if opts.broker_config else None
-    plans = []
-    for index, (given, label) in enumerate(zip(opts.stores, _labels(opts.stores), strict=True)):
-        store = Store.open(given, config)
-        files = [
-            CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size)
-            for f in store.commitlog.queue.files
-        ]
-        plans.append(StorePlan(index, label, store.root.resolve(), files, store))
-    return plans
+    plans: list[StorePlan] = []
+    failures: list[StoreFailure] = []
+    errors: list[MqtoolError] = []
+    for given, label in zip(opts.stores, _labels(opts.stores), strict=True):
+        try:
+            store = Store.open(given, config)
+            files = [
+                CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size)
+                for f in store.commitlog.queue.files
+            ]
+        except MqtoolError as exc:
+            errors.append(exc)
+            failures.append(StoreFailure(label, str(exc)))
+            continue
+        plans.append(StorePlan(len(plans), label, store.root.resolve(), files, store))
+    if not plans:
+        if len(errors) == 1:
+            raise errors[0]
+        raise AuditError("no store could be audited: " + "; ".join(f"{f.store}: {f.error}" for f in failures))
+    return plans, failures
 
 
 def auto_split_size(total_bytes: int, parallelism: int) -> int:
@@ -682,7 +714,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
 
     timings: dict[str, float] = {}
     began = time.monotonic()
-    plans = open_stores(opts)
+    plans, failures = open_stores(opts)
     _prepare_output(opts.output)
     started_here = False
     try:
@@ -718,6 +750,8 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
             }
         }
         _run_job(spark, opts, plans, splits, contexts, bucket, document, timings, progress, scan_partition)
+        document["failedStores"] = [asdict(f) for f in failures]
+        document["problems"] = [f.problem() for f in failures] + document["problems"]
         t = time.monotonic()
         if opts.output:
             write_output(opts.output, document)
@@ -1315,6 +1349,7 @@ __all__ = [
     "estimate_span",
     "group_of",
     "open_stores",
+    "StoreFailure",
     "plan_splits",
     "recovery_cut",
     "run_audit",

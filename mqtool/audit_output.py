@@ -168,6 +168,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "retry",
         "topics",
         "stores",
+        "failedStores",
         "rates",
         "bodySizes",
         "definitions",

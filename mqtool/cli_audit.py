@@ -139,7 +139,9 @@ def audit(
     agreement, index entries, checkpoint); duplicates by UNIQ_KEY and by key; retry/DLQ volume per group;
     delay backlog per level; transaction states; consumer lag per group/topic/queue with the store time of
     the first unconsumed message; disk used per topic. The commitlog is split into byte ranges decoded in
-    parallel by Spark tasks; the figures do not depend on the split."""
+    parallel by Spark tasks; the figures do not depend on the split. A store that cannot be opened (missing,
+    not a store) is reported (problem kind 'store', failedStores) while the others are audited; the exit
+    status is then 1."""
     from mqtool.audit import AuditOptions, run_audit
     from mqtool.audit_output import render_audit
 
@@ -163,3 +165,8 @@ def audit(
     with _Bar() as bar:
         result = run_audit(opts, progress=bar)
     render_audit(result, s.ctx)
+    failed = result.document["failedStores"]
+    for failure in failed:
+        sys.stderr.write(f"mqtool: error: store not audited: {failure['error']}\n")
+    if failed:
+        raise typer.Exit(1)

@@ -23,6 +23,7 @@ pyspark = pytest.importorskip("pyspark")
 # one Spark session per test process: with pytest-xdist run as `-n 2 --dist loadgroup` all of these share it
 pytestmark = pytest.mark.xdist_group("spark")
 
+from formats.errors import MqtoolError  # noqa: E402
 from mqtool.audit import (  # noqa: E402
     AuditError,
     AuditOptions,
@@ -498,3 +499,32 @@ def test_deep_equals_verify_deep(spark, tmp_path):
     assert "index_behind" in kinds[str(no_last)]
     with pytest.raises(AuditError, match="--no-checks"):
         run_audit(AuditOptions(stores=stores, deep=True, checks=False), spark=spark)
+
+
+# --- a fleet with stores that cannot be audited ------------------------------------------------------
+
+
+def test_a_store_that_cannot_be_opened_is_reported_and_the_others_are_audited(spark, golden, tmp_path):
+    junk = tmp_path / "not-a-store"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("hello")
+    missing = tmp_path / "missing"
+    stores = [str(store_path("store-a")), str(missing), str(junk), str(store_path("store-c"))]
+    doc = run_audit(AuditOptions(stores=stores, split_size=64 << 20, now=NOW), spark=spark).document
+
+    assert [f["store"] for f in doc["failedStores"]] == [str(missing), str(junk)]
+    assert "no such store directory" in doc["failedStores"][0]["error"]
+    assert "not a RocketMQ store" in doc["failedStores"][1]["error"]
+    store_rows = [(p["store"], p["severity"]) for p in doc["problems"] if p["kind"] == "store"]
+    assert store_rows == [(str(missing), "error"), (str(junk), "error")]
+    # the stores that could be opened get exactly the figures they get without the failed ones
+    for name in ("store-a", "store-c"):
+        for section in ("queues", "problems", "lag", "delay", "transactions", "retry", "topics", "stores"):
+            assert _rows(doc, section, name) == _rows(golden, section, name), (name, section)
+
+
+def test_no_store_that_can_be_opened_is_an_error(spark, tmp_path):
+    with pytest.raises(MqtoolError, match="no such store directory"):
+        run_audit(AuditOptions(stores=[str(tmp_path / "gone")]), spark=spark)
+    with pytest.raises(AuditError, match=r"no store could be audited: .*gone.*; .*also-gone"):
+        run_audit(AuditOptions(stores=[str(tmp_path / "gone"), str(tmp_path / "also-gone")]), spark=spark)
