@@ -722,6 +722,54 @@ def _utf8_ok(b, p, n):
     return True
 
 
+@_hot
+def _put_decimal(out, w, v):
+    """Write the decimal digits of v >= 0 at out[w:]; the position after them."""
+    digits = 1
+    t = v
+    while t >= 10:
+        t //= 10
+        digits += 1
+    end = w + digits
+    i = end - 1
+    while True:
+        out[i] = 48 + v % 10
+        v //= 10
+        if v == 0:
+            break
+        i -= 1
+    return end
+
+
+@njit(cache=True)
+def ipv4_host_texts(b, reps):
+    """ "a.b.c.d:port" of every 8-byte stored host (4 address bytes, big-endian int32 port, printed
+    signed as Java does) whose (offset, length, hash) row is in reps: (int32 offsets, UTF-8 bytes) of an
+    Arrow string array. One pass in compiled code: a store of short-lived producers has a host per
+    message, and formatting was then most of the decode."""
+    k = reps.shape[0]
+    offs = np.empty(k + 1, dtype=np.int32)
+    out = np.empty(k * 27, dtype=np.uint8)  # 255.255.255.255:-2147483648
+    offs[0] = 0
+    w = 0
+    for r in range(k):
+        p = reps[r, 0]
+        for j in range(4):
+            w = _put_decimal(out, w, np.int64(b[p + j]))
+            out[w] = 46 if j < 3 else 58  # '.', ':'
+            w += 1
+        port = (np.int64(b[p + 4]) << 24) | (np.int64(b[p + 5]) << 16) | (np.int64(b[p + 6]) << 8)
+        port |= np.int64(b[p + 7])
+        if port >= 2147483648:
+            port -= 4294967296
+            out[w] = 45  # '-'
+            w += 1
+            port = -port
+        w = _put_decimal(out, w, port)
+        offs[r + 1] = w
+    return offs, out[:w]
+
+
 @njit(cache=True)
 def _grown(dst, used, need):
     """dst with room for `need` more bytes after its first `used`, by doubling."""

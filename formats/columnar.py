@@ -374,29 +374,9 @@ def _host(raw: np.ndarray) -> str:
 
 def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
     """The distinct hosts (rows of offset, length, hash into `b`) as strings. IPv4 ones are formatted by
-    Arrow compute: a store whose producers connect briefly has a host per message, where one Python call
-    per host was half the decode time."""
+    a compiled kernel: a store whose producers connect briefly has a host per message."""
     lengths = reps[:, 1]
     if len(reps) == 0 or not (lengths == 8).all():
         return _strings([_host(b[o : o + ln]) for o, ln, _ in reps])
-    import pyarrow.compute as pc  # the callers have it loaded; importing it here keeps this import light
-
-    raw = b[reps[:, :1] + np.arange(8)]  # (hosts, 8): address bytes, big-endian port
-    port = np.ascontiguousarray(raw[:, 4:]).view(">i4").ravel().astype(np.int32)
-    texts = [_numbers(np.ascontiguousarray(raw[:, i]), pa.uint8()) for i in range(4)]
-    address = pc.binary_join_element_wise(*texts, _repeated(".", len(reps)))
-    return pc.binary_join_element_wise(address, _numbers(port, pa.int32()), _repeated(":", len(reps)))
-
-
-def _numbers(values: np.ndarray, kind: pa.DataType) -> pa.Array:
-    """Decimal text of a numpy integer column (no `pa.array` or `pa.scalar`: their first call imports
-    pandas, ~0.4 s)."""
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)]).cast(pa.string())
-
-
-def _repeated(char: str, n: int) -> pa.Array:
-    """A string array of `n` times the one-byte `char` (a separator for binary_join_element_wise)."""
-    offsets = np.arange(n + 1, dtype=np.int32)
-    return pa.Array.from_buffers(
-        pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(char.encode() * n)]
-    )
+    offsets, text = _kernels()[0].ipv4_host_texts(b, np.ascontiguousarray(reps))
+    return pa.Array.from_buffers(pa.string(), len(reps), [None, pa.py_buffer(offsets), pa.py_buffer(text)])
