@@ -112,6 +112,12 @@ _FNV_PRIME = 1099511628211
 _FMIX1 = -49064778989728563  # 0xff51afd7ed558ccd
 _FMIX2 = -4265267296055464877  # 0xc4ceb9fe1a85ec53
 _LOW31 = 0x7FFFFFFF  # what a logical shift right by 33 keeps
+# The born-host dictionary stops growing past host_spill_min values (formats.columnar.HOST_SPILL_MIN)
+# when they are more than a quarter of the rows (producers that connect per message): the walk then leaves
+# SPILLED in the rows and `spilled_host_keys` + a sort build the dictionary afterwards, which costs the
+# same for any number of distinct hosts instead of a random table access per row.
+SPILLED = -1
+BORNHOST_AT = 48  # TOTALSIZE .. BORNTIMESTAMP: the born host's offset in a record, V1 and V2 alike
 
 
 def make_digit_table() -> np.ndarray:
@@ -742,6 +748,28 @@ def _put_decimal(out, w, v):
 
 
 @njit(cache=True)
+def spilled_host_keys(b, base, phys, hosts, sysflags, valid, reps):
+    """The born host of every row of a spilled walk as an int64 key (its 8 bytes, little-endian): from
+    the dictionary where the walk still interned it, from the record otherwise. Rows without a host
+    (not valid) get 0; the second result is False when some host is IPv6 (20 bytes: no int64 key)."""
+    n = hosts.shape[0]
+    keys = np.zeros(n, dtype=np.int64)
+    for r in range(n):
+        if valid[r] == 0:
+            continue
+        k = hosts[r]
+        if k >= 0:
+            if reps[k, 1] != 8:
+                return keys, False
+            keys[r] = _le64(b, reps[k, 0])
+        else:
+            if sysflags[r] & 0x10:
+                return keys, False
+            keys[r] = _le64(b, phys[r] - base + BORNHOST_AT)
+    return keys, True
+
+
+@njit(cache=True)
 def ipv4_host_texts(b, reps):
     """ "a.b.c.d:port" of every 8-byte stored host (4 address bytes, big-endian int32 port, printed
     signed as Java does) whose (offset, length, hash) row is in reps: (int32 offsets, UTF-8 bytes) of an
@@ -891,7 +919,7 @@ def _run(
         if (
             r >= status.shape[0]
             or _table_full(t_slots, t_reps, t_count, 1)
-            or _table_full(h_slots, h_reps, h_count, 1)
+            or (h_count[2] == 0 and _table_full(h_slots, h_reps, h_count, 1))
             or _table_full(g_slots, g_reps, g_count, 1)
             or used[V_KEYS] + need_keys > d_keys.shape[0]
             or used[V_TAGS] + need_tags > d_tags.shape[0]
@@ -924,7 +952,12 @@ def _run(
         z = 0
         if ok:
             c32[C32_TOPIC, r] = _intern(b, s[S_TOPIC_POS], s[S_TOPIC_LEN], t_slots, t_reps, t_count)
-            c32[C32_BORNHOST, r] = _intern(b, s[S_BORNHOST_POS], s[S_BORNHOST_LEN], h_slots, h_reps, h_count)
+            if h_count[2]:
+                c32[C32_BORNHOST, r] = SPILLED
+            else:
+                c32[C32_BORNHOST, r] = _intern(
+                    b, s[S_BORNHOST_POS], s[S_BORNHOST_LEN], h_slots, h_reps, h_count
+                )
             c32[C32_STOREHOST, r] = _intern(
                 b, s[S_STOREHOST_POS], s[S_STOREHOST_LEN], g_slots, g_reps, g_count
             )
@@ -981,6 +1014,7 @@ def walk(
     accept_v2,
     resync,
     with_body,
+    host_spill_min,
     crc_tab,
     crc_fn,
     digits,
@@ -1024,7 +1058,7 @@ def walk(
     t_count = np.array([0, -1], dtype=np.int64)
     h_slots = np.full((64, 2), -1, dtype=np.int64)
     h_reps = np.empty((32, 3), dtype=np.int64)
-    h_count = np.array([0, -1], dtype=np.int64)
+    h_count = np.array([0, -1, 1 if host_spill_min <= 0 else 0], dtype=np.int64)  # values, last, spilled
     g_slots = np.full((64, 2), -1, dtype=np.int64)
     g_reps = np.empty((32, 3), dtype=np.int64)
     g_count = np.array([0, -1], dtype=np.int64)
@@ -1075,8 +1109,11 @@ def walk(
             )
         if _table_full(t_slots, t_reps, t_count, 1):
             t_slots, t_reps = _grown_table(t_slots, t_reps, t_count)
-        if _table_full(h_slots, h_reps, h_count, 1):
-            h_slots, h_reps = _grown_table(h_slots, h_reps, h_count)
+        if h_count[2] == 0 and _table_full(h_slots, h_reps, h_count, 1):
+            if h_count[0] >= host_spill_min and 4 * h_count[0] > w[W_ROWS]:
+                h_count[2] = 1
+            else:
+                h_slots, h_reps = _grown_table(h_slots, h_reps, h_count)
         if _table_full(g_slots, g_reps, g_count, 1):
             g_slots, g_reps = _grown_table(g_slots, g_reps, g_count)
         if used[V_KEYS] + w[W_NEED + V_KEYS] > d_keys.shape[0]:
@@ -1108,4 +1145,5 @@ def walk(
         g_reps,
         g_count[0],
         w[W_TOUCH],
+        h_count[2],
     )

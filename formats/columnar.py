@@ -136,6 +136,9 @@ _C32 = {
 _C32_TOPIC, _C32_BORNHOST, _C32_STOREHOST = 8, 9, 10
 _VAR = {"properties": 0, "keys": 1, "tags": 2, "uniqKey": 3, "body": 4}
 _VALID_DICT_BIT = 1 << 5
+# born hosts: past this many distinct values (and more than a quarter of the rows) the walk stops
+# interning them and a sort builds their dictionary (see _columnar_kernels.SPILLED); 0 = from the start
+HOST_SPILL_MIN = 1 << 16
 
 
 @functools.cache
@@ -298,6 +301,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
         bool(accept_v2),
         bool(resync),
         bool(with_body),
+        HOST_SPILL_MIN,
         *tables,
         *out,
     )
@@ -307,6 +311,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     for name, arr in a.items():
         _keep(name, arr)  # arrays the walk had to grow
     used, t_reps, t_n, h_reps, h_n, g_reps, g_n = result[12:19]
+    spilled = bool(result[20])
     del result
     if int(used.max(initial=0)) >= 2**31:
         raise OverflowError("a variable-length column exceeds 2 GiB; decode a smaller range")
@@ -314,7 +319,10 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     valid = a["valid"][:n]
     dict_valid = _bitmap(valid & _VALID_DICT_BIT)
     topics = _strings([_utf8(b[o : o + ln]) for o, ln, _ in t_reps[:t_n]])
-    born_hosts = _hosts(b, h_reps[:h_n])
+    if spilled:
+        born_hosts = _spilled_born_hosts(k, b, int(base_offset), a, n, h_reps[:h_n])
+    else:
+        born_hosts = _hosts(b, h_reps[:h_n])
     store_hosts = _hosts(b, g_reps[:g_n])
     columns: dict[str, pa.Array] = {}
     for name, row in _C64.items():
@@ -370,6 +378,33 @@ def _host(raw: np.ndarray) -> str:
     """A stored host (4 or 16 address bytes + int32 port) as "ip:port" / "[ip]:port"."""
     data = raw.tobytes()
     return host_str(data[:-4], int.from_bytes(data[-4:], "big", signed=True))
+
+
+def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
+    """The born-host dictionary of a walk that stopped interning them (a host per message, about): a
+    sort of every row's host makes the dictionary, and the rows' indices are rewritten in place."""
+    c32, c64 = a["c32"], a["c64"]
+    has_host = (a["valid"][:n] & _VALID_DICT_BIT) != 0
+    indices = c32[_C32_BORNHOST, :n]
+    phys = c64[_C64["physicalOffset"], :n]
+    keys, ipv4 = k.spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
+    if ipv4:
+        values, inverse = np.unique(keys[has_host], return_inverse=True)
+        indices[has_host] = inverse
+        at = np.arange(len(values), dtype=np.int64) * 8
+        table = np.column_stack([at, np.full_like(at, 8), np.zeros_like(at)])
+        return _hosts(values.view(np.uint8), table)
+    # some host is IPv6: one Python look-up per row (stores with IPv6 producers per message are rare)
+    seen: dict[bytes, int] = {}
+    sysflags = c32[_C32["sysFlag"], :n]
+    for r in np.flatnonzero(has_host):
+        i = int(indices[r])
+        if i >= 0:
+            o, ln, _ = reps[i]
+        else:
+            o, ln = int(phys[r]) - base + k.BORNHOST_AT, 20 if sysflags[r] & 0x10 else 8
+        indices[r] = seen.setdefault(bytes(b[o : o + ln]), len(seen))
+    return _strings([_host(np.frombuffer(v, dtype=np.uint8)) for v in seen])
 
 
 def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
