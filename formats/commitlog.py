@@ -25,6 +25,7 @@ from formats.errors import FormatError
 from formats.javahash import tags_code as _hash_tags
 from formats.javahash import to_int32
 from formats.msgid import create_offset_msg_id, host_str
+from formats.names import SCHEDULE_TOPIC
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_CRC32,
@@ -50,14 +51,15 @@ from formats.structs import (
     TRANSACTION_TYPE_MASK,
     TRANSACTION_TYPE_NAMES,
     MessageRecord,
+    RecordPrelude,
 )
+from formats.twins import struct_twin
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 MAX_TOPIC_LENGTH_V1 = 127  # the writer switches to V2 above this many (UTF-16) characters
 
 # Fast path of `structs.RecordPrelude` (int32 TOTALSIZE, int32 MAGICCODE); property-tested equal.
-_PRELUDE = struct.Struct(">ii")
+RECORD_PRELUDE = struct_twin("RecordPrelude", RecordPrelude, struct.Struct(">ii"))
 # The fixed-width head of MessageRecord (everything before BODYLENGTH), for partial records.
 _HEAD = Struct(*MessageRecord.subcons[: [s.name for s in MessageRecord.subcons].index("body")])
 _ZERO_PROBE = 8  # bytes after a failed record that must be zero for it to count as torn
@@ -378,7 +380,7 @@ STOPS = (EndOfData, BadRecord)  # results after which the broker's walk does not
 
 def read_prelude(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(TOTALSIZE, MAGICCODE) at `pos`; the caller makes sure 8 bytes are there."""
-    return _PRELUDE.unpack_from(buf, pos)
+    return RECORD_PRELUDE.unpack_from(buf, pos)
 
 
 def decode_head(data: bytes) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 import functools
 import math
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -27,11 +28,16 @@ from formats.structs import (
     ConsumeQueueExtUnit,
     ConsumeQueueUnit,
 )
+from formats.twins import dtype_twin, struct_twin
 
 # --- ConsumeQueue units (FORMATS §4.2) ----------------------------------------------------------
 
 
-# One unit as numpy sees it: packed, big-endian, 20 bytes.
+# One unit as struct sees it (the writer's fast path) and as numpy sees it: packed, big-endian, 20 bytes.
+CQ_UNIT_STRUCT = struct_twin("ConsumeQueueUnit", ConsumeQueueUnit, struct.Struct(">qiq"))
+
+
+@dtype_twin("ConsumeQueueUnit (numpy)", ConsumeQueueUnit)
 @functools.cache
 def cq_unit_dtype():
     import numpy as np

@@ -22,6 +22,7 @@ from construct import ConstructError
 from formats import structs
 from formats.errors import FormatError
 from formats.javahash import index_key_hash
+from formats.twins import dtype_twin, struct_twin
 
 HEADER_SIZE = structs.INDEX_HEADER_SIZE
 SLOT_SIZE = structs.INDEX_SLOT_SIZE
@@ -31,13 +32,15 @@ DEFAULT_HASH_SLOT_NUM = 5_000_000  # maxHashSlotNum
 DEFAULT_INDEX_NUM = 20_000_000  # maxIndexNum
 
 INT_MAX = 2**31 - 1
-# struct twins of structs.IndexSlot / structs.IndexEntry for the hot lookup path (property-tested equal).
-_SLOT = struct.Struct(">i")
-_ENTRY = struct.Struct(">iqii")
+# struct twins of structs.IndexHeader / IndexSlot / IndexEntry for the hot paths (property-tested equal).
+INDEX_HEADER_STRUCT = struct_twin("IndexHeader", structs.IndexHeader, struct.Struct(">qqqqii"))
+INDEX_SLOT_STRUCT = _SLOT = struct_twin("IndexSlot", structs.IndexSlot, struct.Struct(">i"))
+INDEX_ENTRY_STRUCT = _ENTRY = struct_twin("IndexEntry", structs.IndexEntry, struct.Struct(">iqii"))
 LONG_MAX = 2**63 - 1
 
 
 # One entry as numpy sees it: packed, big-endian, 20 bytes (property-tested against `structs.IndexEntry`).
+@dtype_twin("IndexEntry (numpy)", structs.IndexEntry)
 @functools.cache
 def index_entry_dtype():
     import numpy as np

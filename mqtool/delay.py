@@ -30,6 +30,7 @@ import numpy as np
 from formats.commitlog import Message, build_message, java_length, java_parse_int
 from formats.consumequeue import is_ext_address
 from formats.errors import FormatError, MqtoolError
+from formats.names import SCHEDULE_TOPIC
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_REAL_QUEUE_ID,
@@ -55,7 +56,6 @@ from store.filewrites import crash_point
 from store.storedir import Store
 from store.version import BrokerVersion
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
 DELAY_OFFSET = "delayOffset.json"
 
@@ -104,9 +104,8 @@ class DelayLevels:
 
 
 def delay_levels(store: Store) -> DelayLevels:
-    cfg = store.broker_config
-    source = "broker-config" if "messageDelayLevel" in cfg.explicit else "default"
-    return DelayLevels(cfg.delay_level_table(), cfg.messageDelayLevel, source)
+    levels = store.layout.delay_levels
+    return DelayLevels(levels.table, levels.text, levels.source)
 
 
 @dataclass

@@ -11,7 +11,6 @@ from __future__ import annotations
 import array
 import contextlib
 import os
-import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,8 @@ import numpy as np
 from formats.indexfile import (
     ENTRY_SIZE,
     HEADER_SIZE,
+    INDEX_ENTRY_STRUCT,
+    INDEX_HEADER_STRUCT,
     SLOT_SIZE,
     IndexGeometry,
     IndexHeader,
@@ -48,7 +49,6 @@ from store.filewrites import (
 if TYPE_CHECKING:
     from store.dispatch import DispatchRequest
 
-_ENTRY = struct.Struct(">iqii")
 _INT_MAX = 2**31 - 1
 _INT_MIN = -(2**31)
 
@@ -113,8 +113,7 @@ class _IndexFileState:
 
 
 def _header_bytes(st: _IndexFileState) -> bytes:
-    return struct.pack(
-        ">qqqqii",
+    return INDEX_HEADER_STRUCT.pack(
         st.begin_timestamp,
         st.end_timestamp,
         st.begin_phy_offset,
@@ -311,7 +310,7 @@ class IndexWriter:
                 diff = delta // 1000
                 if diff > _INT_MAX:
                     diff = _INT_MAX
-        f.entries += _ENTRY.pack(key_hash, phy, diff, prev)
+        f.entries += INDEX_ENTRY_STRUCT.pack(key_hash, phy, diff, prev)
         slots[slot] = count
         f.dirty_slots.add(slot)
         if count <= 1:

@@ -44,15 +44,13 @@ from formats.commitlog import Blank
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, IndexHeader, decode_header
+from store.checkpoint import write_checkpoint
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.dispatch import (
     Dispatcher,
     DispatchRequest,
-    existing_cq_file_size,
-    existing_index_geometry,
     iter_dispatch,
-    write_checkpoint,
 )
 from store.filewrites import (
     SWAP_NOTE,
@@ -63,6 +61,7 @@ from store.filewrites import (
     write_done,
 )
 from store.indexwriter import list_index_files
+from store.layout import existing_cq_file_size, existing_index_geometry
 
 DIRECTORIES = {"cq": "consumequeue", "index": "index"}
 STAGING_NAME = TMP_PREFIX + "rebuild"
