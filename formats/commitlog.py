@@ -1,9 +1,11 @@
 """CommitLog records: decode and check them as the broker does, and encode them byte for byte.
 
-Layouts come from `formats.structs.MessageRecord`/`BlankRecord` (FORMATS §2.2-§2.4); this module adds
-the broker's validity check (`CommitLog.checkMessageAndReturnSize`, §2.9), the derived values the
-dispatcher computes (tags code, index keys, §4.3/§5.8) and the writer's filled-in fields (§2.2).
-`decode_record` never raises for bad bytes: it classifies them as a `Torn`/`Corrupt`/`EndOfData` result.
+Layouts come from `formats.structs.MessageRecord`/`BlankRecord` (`MessageExtEncoder.encode`,
+`CommitLog.DefaultAppendMessageCallback.doAppend`); this module adds the broker's validity check
+(`CommitLog.checkMessageAndReturnSize`), the derived values the dispatcher computes (tags code:
+`checkMessageAndReturnSize`; index keys: `IndexService.buildIndex`) and the writer's filled-in fields
+(`doAppend`). `decode_record` never raises for bad bytes: it classifies them as a `Torn`/`Corrupt`/`EndOfData`
+result.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def _compiled_record():
 
 
 def crc32_masked(data: bytes) -> int:
-    """`UtilAll.crc32`: CRC-32 with the top bit cleared (FORMATS §0)."""
+    """`UtilAll.crc32`: CRC-32 with the top bit cleared."""
     return zlib.crc32(data) & 0x7FFFFFFF
 
 
@@ -126,7 +128,8 @@ def java_parse_int(text: str) -> int | None:
 
 
 def deliver_tags_code(store_timestamp: int, delay: str, delay_levels: tuple[int, ...]) -> int | None:
-    """Tags code of a SCHEDULE_TOPIC_XXXX record with a DELAY property: its delivery time (§4.3).
+    """Tags code of a SCHEDULE_TOPIC_XXXX record with a DELAY property: its delivery time
+    (`ScheduleMessageService.computeDeliverTimestamp`).
 
     None when the level is <= 0 (the TAGS hash stays). Raises FormatError when DELAY is not an int:
     the broker's check then fails for the whole record.
@@ -243,7 +246,8 @@ class Message:
         return decompress_body(self.body, self.sys_flag)
 
     def tags_code(self, delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS_MS) -> int:
-        """The ConsumeQueue tags code the dispatcher computes (FORMATS §4.3, without CQ-ext)."""
+        """The ConsumeQueue tags code the dispatcher computes (`CommitLog.checkMessageAndReturnSize`, without
+        CQ-ext)."""
         code = _hash_tags(self.tags)
         delay = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
         if self.topic == SCHEDULE_TOPIC and delay is not None:
@@ -253,7 +257,8 @@ class Message:
         return code
 
     def index_keys(self) -> list[str]:
-        """Keys IndexService indexes (as `topic#key`), in order: UNIQ_KEY, then each KEYS part (§5.8)."""
+        """Keys IndexService indexes (as `topic#key`), in order: UNIQ_KEY, then each KEYS part
+        (`IndexService.buildIndex`)."""
         if self.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return []
         keys = [] if self.uniq_key is None else [self.uniq_key]
@@ -535,7 +540,7 @@ def decode_record(
 ) -> Record:
     """Classify the bytes at `pos` of one commitlog file (`buf` = the whole file) as the broker does.
 
-    Mirrors `CommitLog.checkMessageAndReturnSize` (FORMATS §2.9): BLANK magic -> `Blank`; zeros ->
+    Mirrors `CommitLog.checkMessageAndReturnSize`: BLANK magic -> `Blank`; zeros ->
     `EndOfData`; any failure (illegal magic, size past the file, body CRC, TOTALSIZE != formula,
     unparsable DELAY on the schedule topic, missing/bad property CRC when forced, V2 magic when
     `accept_v2=False` as for a 4.9.x broker) -> `Torn`/`Corrupt`.
@@ -743,7 +748,7 @@ def build_message(
     """A Message with what the broker fills in on append: BODYCRC, TOTALSIZE, the host V6 bits, and
     the magic (V1 unless the topic is longer than 127 characters). `properties` given as a mapping or
     pairs is encoded (5.x style unless `trailing_separator=False`); bytes are used as they are.
-    `append_prop_crc` adds the 5.2+ `__CRC32#` trailer (enabledAppendPropCRC, FORMATS §2.7).
+    `append_prop_crc` adds the 5.2+ `__CRC32#` trailer (enabledAppendPropCRC, `MessageExtEncoder.encode`).
     """
     if isinstance(properties, bytes | bytearray):
         raw = bytes(properties)

@@ -5,7 +5,9 @@ value that `formats.fastjson.dumps` writes exactly as the broker would: bean pro
 alphabetical order, map entries in the order they were read (new ones appended), unknown properties kept
 (`extra`). Rewriting an unchanged model therefore reproduces the broker's file byte for byte.
 Version-specific properties (4.9.x vs 5.x) are `None` when the file does not have them and are then not
-written. FORMATS §7, §8; OPERATIONS §9.3.
+written (`ConfigManager.persist`, `RemotingSerializable.toJson`; the models follow
+`ConsumerOffsetManager`, `ScheduleMessageService`, `TopicConfigManager`, `SubscriptionGroupManager`,
+`MessageRequestModeManager`, `ConsumerFilterManager`, `ConsumerOrderInfoManager`).
 """
 
 from __future__ import annotations

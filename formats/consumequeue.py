@@ -1,7 +1,7 @@
 """ConsumeQueue and ConsumeQueueExt units: decode, encode, fast numpy views, ext addresses, bloom filter.
 
-Layouts come from `formats.structs` (FORMATS §4.2, §4.5); the numpy dtype below is the fast path over a
-whole CQ file and is property-tested against the construct declaration.
+Layouts come from `formats.structs` (`ConsumeQueue.putMessagePositionInfo`, `ConsumeQueueExt.put`); the numpy
+dtype below is the fast path over a whole CQ file and is property-tested against the construct declaration.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from formats.structs import (
 )
 from formats.twins import dtype_twin, struct_twin
 
-# --- ConsumeQueue units (FORMATS §4.2) ----------------------------------------------------------
+# --- ConsumeQueue units (ConsumeQueue.putMessagePositionInfo) -------------------------------------
 
 
 # One unit as struct sees it (the writer's fast path) and as numpy sees it: packed, big-endian, 20 bytes.
@@ -45,7 +45,7 @@ def cq_unit_dtype():
     return np.dtype([("phyOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
 
 
-# The pre-blank filler written by `ConsumeQueue.fillPreBlank` (FORMATS §4.4).
+# The pre-blank filler written by `ConsumeQueue.fillPreBlank`.
 FILLER_PHY_OFFSET = 0
 FILLER_SIZE = 0x7FFFFFFF
 
@@ -148,7 +148,7 @@ def to_native(units: np.ndarray, first_queue_offset: int = 0) -> np.ndarray:
     return out
 
 
-# --- ConsumeQueueExt (FORMATS §4.5) -------------------------------------------------------------
+# --- ConsumeQueueExt (ConsumeQueueExt.put / get) --------------------------------------------------
 
 MAX_ADDR = -(2**31) - 1  # Integer.MIN_VALUE - 1L
 MAX_REAL_OFFSET = MAX_ADDR - LONG_MIN  # 9223372034707292159
@@ -250,7 +250,7 @@ def iter_ext_units(data: bytes | memoryview, file: str | None = None) -> Iterato
         position += size
 
 
-# --- Bloom filter of the ext bitmap (FORMATS §4.5) ----------------------------------------------
+# --- Bloom filter of the ext bitmap (BloomFilter.hashTo) ------------------------------------------
 
 DEFAULT_MAX_ERROR_RATE = 20  # maxErrorRateOfBloomFilter, percent
 DEFAULT_EXPECT_CONSUMER_NUM = 32  # expectConsumerNumUseFilter

@@ -1,8 +1,9 @@
 """One IndexFile: header, hash slots, entries, the broker's chain lookup and `putKey`, geometry inference.
 
-Layouts come from `formats.structs` (`IndexHeader`, `IndexSlot`, `IndexEntry`; FORMATS §5). The broker does
-not store its geometry (`maxHashSlotNum`, `maxIndexNum`) in the file; `infer_geometry` recovers it from
-one file's bytes when it is not known from the broker's config (see its docstring for the rule).
+Layouts come from `formats.structs` (`IndexHeader`, `IndexSlot`, `IndexEntry`; `IndexFile`, `IndexHeader`).
+The broker does not store its geometry (`maxHashSlotNum`, `maxIndexNum`) in the file; `infer_geometry`
+recovers it from one file's bytes when it is not known from the broker's config (see its docstring for the
+rule).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ DEFAULT_GEOMETRY = IndexGeometry()
 
 @dataclass(frozen=True, slots=True)
 class IndexHeader:
-    """The 40-byte header as stored (FORMATS §5.2)."""
+    """The 40-byte header as stored (`IndexHeader.load` / `updateByteBuffer`)."""
 
     begin_timestamp: int = 0
     end_timestamp: int = 0
@@ -145,7 +146,7 @@ def encode_header(header: IndexHeader) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class IndexEntry:
-    """One entry (FORMATS §5.4), with its 1-based position in the file."""
+    """One entry (`IndexFile.putKey`), with its 1-based position in the file."""
 
     position: int
     key_hash: int
@@ -254,7 +255,7 @@ class IndexFile:
         max_num: int | None,
         out: list[int] | None = None,
     ) -> list[int]:
-        """`IndexFile.selectPhyOffset`: walk the slot chain of `key_hash` newest first (FORMATS §5.9 step 3).
+        """`IndexFile.selectPhyOffset`: walk the slot chain of `key_hash` newest first.
 
         Appends to `out` (shared across files by the caller, as the broker does) and returns it.
         `max_num=None` means no cap. Only the 31-bit hash and the entry's second-granular time are
@@ -327,7 +328,7 @@ class IndexFile:
                 self.geometry.slot_position(slot),
             )
 
-    # --- writing (IndexFile.putKey, FORMATS §5.5) ------------------------------------------------
+    # --- writing (IndexFile.putKey) ---------------------------------------------------------------
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """`IndexFile.putKey` on a bytearray: False when the file is full, as the broker's."""

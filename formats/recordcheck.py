@@ -1,4 +1,4 @@
-"""The broker's record check (`CommitLog.checkMessageAndReturnSize`, FORMATS §2.9) with plain struct
+"""The broker's record check (`CommitLog.checkMessageAndReturnSize`) with plain struct
 reads: the fast twin of `formats.commitlog.decode_record`, for walks that only need where the valid data
 ends and a few fixed fields (the CommitLog's recovery walk, `info`, store times).
 
@@ -28,7 +28,7 @@ Fields = tuple[int, int, int, int, int, int, bytes]
 
 
 def check_record(buf, n: int, pos: int, check_crc: bool, accept_v2: bool) -> tuple[str, int, Fields | None]:
-    """The broker's check (`checkMessageAndReturnSize`, FORMATS §2.9) on the record at buf[pos:], with
+    """The broker's check (`CommitLog.checkMessageAndReturnSize`) on the record at buf[pos:], with
     struct reads. Returns (status, TOTALSIZE, fields) with status ok / blank / end / bad_magic / truncated /
     size_mismatch / crc_mismatch / bad_property; fields = (queueId, queueOffset, phys, sysFlag, born,
     store, topic bytes) for ok."""

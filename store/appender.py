@@ -1,11 +1,11 @@
 """Append messages to a stopped broker's commitlog with the broker's rules, and dispatch them like it.
 
 `CommitLogAppender` is `CommitLog.asyncPutMessage` + `DefaultAppendMessageCallback.doAppend` offline
-(FORMATS §2.2-§2.4, §2.10; OPERATIONS §9.4):
+(`MessageExtEncoder.encode`; what the broker does next: `DefaultMessageStore.recover`):
 
 * the append position is the valid end the broker's recovery finds (walking from the third-from-last
-  file, FORMATS §2.9); a torn or corrupt tail is refused ("run the broker's recovery first"), bytes
-  after the end of the last file are zeroed, files after it must be empty pre-allocated files;
+  file, `CommitLog.recoverNormally`); a torn or corrupt tail is refused ("run the broker's recovery first"),
+  bytes after the end of the last file are zeroed, files after it must be empty pre-allocated files;
 * QUEUEOFFSET = the ConsumeQueue max offset of the queue (then +1 per message), 0 for PREPARED /
   ROLLBACK records (not dispatched to a ConsumeQueue); PHYSICALOFFSET = the append position;
   STORETIMESTAMP = max(now, the last store time) so store times never go backwards; STOREHOST = the
@@ -24,9 +24,9 @@ What the broker does with our records at its next start, and why the write order
 
 * The broker never learns about records from the files alone on every version: 4.9.x dispatches
   everything after the ConsumeQueues' end at start, 5.0-5.3.1 dispatch nothing, 5.3.2-5.3.3 all but
-  the first record after that end (`>` instead of `>=`, OPERATIONS §9.4). So we write the ConsumeQueue
-  units and index entries ourselves, byte-identical to the broker's dispatch (`store.dispatch`); after
-  a complete run every version finds a consistent store and dispatches nothing (no duplicates: the CQ
+  the first record after that end (`>` instead of `>=` in `DefaultMessageStore.recover`). So we write the
+  ConsumeQueue units and index entries ourselves, byte-identical to the broker's dispatch (`store.dispatch`);
+  after a complete run every version finds a consistent store and dispatches nothing (no duplicates: the CQ
   end equals the commitlog end, so 4.9.x/5.3.x start dispatching exactly at the end).
 * While we write, an `abort` file exists (created before the first byte, removed after the last
   fsync). If we are killed at any point, the broker therefore runs its abnormal recovery: it starts
@@ -39,7 +39,7 @@ What the broker does with our records at its next start, and why the write order
 * Write order per batch: commitlog records (fsync) -> ConsumeQueue units (fsync) -> index (fsync) ->
   checkpoint (fsync). Before the index phase the checkpoint's indexMsgTimestamp is raised to the end
   time the index will have: after a crash the broker deletes index files ending after that time
-  (FORMATS §5.7), which would lose older entries; our files are fsynced, so keeping them is right.
+  (`IndexService.load`), which would lose older entries; our files are fsynced, so keeping them is right.
   The last index file is updated copy-on-write (temporary copy + atomic rename), so it is the old or
   the new file, never half-written. At the end physicMsgTimestamp / logicsMsgTimestamp = our last
   store time and indexMsgTimestamp = the index's end time.

@@ -1,6 +1,6 @@
 """ConsumeQueue files of a store: min/max offsets as the broker computes them, units, search by time.
 
-`ConsumeQueue` reads `consumequeue/<topic>/<queueId>/` (FORMATS §4) the way `ConsumeQueue.recover()` and
+`ConsumeQueue` reads `consumequeue/<topic>/<queueId>/` the way `ConsumeQueue.recover()` and
 `correctMinOffset()` see it at start-up; `ConsumeQueueStore` lists and opens the queues of a store.
 Commitlog facts come from outside: its min offset (the first commitlog file's name unless given) and a
 `store_time_of(phy_offset, size)` callback that returns a record's STORETIMESTAMP or -1 when the record is
@@ -66,7 +66,7 @@ def read_commitlog_min_offset(root: Path | str) -> int:
 
 
 def is_rocksdb_dir(directory: Path) -> bool:
-    """A RocksDB database directory (FORMATS §4.7): CURRENT / MANIFEST-* / OPTIONS-* files."""
+    """A RocksDB database directory (`RocksDBConsumeQueueStore`): CURRENT / MANIFEST-* / OPTIONS-* files."""
     if not directory.is_dir():
         return False
     if (directory / "CURRENT").is_file():
@@ -131,7 +131,7 @@ class ConsumeQueue:
         """Every unit slot of one file (zero-copy, big-endian `CQ_UNIT_DTYPE`)."""
         return units_view(f.buffer(), str(f.path))
 
-    # --- max / min offsets (FORMATS §4.4) ---------------------------------------------------------
+    # --- max / min offsets (ConsumeQueue.recover, correctMinOffset) -------------------------------
 
     @cached_property
     def max_offset(self) -> int:
@@ -248,7 +248,7 @@ class ConsumeQueue:
         for q, phy, size, tags in self.units(start, end).tolist():
             yield q, CqUnit(phy, size, tags)
 
-    # --- search by time (OPERATIONS §4.2) ----------------------------------------------------------
+    # --- search by time (ConsumeQueue.getOffsetInQueueByTime) -------------------------------------
 
     def _read(self, f: MappedFile, position: int, limit: int) -> tuple[int, int]:
         if not 0 <= position <= limit - UNIT:

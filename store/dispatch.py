@@ -1,7 +1,8 @@
 """Dispatch like ReputMessageService: ConsumeQueue units, IndexFile entries, the checkpoint.
 
 For every commitlog record the broker dispatches (`CommitLogDispatcherBuildConsumeQueue` +
-`CommitLogDispatcherBuildIndex`, FORMATS §4.2-§4.4, §5.5-§5.8) this module produces the same bytes:
+`CommitLogDispatcherBuildIndex`: `ConsumeQueue.putMessagePositionInfo`,
+`IndexService.buildIndex`) this module produces the same bytes:
 
 * `ConsumeQueueWriter` (`store.consumequeue_writer`) is `ConsumeQueue.putMessagePositionInfo` for one
   queue.
@@ -71,7 +72,7 @@ _INT_MIN = -(2**31)
 
 @dataclass(slots=True)
 class DispatchRequest:
-    """What `CommitLog.checkMessageAndReturnSize` hands the dispatchers for one record (FORMATS §2.9)."""
+    """What `CommitLog.checkMessageAndReturnSize` hands the dispatchers for one record."""
 
     topic: str
     queue_id: int
@@ -118,8 +119,9 @@ _I8 = struct.Struct(">b")
 def dispatch_tags_code(
     topic: str, properties: dict[str, str], store_timestamp: int, delay_levels: tuple[int, ...]
 ) -> int | None:
-    """The ConsumeQueue tags code of a record (FORMATS §4.3): TAGS hash, or on SCHEDULE_TOPIC_XXXX with
-    a DELAY level > 0 the delivery time. None when DELAY is not an int (the broker's check fails)."""
+    """The ConsumeQueue tags code of a record (`CommitLog.checkMessageAndReturnSize`): TAGS hash, or on
+    SCHEDULE_TOPIC_XXXX with a DELAY level > 0 the delivery time. None when DELAY is not an int (the broker's
+    check fails)."""
     code = tags_code_of(properties.get(PROPERTY_TAGS))
     if topic == SCHEDULE_TOPIC:
         delay = properties.get(PROPERTY_DELAY_TIME_LEVEL)

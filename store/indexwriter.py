@@ -2,8 +2,8 @@
 file (header, slot table, new entries), so even the default 420 MB geometry costs only its slot table (20 MB)
 in memory. New files are created when none exists or the last one is full - eagerly, at the next dispatched
 record, as `getAndCreateLastIndexFile` does - named by the (injected) clock as `yyyyMMddHHmmssSSS`, with
-begin/end copied from the previous file's end (the §5.5 quirk). The byte layout is tested against
-`formats.indexfile.IndexFile.put_key` / `store.index.IndexService.build_index`.
+begin/end copied from the previous file's end (the `IndexFile.putKey` quirk). The byte layout is tested
+against `formats.indexfile.IndexFile.put_key` / `store.index.IndexService.build_index`.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _name_ms(name: str, zone: tzinfo | None) -> int | None:
 
 
 def list_index_files(directory: Path) -> list[str]:
-    """Index file names in load order (names that are longs, sorted; FORMATS §5.1)."""
+    """Index file names in load order (names that are longs, sorted; `IndexService.load`)."""
     if not directory.is_dir():
         return []
     return sorted(
