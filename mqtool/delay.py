@@ -53,6 +53,7 @@ from mqtool.broker_rebuild import (
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
 from store.filewrites import crash_point
+from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
 from store.version import BrokerVersion
 
@@ -87,25 +88,8 @@ class DelayError(MqtoolError):
 # Levels and progress
 
 
-@dataclass(frozen=True)
-class DelayLevels:
-    """The messageDelayLevel table in use: level (1-based) -> delay in ms."""
-
-    table: dict[int, int]
-    text: str
-    source: str  # "default" or "broker-config"
-
-    @property
-    def max_level(self) -> int:
-        return max(self.table) if self.table else 0
-
-    def delay_ms(self, level: int) -> int | None:
-        return self.table.get(level)
-
-
 def delay_levels(store: Store) -> DelayLevels:
-    levels = store.layout.delay_levels
-    return DelayLevels(levels.table, levels.text, levels.source)
+    return store.layout.delay_levels
 
 
 @dataclass

@@ -263,11 +263,7 @@ class ConsumeQueue:
     def offset_in_queue_by_time(
         self, timestamp: int, store_time_of: StoreTimeOf, boundary: Boundary = "lower"
     ) -> int:
-        """5.1.1+ `getOffsetInQueueByTime(timestamp, boundaryType)`, clamped to [min, max] as the store does.
-
-        LOWER (every reset path): the first queue offset stored at or after `timestamp`; UPPER: the last
-        one stored at or before it.
-        """
+        """5.1.1+ `getOffsetInQueueByTime(timestamp, boundaryType)`; see `cq_timesearch.offset_by_time_v5`."""
         from store.cq_timesearch import offset_by_time_v5
 
         return offset_by_time_v5(self, timestamp, store_time_of, boundary)
@@ -278,11 +274,7 @@ class ConsumeQueue:
         store_time_of: StoreTimeOf,
         last_modified: Sequence[int] | None = None,
     ) -> int:
-        """4.9.x … 5.1.0 `getOffsetInQueueByTime(timestamp)`: file by modification time, nearest unit.
-
-        `last_modified` gives each file's mtime in ms (default: the files' own mtimes), in file order.
-        The result is not clamped, as in 4.9.x.
-        """
+        """4.9.x … 5.1.0 `getOffsetInQueueByTime(timestamp)` (see `store.cq_timesearch.offset_by_time_v4`)."""
         from store.cq_timesearch import offset_by_time_v4
 
         return offset_by_time_v4(self, timestamp, store_time_of, last_modified)

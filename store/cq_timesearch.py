@@ -87,26 +87,10 @@ def _search_by_time(cq: ConsumeQueue, timestamp: int, store_time_of: StoreTimeOf
         return (f.start_offset + ceiling + (UNIT if lower else 0)) // UNIT
     if time_at(floor) > timestamp:
         return f.start_offset // UNIT if lower else 0
-    target = left = right = -1
-    while high >= low:
-        mid = (low + high) // (2 * UNIT) * UNIT
-        phy, size = cq._read(f, mid, limit)
-        if phy < cq.commitlog_min_offset:
-            low = mid + UNIT
-            left = mid
-            continue
-        t = store_time_of(phy, size)
-        if t < 0:
-            return 0
-        if t == timestamp:
-            target = mid
-            break
-        if t > timestamp:
-            high = mid - UNIT
-            right = mid
-        else:
-            low = mid + UNIT
-            left = mid
+    found = _binary_search(cq, f, low, high, limit, timestamp, store_time_of)
+    if found is None:
+        return 0
+    target, left, right, _, _ = found
     if target != -1:
         step = -UNIT if lower else UNIT
         offset = target
@@ -147,6 +131,33 @@ def offset_by_time_v4(
     if limit == 0:
         return 0
     high = limit - UNIT
+    found = _binary_search(cq, f, low, high, limit, timestamp, store_time_of)
+    if found is None:
+        return 0
+    target, left, right, left_time, right_time = found
+    if target != -1:
+        offset = target
+    elif left_time == -1:
+        offset = right
+    elif right_time == -1:
+        offset = left
+    else:
+        offset = right if abs(timestamp - left_time) > abs(timestamp - right_time) else left
+    return java_div(f.start_offset + offset, UNIT)
+
+
+def _binary_search(
+    cq: ConsumeQueue,
+    f: MappedFile,
+    low: int,
+    high: int,
+    limit: int,
+    timestamp: int,
+    store_time_of: StoreTimeOf,
+) -> tuple[int, int, int, int, int] | None:
+    """The broker's binary search over unit positions [low, high] of `f` (units below the commitlog's min
+    offset count as earlier). Returns (exact hit, last earlier, first later, their store times), -1 where
+    none; None when a record's store time cannot be read (the broker then answers 0)."""
     target = left = right = -1
     left_time = right_time = -1
     while high >= low:
@@ -158,7 +169,7 @@ def offset_by_time_v4(
             continue
         t = store_time_of(phy, size)
         if t < 0:
-            return 0
+            return None
         if t == timestamp:
             target = mid
             break
@@ -168,15 +179,7 @@ def offset_by_time_v4(
         else:
             low = mid + UNIT
             left, left_time = mid, t
-    if target != -1:
-        offset = target
-    elif left_time == -1:
-        offset = right
-    elif right_time == -1:
-        offset = left
-    else:
-        offset = right if abs(timestamp - left_time) > abs(timestamp - right_time) else left
-    return java_div(f.start_offset + offset, UNIT)
+    return target, left, right, left_time, right_time
 
 
 __all__ = ["offset_by_time_v4", "offset_by_time_v5"]

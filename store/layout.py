@@ -41,6 +41,13 @@ class DelayLevelTable:
     source: str  # "default" or "broker-config"
 
     @property
+    def max_level(self) -> int:
+        return max(self.table) if self.table else 0
+
+    def delay_ms(self, level: int) -> int | None:
+        return self.table.get(level)
+
+    @property
     def ms(self) -> tuple[int, ...]:
         """The delays in level order, as `Message.tags_code` takes them."""
         return delay_levels_ms(self.table)
