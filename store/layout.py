@@ -48,16 +48,19 @@ class DelayLevelTable:
         return self.table.get(level)
 
     @property
+    def in_level_order(self) -> tuple[int, ...]:
+        """The delays in ms in level order (empty when the table is)."""
+        return tuple(self.table[level] for level in sorted(self.table))
+
+    @property
     def ms(self) -> tuple[int, ...]:
-        """The delays in level order, as `Message.tags_code` takes them."""
-        return delay_levels_ms(self.table)
+        """The delays as `Message.tags_code` takes them (the broker's default table when empty)."""
+        return self.in_level_order or DEFAULT_DELAY_LEVELS_MS
 
 
 def delay_levels_ms(table: dict[int, int] | None) -> tuple[int, ...]:
     """BrokerConfig.delay_level_table() as the tuple `Message.tags_code` takes."""
-    if not table:
-        return DEFAULT_DELAY_LEVELS_MS
-    return tuple(table[level] for level in sorted(table))
+    return DelayLevelTable(table or {}, "", "").ms
 
 
 def existing_cq_file_size(root: Path) -> int | None:
@@ -150,11 +153,12 @@ class StoreLayout:
             return self.detected_version
         return detect_broker_version(self.root, record)
 
-    def broker_version(self, given: int | None = None) -> BrokerVersion:
-        """`--broker-version` when given (4 or 5), else detected, else 5.x (the current broker)."""
+    def broker_version(self, given: int | None = None, record: Message | None = None) -> BrokerVersion:
+        """`--broker-version` when given (4 or 5), else detected (with `record` as further evidence), else
+        5.x (the current broker)."""
         if given is not None:
             return resolve_broker_version(self.root, given)
-        return self.detected_version or BrokerVersion(5, "no version marks in the store; assuming 5.x")
+        return self.detect_version(record) or BrokerVersion(5, "no version marks in the store; assuming 5.x")
 
     # --- resolved settings --------------------------------------------------------------------------
 

@@ -151,3 +151,12 @@ def test_time_search_follows_the_broker_version() -> None:
                 assert (
                     cq.min_offset_of(major) == e["consumeQueues"][f"{p['topic']}/{p['queueId']}"]["minOffset"]
                 )
+
+
+def test_an_empty_delay_level_table(tmp_path: Path) -> None:
+    """verify/audit check against the table as given; dispatch falls back to the broker's default table."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("messageDelayLevel=\n")
+    levels = Store.open(store_path("store-a"), load_broker_config(conf)).layout.delay_levels
+    assert levels.in_level_order == () and levels.max_level == 0 and levels.delay_ms(1) is None
+    assert levels.ms == DEFAULT_DELAY_LEVELS_MS
