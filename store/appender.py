@@ -17,8 +17,9 @@
   offset 0 of a new full-size sparse file named by the next start offset; the file size comes from the
   existing files (or the given/`broker.conf` `mappedFileSizeCommitLog`).
 
-Store version (4.9.x vs 5.x): `store.version.detect_broker_version`, with the last record as evidence;
-unknown (an empty new store) counts as 5 unless given.
+Settings (file sizes, index geometry, delay levels, store version) come from the store's layout
+(`Store.layout`, `store.layout.StoreLayout`); the version takes the last record as further evidence, and
+unknown (an empty new store) counts as 5 unless given. `Store.appender()` builds one.
 
 What the broker does with our records at its next start, and why the write order below is safe:
 

@@ -61,7 +61,6 @@ from store.filewrites import (
     write_done,
 )
 from store.indexwriter import list_index_files
-from store.layout import existing_cq_file_size, existing_index_geometry
 
 DIRECTORIES = {"cq": "consumequeue", "index": "index"}
 STAGING_NAME = TMP_PREFIX + "rebuild"
@@ -465,8 +464,6 @@ __all__ = [
     "build_staging",
     "compare_consume_queues",
     "compare_index",
-    "existing_cq_file_size",
-    "existing_index_geometry",
     "finish",
     "prepare_staging",
     "recover_interrupted_swap",
