@@ -61,12 +61,7 @@ from store.commitlog import CommitLog
 from store.consumequeue_writer import ConsumeQueueWriter
 from store.filewrites import FileSet
 from store.indexwriter import IndexWriter
-# re-exported: where these lived before `store.layout`
 from store.layout import delay_levels_ms, existing_cq_file_size, existing_index_geometry
-
-_INT_MAX = 2**31 - 1
-_INT_MIN = -(2**31)
-
 
 # --- dispatch requests -----------------------------------------------------------------------------
 
