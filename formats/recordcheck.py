@@ -18,6 +18,9 @@ from formats.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
 from formats.recordfast import MESSAGE_TO_BORN
 from formats.structs import BLANK_MAGIC, BORNHOST_V6_FLAG, MAGIC_V1, MAGIC_V2, STOREHOSTADDRESS_V6_FLAG
 
+# the registered twins under short local names: the hot loop below reads them per record
+_PRELUDE = RECORD_PRELUDE
+_FIXED = MESSAGE_TO_BORN
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -35,7 +38,7 @@ def check_record(buf, n: int, pos: int, check_crc: bool, accept_v2: bool) -> tup
     rem = n - pos
     if rem < 8:
         return ("end" if not any(bytes(buf[pos:n])) else "truncated"), 0, None
-    total, magic = RECORD_PRELUDE.unpack_from(buf, pos)
+    total, magic = _PRELUDE.unpack_from(buf, pos)
     if rem - 4 < to_int32(total - 4):
         return "truncated", total, None
     if magic == MAGIC_V1:
@@ -52,7 +55,7 @@ def check_record(buf, n: int, pos: int, check_crc: bool, accept_v2: bool) -> tup
         return "size_mismatch", total, None
     if pos + 48 > n:
         return "truncated", total, None
-    _, _, body_crc, queue_id, _, queue_offset, phys, sys_flag, born = MESSAGE_TO_BORN.unpack_from(buf, pos)
+    _, _, body_crc, queue_id, _, queue_offset, phys, sys_flag, born = _FIXED.unpack_from(buf, pos)
     bl = 20 if sys_flag & BORNHOST_V6_FLAG else 8
     sl = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
     if bl > total or sl > total:
@@ -107,7 +110,7 @@ def store_timestamp_at(buf, n: int, pos: int, size: int | None = None) -> int | 
     A header check only (the field `CommitLog.pickupStoreTimestamp` reads): no CRC, no size chain."""
     if pos < 0 or pos + 64 > n:
         return None
-    total, magic = RECORD_PRELUDE.unpack_from(buf, pos)
+    total, magic = _PRELUDE.unpack_from(buf, pos)
     if magic not in (MAGIC_V1, MAGIC_V2) or total < 64 or (size is not None and total != size):
         return None
     sys_flag = _I32.unpack_from(buf, pos + 36)[0]

@@ -106,6 +106,7 @@ class DispatchRequest:
 
 # --- reading records for dispatch ------------------------------------------------------------------
 
+_FIXED = MESSAGE_TO_SYSFLAG  # TOTALSIZE .. SYSFLAG (40 bytes)
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
@@ -144,9 +145,7 @@ def _fast_request(
     size = len(buf)
     if pos + 40 > size:
         return None
-    total, magic, body_crc, queue_id, _flag, queue_offset, phy, sys_flag = MESSAGE_TO_SYSFLAG.unpack_from(
-        buf, pos
-    )
+    total, magic, body_crc, queue_id, _flag, queue_offset, phy, sys_flag = _FIXED.unpack_from(buf, pos)
     if magic != MAGIC_V1 and (magic != MAGIC_V2 or not accept_v2):
         return None
     if total <= 40 or pos + total > size:
