@@ -101,17 +101,6 @@ RecordPrelude = Struct(
     "magicCode" / Int32sb,
 )
 
-# Client wire format of one item of a batch (MessageDecoder.encodeMessages); also the
-# BODY of an inner-batch record.
-BatchItem = Struct(
-    "totalSize" / Int32sb,
-    "magicCode" / Int32sb,
-    "bodyCRC" / Int32sb,
-    "flag" / Int32sb,
-    "body" / Prefixed(Int32sb, GreedyBytes),
-    "properties" / Prefixed(Int16sb, GreedyBytes),
-)
-
 # --- ConsumeQueue (ConsumeQueue.putMessagePositionInfo) -------------------------------------------
 
 CQ_STORE_UNIT_SIZE = 20
