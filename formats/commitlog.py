@@ -58,6 +58,7 @@ from formats.structs import (
 from formats.twins import struct_twin
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+DEFAULT_COMMITLOG_FILE_SIZE = 1024 * 1024 * 1024  # mappedFileSizeCommitLog
 MAX_TOPIC_LENGTH_V1 = 127  # the writer switches to V2 above this many (UTF-16) characters
 
 # Fast path of `structs.RecordPrelude` (int32 TOTALSIZE, int32 MAGICCODE); property-tested equal.
@@ -801,6 +802,7 @@ def build_message(
 
 __all__ = [
     "DEFAULT_DELAY_LEVELS_MS",
+    "DEFAULT_COMMITLOG_FILE_SIZE",
     "DEFAULT_MESSAGE_DELAY_LEVEL",
     "HEAD_MAX_SIZE",
     "SCHEDULE_TOPIC",

@@ -49,7 +49,7 @@ def cq_unit_dtype():
 FILLER_PHY_OFFSET = 0
 FILLER_SIZE = 0x7FFFFFFF
 
-DEFAULT_CQ_FILE_SIZE = 6_000_000  # mappedFileSizeConsumeQueue: 300,000 units
+DEFAULT_CQ_FILE_SIZE = 300_000 * CQ_STORE_UNIT_SIZE  # mappedFileSizeConsumeQueue (MessageStoreConfig)
 
 LONG_MIN = -(2**63)
 

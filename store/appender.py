@@ -61,6 +61,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from formats.commitlog import (
+    DEFAULT_COMMITLOG_FILE_SIZE,
     MAX_TOPIC_LENGTH_V1,
     RECORD_PRELUDE,
     Blank,
@@ -114,7 +115,6 @@ from store.filewrites import (
     write_done,
 )
 from store.indexwriter import list_index_files
-from store.layout import DEFAULT_COMMITLOG_FILE_SIZE
 from store.mappedfile import offset_to_file_name
 from store.storedir import Store
 from store.version import BrokerVersion, version_of_record

@@ -21,8 +21,6 @@ from store.consumequeue import ConsumeQueueStore, is_rocksdb_dir
 from store.mappedfile import MappedFileQueue
 from store.version import BrokerVersion, detect_broker_version, resolve_broker_version
 
-DEFAULT_COMMITLOG_FILE_SIZE = 1024 * 1024 * 1024  # mappedFileSizeCommitLog
-
 
 @dataclass(frozen=True)
 class Setting:
@@ -195,7 +193,6 @@ class StoreLayout:
 
 
 __all__ = [
-    "DEFAULT_COMMITLOG_FILE_SIZE",
     "DelayLevelTable",
     "Setting",
     "StoreLayout",
