@@ -160,3 +160,32 @@ def test_an_empty_delay_level_table(tmp_path: Path) -> None:
     levels = Store.open(store_path("store-a"), load_broker_config(conf)).layout.delay_levels
     assert levels.in_level_order == () and levels.max_level == 0 and levels.delay_ms(1) is None
     assert levels.ms == DEFAULT_DELAY_LEVELS_MS
+
+
+# --- writers on the same Store --------------------------------------------------------------------
+
+
+def test_the_appender_writes_with_the_stores_layout(tmp_path: Path) -> None:
+    from formats.indexfile import IndexGeometry
+    from store.appender import NewMessage
+    from store.consumequeue import ConsumeQueue
+    from store.liveness import hold_store_lock
+
+    root = tmp_path / "store-49a"
+    shutil.copytree(store_path("store-49a"), root)
+    config = expect("store-49a")["config"]
+    store = Store.open(root)
+    before = ConsumeQueue(root, "TopicTest", 1).max_offset
+    clock = iter(range(1_900_000_000_000, 1_900_000_001_000))
+    with hold_store_lock(root), store.appender(now=lambda: next(clock)) as appender:
+        assert appender.store is store and appender.version.major == 4
+        assert appender.file_size == config["mappedFileSizeCommitLog"]
+        assert appender.dispatcher.cq_file_size == config["mappedFileSizeConsumeQueue"]
+        assert appender.dispatcher.index is not None
+        assert appender.dispatcher.index.geometry == IndexGeometry(
+            config["maxHashSlotNum"], config["maxIndexNum"]
+        )
+        result = appender.append(NewMessage("TopicTest", b"via Store.appender", queue_id=1))
+    assert result.queue_offset == before
+    assert ConsumeQueue(root, "TopicTest", 1).max_offset == before + 1
+    assert read_checkpoint(root).physic_msg_timestamp == result.store_timestamp
