@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from formats.errors import MqtoolError
 from store.brokerconf import BrokerConfig
-from store.layout import StoreLayout
 from store.liveness import Liveness, check_liveness
+
+if TYPE_CHECKING:
+    from store.layout import StoreLayout
 
 STORE_MARKERS = ("commitlog", "consumequeue", "index", "config", "checkpoint")
 
@@ -100,6 +103,8 @@ class Store:
     @cached_property
     def layout(self) -> StoreLayout:
         """File sizes, index geometry, delay levels, broker version and backends, resolved once."""
+        from store.layout import StoreLayout
+
         return StoreLayout(self.root, self.broker_config)
 
     # --- parts ----------------------------------------------------------------------------------
