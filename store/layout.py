@@ -2,8 +2,9 @@
 
 A setting is taken as the broker takes it: an explicit value (a command-line flag) first, then
 broker.conf when it sets the key, then what the store's files show, then the broker's default. The
-commitlog's file size is the exception: existing files cannot change size, so they decide. What the
-files show is read once per `StoreLayout` (lazily: a command pays only for what it asks).
+commitlog's file size is the exception: existing files cannot change size, so they decide (the appender
+refuses a different one given or configured). What the files show is read once per `StoreLayout`
+(lazily: a command pays only for what it asks).
 """
 
 from __future__ import annotations
