@@ -1,7 +1,8 @@
 """The 4096-byte StoreCheckpoint file: decode, encode, and the recovery times the broker derives from it.
 
-Layout: `formats.structs.StoreCheckpoint` (FORMATS §6). 4.9.x writes only the first three fields; the
-5.x fields `masterFlushedOffset` / `confirmPhyOffset` read as zero there.
+Layout: `formats.structs.StoreCheckpoint` (the broker's `StoreCheckpoint`: constructor and `flush`). 4.9.x
+writes only the first three fields; the 5.x fields `masterFlushedOffset` / `confirmPhyOffset` read as zero
+there.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """CommitLog records: decode and check them as the broker does, and encode them byte for byte.
 
-Layouts come from `formats.structs.MessageRecord`/`BlankRecord` (FORMATS §2.2-§2.4); this module adds
-the broker's validity check (`CommitLog.checkMessageAndReturnSize`, §2.9), the derived values the
-dispatcher computes (tags code, index keys, §4.3/§5.8) and the writer's filled-in fields (§2.2).
-`decode_record` never raises for bad bytes: it classifies them as a `Torn`/`Corrupt`/`EndOfData` result.
+Layouts come from `formats.structs.MessageRecord`/`BlankRecord` (`MessageExtEncoder.encode`,
+`CommitLog.DefaultAppendMessageCallback.doAppend`); this module adds the broker's validity check
+(`CommitLog.checkMessageAndReturnSize`), the derived values the dispatcher computes (tags code:
+`checkMessageAndReturnSize`; index keys: `IndexService.buildIndex`) and the writer's filled-in fields
+(`doAppend`). `decode_record` never raises for bad bytes: it classifies them as a `Torn`/`Corrupt`/`EndOfData`
+result.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from formats.errors import FormatError
 from formats.javahash import tags_code as _hash_tags
 from formats.javahash import to_int32
 from formats.msgid import create_offset_msg_id, host_str
+from formats.names import SCHEDULE_TOPIC
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_CRC32,
@@ -50,14 +53,16 @@ from formats.structs import (
     TRANSACTION_TYPE_MASK,
     TRANSACTION_TYPE_NAMES,
     MessageRecord,
+    RecordPrelude,
 )
+from formats.twins import struct_twin
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+DEFAULT_COMMITLOG_FILE_SIZE = 1024 * 1024 * 1024  # mappedFileSizeCommitLog
 MAX_TOPIC_LENGTH_V1 = 127  # the writer switches to V2 above this many (UTF-16) characters
 
 # Fast path of `structs.RecordPrelude` (int32 TOTALSIZE, int32 MAGICCODE); property-tested equal.
-_PRELUDE = struct.Struct(">ii")
+RECORD_PRELUDE = struct_twin("RecordPrelude", RecordPrelude, struct.Struct(">ii"))
 # The fixed-width head of MessageRecord (everything before BODYLENGTH), for partial records.
 _HEAD = Struct(*MessageRecord.subcons[: [s.name for s in MessageRecord.subcons].index("body")])
 _ZERO_PROBE = 8  # bytes after a failed record that must be zero for it to count as torn
@@ -78,7 +83,7 @@ def _compiled_record():
 
 
 def crc32_masked(data: bytes) -> int:
-    """`UtilAll.crc32`: CRC-32 with the top bit cleared (FORMATS §0)."""
+    """`UtilAll.crc32`: CRC-32 with the top bit cleared."""
     return zlib.crc32(data) & 0x7FFFFFFF
 
 
@@ -124,7 +129,8 @@ def java_parse_int(text: str) -> int | None:
 
 
 def deliver_tags_code(store_timestamp: int, delay: str, delay_levels: tuple[int, ...]) -> int | None:
-    """Tags code of a SCHEDULE_TOPIC_XXXX record with a DELAY property: its delivery time (§4.3).
+    """Tags code of a SCHEDULE_TOPIC_XXXX record with a DELAY property: its delivery time
+    (`ScheduleMessageService.computeDeliverTimestamp`).
 
     None when the level is <= 0 (the TAGS hash stays). Raises FormatError when DELAY is not an int:
     the broker's check then fails for the whole record.
@@ -241,7 +247,8 @@ class Message:
         return decompress_body(self.body, self.sys_flag)
 
     def tags_code(self, delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS_MS) -> int:
-        """The ConsumeQueue tags code the dispatcher computes (FORMATS §4.3, without CQ-ext)."""
+        """The ConsumeQueue tags code the dispatcher computes (`CommitLog.checkMessageAndReturnSize`, without
+        CQ-ext)."""
         code = _hash_tags(self.tags)
         delay = self.properties.get(PROPERTY_DELAY_TIME_LEVEL)
         if self.topic == SCHEDULE_TOPIC and delay is not None:
@@ -251,7 +258,8 @@ class Message:
         return code
 
     def index_keys(self) -> list[str]:
-        """Keys IndexService indexes (as `topic#key`), in order: UNIQ_KEY, then each KEYS part (§5.8)."""
+        """Keys IndexService indexes (as `topic#key`), in order: UNIQ_KEY, then each KEYS part
+        (`IndexService.buildIndex`)."""
         if self.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return []
         keys = [] if self.uniq_key is None else [self.uniq_key]
@@ -378,7 +386,7 @@ STOPS = (EndOfData, BadRecord)  # results after which the broker's walk does not
 
 def read_prelude(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(TOTALSIZE, MAGICCODE) at `pos`; the caller makes sure 8 bytes are there."""
-    return _PRELUDE.unpack_from(buf, pos)
+    return RECORD_PRELUDE.unpack_from(buf, pos)
 
 
 def decode_head(data: bytes) -> dict[str, Any] | None:
@@ -533,7 +541,7 @@ def decode_record(
 ) -> Record:
     """Classify the bytes at `pos` of one commitlog file (`buf` = the whole file) as the broker does.
 
-    Mirrors `CommitLog.checkMessageAndReturnSize` (FORMATS §2.9): BLANK magic -> `Blank`; zeros ->
+    Mirrors `CommitLog.checkMessageAndReturnSize`: BLANK magic -> `Blank`; zeros ->
     `EndOfData`; any failure (illegal magic, size past the file, body CRC, TOTALSIZE != formula,
     unparsable DELAY on the schedule topic, missing/bad property CRC when forced, V2 magic when
     `accept_v2=False` as for a 4.9.x broker) -> `Torn`/`Corrupt`.
@@ -741,7 +749,7 @@ def build_message(
     """A Message with what the broker fills in on append: BODYCRC, TOTALSIZE, the host V6 bits, and
     the magic (V1 unless the topic is longer than 127 characters). `properties` given as a mapping or
     pairs is encoded (5.x style unless `trailing_separator=False`); bytes are used as they are.
-    `append_prop_crc` adds the 5.2+ `__CRC32#` trailer (enabledAppendPropCRC, FORMATS §2.7).
+    `append_prop_crc` adds the 5.2+ `__CRC32#` trailer (enabledAppendPropCRC, `MessageExtEncoder.encode`).
     """
     if isinstance(properties, bytes | bytearray):
         raw = bytes(properties)
@@ -794,6 +802,7 @@ def build_message(
 
 __all__ = [
     "DEFAULT_DELAY_LEVELS_MS",
+    "DEFAULT_COMMITLOG_FILE_SIZE",
     "DEFAULT_MESSAGE_DELAY_LEVEL",
     "HEAD_MAX_SIZE",
     "SCHEDULE_TOPIC",

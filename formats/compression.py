@@ -1,4 +1,5 @@
-"""Compressed message bodies (FORMATS §2.12): which codec a SYSFLAG names, and decoding it safely.
+"""Compressed message bodies (`MessageSysFlag.getCompressionType`, `MessageDecoder.decode`): which codec a
+SYSFLAG names, and decoding it safely.
 
 The broker stores compressed bodies as the producer sent them; only readers decompress. Codec modules
 (`lz4`, `zstandard`) are imported when first needed, so a missing one costs only those bodies.

@@ -1,7 +1,7 @@
 """ConsumeQueue and ConsumeQueueExt units: decode, encode, fast numpy views, ext addresses, bloom filter.
 
-Layouts come from `formats.structs` (FORMATS §4.2, §4.5); the numpy dtype below is the fast path over a
-whole CQ file and is property-tested against the construct declaration.
+Layouts come from `formats.structs` (`ConsumeQueue.putMessagePositionInfo`, `ConsumeQueueExt.put`); the numpy
+dtype below is the fast path over a whole CQ file and is property-tested against the construct declaration.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 import functools
 import math
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -27,11 +28,16 @@ from formats.structs import (
     ConsumeQueueExtUnit,
     ConsumeQueueUnit,
 )
+from formats.twins import dtype_twin, struct_twin
 
-# --- ConsumeQueue units (FORMATS §4.2) ----------------------------------------------------------
+# --- ConsumeQueue units (ConsumeQueue.putMessagePositionInfo) -------------------------------------
 
 
-# One unit as numpy sees it: packed, big-endian, 20 bytes.
+# One unit as struct sees it (the writer's fast path) and as numpy sees it: packed, big-endian, 20 bytes.
+CQ_UNIT_STRUCT = struct_twin("ConsumeQueueUnit", ConsumeQueueUnit, struct.Struct(">qiq"))
+
+
+@dtype_twin("ConsumeQueueUnit (numpy)", ConsumeQueueUnit)
 @functools.cache
 def cq_unit_dtype():
     import numpy as np
@@ -39,11 +45,11 @@ def cq_unit_dtype():
     return np.dtype([("phyOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
 
 
-# The pre-blank filler written by `ConsumeQueue.fillPreBlank` (FORMATS §4.4).
+# The pre-blank filler written by `ConsumeQueue.fillPreBlank`.
 FILLER_PHY_OFFSET = 0
 FILLER_SIZE = 0x7FFFFFFF
 
-DEFAULT_CQ_FILE_SIZE = 6_000_000  # mappedFileSizeConsumeQueue: 300,000 units
+DEFAULT_CQ_FILE_SIZE = 300_000 * CQ_STORE_UNIT_SIZE  # mappedFileSizeConsumeQueue (MessageStoreConfig)
 
 LONG_MIN = -(2**63)
 
@@ -142,7 +148,7 @@ def to_native(units: np.ndarray, first_queue_offset: int = 0) -> np.ndarray:
     return out
 
 
-# --- ConsumeQueueExt (FORMATS §4.5) -------------------------------------------------------------
+# --- ConsumeQueueExt (ConsumeQueueExt.put / get) --------------------------------------------------
 
 MAX_ADDR = -(2**31) - 1  # Integer.MIN_VALUE - 1L
 MAX_REAL_OFFSET = MAX_ADDR - LONG_MIN  # 9223372034707292159
@@ -244,7 +250,7 @@ def iter_ext_units(data: bytes | memoryview, file: str | None = None) -> Iterato
         position += size
 
 
-# --- Bloom filter of the ext bitmap (FORMATS §4.5) ----------------------------------------------
+# --- Bloom filter of the ext bitmap (BloomFilter.hashTo) ------------------------------------------
 
 DEFAULT_MAX_ERROR_RATE = 20  # maxErrorRateOfBloomFilter, percent
 DEFAULT_EXPECT_CONSUMER_NUM = 32  # expectConsumerNumUseFilter

@@ -1,9 +1,9 @@
 """fastjson 1.x's JSON dialect: parse the broker's config files and write them back byte for byte.
 
 The broker writes `config/*.json` with `JSON.toJSONString(obj, prettyFormat)` of fastjson 1.2.83
-(FORMATS §7.1). That output is not standard JSON: maps with Integer/Long keys are written with bare
-number keys (`{0:231,1:232\n\t\t}`). This module reads that dialect (and compact JSON, which slaves and
-the metrics files use) and writes it exactly as fastjson does.
+(`RemotingSerializable.toJson(obj, prettyFormat)`). That output is not standard JSON: maps with Integer/Long
+keys are written with bare number keys (`{0:231,1:232\n\t\t}`). This module reads that dialect (and compact
+JSON, which slaves and the metrics files use) and writes it exactly as fastjson does.
 
 Python shapes, chosen so that a parse keeps everything the writer needs:
 
@@ -191,7 +191,8 @@ class _Parser:
         self.check_depth(depth, start)
         self.pos += 1
         self.skip_ws()
-        # fastjson writes a List one element per line and Sets/arrays inline (FORMATS §7.1).
+        # fastjson writes a List one element per line and Sets/arrays inline (fastjson 1.2.83
+        # `JSONSerializer`).
         one_per_line = "\n" in self.text[start + 1 : self.pos]
         items: list[Any] = []
         text = self.text
@@ -344,7 +345,8 @@ def dumps(value: Any, pretty: bool = True) -> str:
 
 
 def dumps_pretty(value: Any) -> str:
-    """fastjson's PrettyFormat output: TAB indents, no spaces, no trailing newline (FORMATS §7.1)."""
+    """fastjson's PrettyFormat output: TAB indents, no spaces, no trailing newline
+    (`RemotingSerializable.toJson`)."""
     return dumps(value, pretty=True)
 
 

@@ -1,8 +1,9 @@
 """One IndexFile: header, hash slots, entries, the broker's chain lookup and `putKey`, geometry inference.
 
-Layouts come from `formats.structs` (`IndexHeader`, `IndexSlot`, `IndexEntry`; FORMATS §5). The broker does
-not store its geometry (`maxHashSlotNum`, `maxIndexNum`) in the file; `infer_geometry` recovers it from
-one file's bytes when it is not known from the broker's config (see its docstring for the rule).
+Layouts come from `formats.structs` (`IndexHeader`, `IndexSlot`, `IndexEntry`; `IndexFile`, `IndexHeader`).
+The broker does not store its geometry (`maxHashSlotNum`, `maxIndexNum`) in the file; `infer_geometry`
+recovers it from one file's bytes when it is not known from the broker's config (see its docstring for the
+rule).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from construct import ConstructError
 from formats import structs
 from formats.errors import FormatError
 from formats.javahash import index_key_hash
+from formats.twins import dtype_twin, struct_twin
 
 HEADER_SIZE = structs.INDEX_HEADER_SIZE
 SLOT_SIZE = structs.INDEX_SLOT_SIZE
@@ -31,13 +33,15 @@ DEFAULT_HASH_SLOT_NUM = 5_000_000  # maxHashSlotNum
 DEFAULT_INDEX_NUM = 20_000_000  # maxIndexNum
 
 INT_MAX = 2**31 - 1
-# struct twins of structs.IndexSlot / structs.IndexEntry for the hot lookup path (property-tested equal).
-_SLOT = struct.Struct(">i")
-_ENTRY = struct.Struct(">iqii")
+# struct twins of structs.IndexHeader / IndexSlot / IndexEntry for the hot paths (property-tested equal).
+INDEX_HEADER_STRUCT = struct_twin("IndexHeader", structs.IndexHeader, struct.Struct(">qqqqii"))
+INDEX_SLOT_STRUCT = _SLOT = struct_twin("IndexSlot", structs.IndexSlot, struct.Struct(">i"))
+INDEX_ENTRY_STRUCT = _ENTRY = struct_twin("IndexEntry", structs.IndexEntry, struct.Struct(">iqii"))
 LONG_MAX = 2**63 - 1
 
 
 # One entry as numpy sees it: packed, big-endian, 20 bytes (property-tested against `structs.IndexEntry`).
+@dtype_twin("IndexEntry (numpy)", structs.IndexEntry)
 @functools.cache
 def index_entry_dtype():
     import numpy as np
@@ -96,7 +100,7 @@ DEFAULT_GEOMETRY = IndexGeometry()
 
 @dataclass(frozen=True, slots=True)
 class IndexHeader:
-    """The 40-byte header as stored (FORMATS §5.2)."""
+    """The 40-byte header as stored (`IndexHeader.load` / `updateByteBuffer`)."""
 
     begin_timestamp: int = 0
     end_timestamp: int = 0
@@ -142,7 +146,7 @@ def encode_header(header: IndexHeader) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class IndexEntry:
-    """One entry (FORMATS §5.4), with its 1-based position in the file."""
+    """One entry (`IndexFile.putKey`), with its 1-based position in the file."""
 
     position: int
     key_hash: int
@@ -251,7 +255,7 @@ class IndexFile:
         max_num: int | None,
         out: list[int] | None = None,
     ) -> list[int]:
-        """`IndexFile.selectPhyOffset`: walk the slot chain of `key_hash` newest first (FORMATS §5.9 step 3).
+        """`IndexFile.selectPhyOffset`: walk the slot chain of `key_hash` newest first.
 
         Appends to `out` (shared across files by the caller, as the broker does) and returns it.
         `max_num=None` means no cap. Only the 31-bit hash and the entry's second-granular time are
@@ -324,7 +328,7 @@ class IndexFile:
                 self.geometry.slot_position(slot),
             )
 
-    # --- writing (IndexFile.putKey, FORMATS §5.5) ------------------------------------------------
+    # --- writing (IndexFile.putKey) ---------------------------------------------------------------
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """`IndexFile.putKey` on a bytearray: False when the file is full, as the broker's."""

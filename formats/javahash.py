@@ -1,4 +1,5 @@
-"""Java `String.hashCode` and the IndexFile key hash built on it (FORMATS §0, §5.6)."""
+"""Java `String.hashCode` and the IndexFile key hash built on it (`IndexFile.indexKeyHashMethod`,
+`IndexService.buildKey`)."""
 
 from __future__ import annotations
 

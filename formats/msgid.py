@@ -1,4 +1,5 @@
-"""Message ids (FORMATS §3): offsetMsgId (store host + physical offset) and UNIQ_KEY, plus host text.
+"""Message ids (`MessageDecoder.createMessageId`, `MessageClientIDSetter`): offsetMsgId (store host + physical
+offset) and UNIQ_KEY, plus host text.
 
 Hosts print as `ip:port` or `[ipv6]:port` (compressed IPv6). Hex ids are upper case when created and
 read case-insensitively. Unlike the broker, decoding validates hex digits and length.
@@ -53,7 +54,7 @@ def parse_host(text: str) -> tuple[bytes, int]:
         raise FormatError(f"not a host:port: {text!r} ({exc})") from None
 
 
-# --- offsetMsgId (§3.1) -----------------------------------------------------------------------------
+# --- offsetMsgId (MessageDecoder.createMessageId) -------------------------------------------------
 
 
 class OffsetMsgId(NamedTuple):
@@ -98,11 +99,12 @@ def decode_offset_msg_id(msg_id: str) -> OffsetMsgId:
 
 
 def looks_like_offset_msg_id(msg_id: str) -> bool:
-    """Syntax only: 32 or 56 hex digits. A UNIQ_KEY has the same shape (OPERATIONS §2)."""
+    """Syntax only: 32 or 56 hex digits. A UNIQ_KEY has the same shape (`MessageDecoder.decodeMessageId`,
+    `MessageClientIDSetter`)."""
     return len(msg_id) in (32, 56) and _HEX.issuperset(msg_id)
 
 
-# --- UNIQ_KEY (§3.2) --------------------------------------------------------------------------------
+# --- UNIQ_KEY (MessageClientIDSetter) -------------------------------------------------------------
 
 
 def _month_start(year: int, month: int, tz: tzinfo) -> int:

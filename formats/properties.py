@@ -1,6 +1,8 @@
 """Message PROPERTIES text: the broker's exact reader and writer, and the 5.2+ `__CRC32#` trailer.
 
-FORMATS §2.6 (codec) and §2.7 (property CRC). Pairs are `name \\x01 value`, separated by `\\x02`.
+`MessageDecoder.messageProperties2String` / `string2messageProperties` (codec) and the
+`__CRC32#` trailer of `MessageExtEncoder.encode` (property CRC). Pairs are `name \\x01 value`, separated by
+`\\x02`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ PROPERTY_CRC32 = "__CRC32#"
 # len("__CRC32#") + \x01 + 10 digits + \x02
 CRC32_RESERVED_LEN = 20
 
-# Well-known keys (FORMATS §2.8) that this package interprets.
+# Well-known keys (`MessageConst`) that this package interprets.
 PROPERTY_KEYS = "KEYS"
 PROPERTY_TAGS = "TAGS"
 PROPERTY_UNIQ_KEY = "UNIQ_KEY"
@@ -76,7 +78,7 @@ def encode_properties(
         raise FormatError(f"property text is not encodable as UTF-8: {exc.reason}") from exc
 
 
-# --- property CRC (FORMATS §2.7) ------------------------------------------------------------------
+# --- property CRC (MessageExtEncoder, CommitLog.CRC32_RESERVED_LEN) -------------------------------
 
 
 def crc32_property_value(crc: int) -> str:

@@ -1,4 +1,4 @@
-"""The broker's record check (`CommitLog.checkMessageAndReturnSize`, FORMATS §2.9) with plain struct
+"""The broker's record check (`CommitLog.checkMessageAndReturnSize`) with plain struct
 reads: the fast twin of `formats.commitlog.decode_record`, for walks that only need where the valid data
 ends and a few fixed fields (the CommitLog's recovery walk, `info`, store times).
 
@@ -12,18 +12,18 @@ from __future__ import annotations
 import struct
 import zlib
 
-from formats.commitlog import SCHEDULE_TOPIC, java_parse_int
+from formats.commitlog import RECORD_PRELUDE, SCHEDULE_TOPIC, java_parse_int
 from formats.javahash import to_int32
 from formats.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
+from formats.recordfast import MESSAGE_TO_BORN
 from formats.structs import BLANK_MAGIC, BORNHOST_V6_FLAG, MAGIC_V1, MAGIC_V2, STOREHOSTADDRESS_V6_FLAG
 
-_PRELUDE = struct.Struct(">ii")
+# the registered twins under short local names: the hot loop below reads them per record
+_PRELUDE = RECORD_PRELUDE
+_FIXED = MESSAGE_TO_BORN
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-# TOTALSIZE .. BORNTIMESTAMP (48 bytes): total, magic, bodyCRC, queueId, flag, queueOffset, phys,
-# sysFlag, born
-_FIXED = struct.Struct(">iiiiiqqiq")
 _SCHEDULE_TOPIC = SCHEDULE_TOPIC.encode()
 
 # check_record's fields for an accepted record
@@ -31,7 +31,7 @@ Fields = tuple[int, int, int, int, int, int, bytes]
 
 
 def check_record(buf, n: int, pos: int, check_crc: bool, accept_v2: bool) -> tuple[str, int, Fields | None]:
-    """The broker's check (`checkMessageAndReturnSize`, FORMATS §2.9) on the record at buf[pos:], with
+    """The broker's check (`CommitLog.checkMessageAndReturnSize`) on the record at buf[pos:], with
     struct reads. Returns (status, TOTALSIZE, fields) with status ok / blank / end / bad_magic / truncated /
     size_mismatch / crc_mismatch / bad_property; fields = (queueId, queueOffset, phys, sysFlag, born,
     store, topic bytes) for ok."""

@@ -1,8 +1,9 @@
 """Every binary layout of a RocketMQ broker store, declared once with construct.
 
-This module is the single source of truth for byte layouts (see spec/FORMATS.md). Other modules in
-`formats` interpret these structs (CommitLog records, ConsumeQueue units, IndexFile, StoreCheckpoint,
-timer files); faster read paths elsewhere are property-tested against these declarations.
+This module is the single source of truth for byte layouts; each is cited with the upstream class that
+writes it. Other modules in `formats` interpret these structs (CommitLog records, ConsumeQueue units,
+IndexFile, StoreCheckpoint, timer files); their faster struct/numpy twins live beside them, registered
+with the declaration they mirror (`formats.twins`) and property-tested against it.
 All integers are big-endian and signed, as Java's ByteBuffer writes them.
 """
 
@@ -22,7 +23,7 @@ from construct import (
     this,
 )
 
-# --- CommitLog (FORMATS §2) ---------------------------------------------------------------------
+# --- CommitLog (MessageExtEncoder) ----------------------------------------------------------------
 
 MAGIC_V1 = -626843481  # 0xDAA320A7
 MAGIC_V2 = -626843477  # 0xDAA320AB, 5.1.0+: 2-byte topic length
@@ -31,7 +32,7 @@ MESSAGE_MAGICS = (MAGIC_V1, MAGIC_V2)
 
 END_FILE_MIN_BLANK_LENGTH = 8
 
-# MessageSysFlag bits (FORMATS §2.5)
+# MessageSysFlag bits (common/.../sysflag/MessageSysFlag.java)
 COMPRESSED_FLAG = 0x001
 MULTI_TAGS_FLAG = 0x002
 TRANSACTION_TYPE_MASK = 0x00C
@@ -65,8 +66,8 @@ COMPRESSION_TYPE_NAMES = {0: "zlib", 1: "lz4", 2: "zstd", 3: "zlib"}
 Host4 = Struct("address" / Bytes(4), "port" / Int32sb)
 Host6 = Struct("address" / Bytes(16), "port" / Int32sb)
 
-# A message record (FORMATS §2.2). Host widths follow SYSFLAG bits 0x10/0x20, the topic length
-# width follows the magic code (V1: signed byte, V2: int16).
+# A message record (`MessageExtEncoder.encode`, read by `CommitLog.checkMessageAndReturnSize`). Host widths
+# follow SYSFLAG bits 0x10/0x20, the topic length width follows the magic code (V1: signed byte, V2: int16).
 MessageRecord = Struct(
     "totalSize" / Int32sb,
     "magicCode" / Int32sb,
@@ -100,18 +101,7 @@ RecordPrelude = Struct(
     "magicCode" / Int32sb,
 )
 
-# Client wire format of one item of a batch (MessageDecoder.encodeMessages, FORMATS §2.11); also the
-# BODY of an inner-batch record.
-BatchItem = Struct(
-    "totalSize" / Int32sb,
-    "magicCode" / Int32sb,
-    "bodyCRC" / Int32sb,
-    "flag" / Int32sb,
-    "body" / Prefixed(Int32sb, GreedyBytes),
-    "properties" / Prefixed(Int16sb, GreedyBytes),
-)
-
-# --- ConsumeQueue (FORMATS §4) -------------------------------------------------------------------
+# --- ConsumeQueue (ConsumeQueue.putMessagePositionInfo) -------------------------------------------
 
 CQ_STORE_UNIT_SIZE = 20
 
@@ -121,7 +111,7 @@ ConsumeQueueUnit = Struct(
     "tagsCode" / Int64sb,
 )
 
-# ConsumeQueueExt unit (FORMATS §4.5).
+# ConsumeQueueExt unit (`ConsumeQueueExt.CqExtUnit.write`).
 ConsumeQueueExtUnit = Struct(
     "size" / Int16sb,
     "tagsCode" / Int64sb,
@@ -132,7 +122,7 @@ ConsumeQueueExtUnit = Struct(
 CQ_EXT_MIN_UNIT_SIZE = 20
 CQ_EXT_END_MARKER = -1
 
-# --- IndexFile (FORMATS §5) ----------------------------------------------------------------------
+# --- IndexFile (IndexHeader, IndexFile.putKey) ----------------------------------------------------
 
 INDEX_HEADER_SIZE = 40
 INDEX_SLOT_SIZE = 4
@@ -156,7 +146,7 @@ IndexEntry = Struct(
     "prevIndex" / Int32sb,
 )
 
-# --- StoreCheckpoint (FORMATS §6) ----------------------------------------------------------------
+# --- StoreCheckpoint (StoreCheckpoint.flush) ------------------------------------------------------
 
 CHECKPOINT_FILE_SIZE = 4096
 
@@ -169,7 +159,7 @@ StoreCheckpoint = Struct(
     "rest" / Bytes(CHECKPOINT_FILE_SIZE - 40),
 )
 
-# --- Timer wheel (5.x, FORMATS §9) ---------------------------------------------------------------
+# --- Timer wheel (5.x: TimerWheel, TimerLog, TimerCheckpoint) -------------------------------------
 
 TIMER_LOG_UNIT_SIZE = 52
 TIMER_WHEEL_SLOT_SIZE = 32

@@ -442,8 +442,7 @@ def file_summaries(plan: StorePlan, splits: list[Split], stops: dict[int, SplitS
 
 
 def _delay_levels(store: Store) -> tuple[int, ...]:
-    table = store.broker_config.delay_level_table()
-    return tuple(table[level] for level in sorted(table))
+    return store.layout.delay_levels.in_level_order
 
 
 def store_context(plan: StorePlan, opts: AuditOptions):

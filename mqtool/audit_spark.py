@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from formats.columnar import STATUS_NAMES, STATUS_OK, decode_resync
+from formats.names import DLQ_PREFIX, RETRY_PREFIX
 
 if TYPE_CHECKING:
     from store.checks import ReachableKeys
@@ -63,8 +64,6 @@ QUEUE, RATE, BODY, RETRY, DUP_UNIQ, DUP_KEY, STOP, PROBLEM = range(8)
 KIND_NAMES = ("queue", "rate", "body", "retry", "dup_uniq", "dup_key", "stop", "problem")
 NO_STOP = -1  # STOP row of a split whose records all passed (it ends at a record boundary)
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 
 SPLIT_FIELDS = (
     ("seq", pa.int32(), "int"),

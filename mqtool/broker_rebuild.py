@@ -27,7 +27,7 @@ from formats.properties import (
 from formats.structs import CQ_STORE_UNIT_SIZE
 from store.consumequeue import native_unit_dtype
 from store.storedir import Store
-from store.version import BrokerVersion, resolve_broker_version
+from store.version import BrokerVersion
 
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
@@ -97,7 +97,7 @@ def broker_major(store: Store, given: int | None = None) -> BrokerVersion:
     if given is not None and given not in (4, 5):
         raise BrokerVersionError(f"--broker-version must be 4 or 5, not {given}")
     record = None if given is not None else _newest_broker_rebuilt(store)
-    return resolve_broker_version(store.root, given, record)
+    return store.layout.broker_version(given, record)
 
 
 def read_message_or_none(store: Store, phy_offset: int, size: int) -> Message | None:

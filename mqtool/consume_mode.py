@@ -19,16 +19,15 @@ from typing import Any
 
 from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
 from formats.errors import MqtoolError
+from formats.names import DLQ_PREFIX, RETRY_PREFIX
 from mqtool.offset_reset import StoreCatalog, check_writable
 from mqtool.progress import is_system_group
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.safety import warn, write_guard
 from store.storedir import Store
-from store.version import BrokerVersion, resolve_broker_version
+from store.version import BrokerVersion
 
 REQUEST_MODE_FILE = "messageRequestMode.json"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 MODES = ("PULL", "POP")
 DEFAULT_MODE = "PULL"  # BrokerConfig.defaultMessageRequestMode
 
@@ -162,11 +161,11 @@ def consume_modes(
     """Rows for every entry of messageRequestMode.json and every topic@group of consumerOffset.json
     (defaults, PULL), filtered by group/topic; a named pair without either gets its default row."""
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store.root, broker_version)
+    version = store.layout.broker_version(broker_version)
     ctx = _Context(store, catalog)
     out = ConsumeModes([], version, list(catalog.notes))
     table = MessageRequestModeTable()
-    if version.major == 4:
+    if not version.has_consume_mode_switch:
         out.notes.append("4.9.x broker: there is no consume-mode switch, every consumer pulls (PULL)")
     else:
         loaded = store.config(REQUEST_MODE_FILE).load()
@@ -246,8 +245,8 @@ def plan_consume_mode(
 ) -> ConsumeModeChange:
     """Check a setConsumeMode as the 5.x broker does and say what would change. Read-only."""
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store.root, broker_version)
-    if version.major == 4:
+    version = store.layout.broker_version(broker_version)
+    if not version.has_consume_mode_switch:
         raise ConsumeModeError(
             f"this store is from a 4.9.x broker ({version.reason}): 4.9 has no consume-mode switch "
             "(messageRequestMode.json and setConsumeMode are 5.x only); use --broker-version 5 if the broker "

@@ -30,6 +30,7 @@ import numpy as np
 from formats.commitlog import Message, build_message, java_length, java_parse_int
 from formats.consumequeue import is_ext_address
 from formats.errors import FormatError, MqtoolError
+from formats.names import SCHEDULE_TOPIC
 from formats.properties import (
     CRC32_RESERVED_LEN,
     PROPERTY_REAL_QUEUE_ID,
@@ -52,10 +53,10 @@ from mqtool.broker_rebuild import (
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
 from store.filewrites import crash_point
+from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
 from store.version import BrokerVersion
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TIMER_TOPIC = "rmq_sys_wheel_timer"
 DELAY_OFFSET = "delayOffset.json"
 
@@ -87,26 +88,8 @@ class DelayError(MqtoolError):
 # Levels and progress
 
 
-@dataclass(frozen=True)
-class DelayLevels:
-    """The messageDelayLevel table in use: level (1-based) -> delay in ms."""
-
-    table: dict[int, int]
-    text: str
-    source: str  # "default" or "broker-config"
-
-    @property
-    def max_level(self) -> int:
-        return max(self.table) if self.table else 0
-
-    def delay_ms(self, level: int) -> int | None:
-        return self.table.get(level)
-
-
 def delay_levels(store: Store) -> DelayLevels:
-    cfg = store.broker_config
-    source = "broker-config" if "messageDelayLevel" in cfg.explicit else "default"
-    return DelayLevels(cfg.delay_level_table(), cfg.messageDelayLevel, source)
+    return store.layout.delay_levels
 
 
 @dataclass

@@ -41,7 +41,7 @@ from store.config import LoadedConfig
 from store.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
 from store.filewrites import crash_point
 from store.storedir import Store
-from store.version import BrokerVersion, resolve_broker_version
+from store.version import BrokerVersion
 
 CONSUMER_OFFSET = "consumerOffset.json"
 JAVA_LONG_MAX = 2**63 - 1
@@ -284,7 +284,7 @@ def plan_reset(
     the 4.9.x time search. Read-only.
     """
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store.root, broker_version)
+    version = store.layout.broker_version(broker_version)
     plan = ResetPlan([], target, version)
     plan.warnings.extend(catalog.notes)
     if target.kind == "time" and version.major == 4 and target.boundary is not None:
@@ -402,17 +402,7 @@ def _ranges(ids: Sequence[int]) -> str:
 
 
 def _queue_min(cq: ConsumeQueue, version: BrokerVersion) -> int:
-    return cq.min_offset_v4 if version.major == 4 else cq.min_offset
-
-
-def _cq_mtimes(cq: ConsumeQueue, recorded: Mapping[str, int] | None) -> list[int] | None:
-    if recorded is None:
-        return None
-    out = []
-    for f in cq.live_files:
-        key = f"{cq.topic}/{cq.queue_id}/{f.name}"
-        out.append(recorded[key] if key in recorded else f.path.stat().st_mtime_ns // 1_000_000)
-    return out
+    return cq.min_offset_of(version.major)
 
 
 def offset_by_time(
@@ -425,9 +415,7 @@ def offset_by_time(
 ) -> int:
     """The broker's `getOffsetInQueueByTime` of the given version (LOWER unless `boundary`)."""
     try:
-        if version.major == 4:
-            return cq.offset_in_queue_by_time_v4(timestamp, store_time, _cq_mtimes(cq, cq_file_mtimes))
-        return cq.offset_in_queue_by_time(timestamp, store_time, boundary or "lower")
+        return cq.offset_by_time(version.major, timestamp, store_time, boundary, cq_file_mtimes)
     except MqtoolError as exc:
         raise ResetPlanError(
             f"{cq.topic}/{cq.queue_id}: time search failed: {exc.message}", exc.file, exc.offset
@@ -655,7 +643,7 @@ def plan_from_file(
     """A plan from a CSV plan file (see `read_plan_file`), validated against the store as `plan_reset`."""
     wanted = read_plan_file(path, default_group)
     catalog = StoreCatalog.load(store)
-    version = resolve_broker_version(store.root, broker_version)
+    version = store.layout.broker_version(broker_version)
     plan = ResetPlan([], None, version, source=str(path))
     plan.warnings.extend(catalog.notes)
     times = store_time or store_time_of(store)

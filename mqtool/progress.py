@@ -26,25 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formats.errors import MqtoolError
+from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX
 from store.storedir import Store
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 # MixAll's built-in groups: left out of the "no committed offset" rows unless asked for by name.
-SYSTEM_GROUPS = frozenset(
-    {
-        "TOOLS_CONSUMER",
-        "FILTERSRV_CONSUMER",
-        "__MONITOR_CONSUMER",
-        "CLIENT_INNER_PRODUCER",
-        "SELF_TEST_C_GROUP",
-        "CID_ONS-HTTP-PROXY",
-        "CID_ONSAPI_PERMISSION",
-        "CID_ONSAPI_OWNER",
-        "CID_ONSAPI_PULL",
-    }
-)
-SYSTEM_GROUP_PREFIXES = ("CID_RMQ_SYS_",)
+SYSTEM_GROUPS = BUILTIN_GROUPS
+SYSTEM_GROUP_PREFIXES = (SYSTEM_GROUP_PREFIX,)
 
 STATES = ("ok", "behind-min", "beyond-max", "no-queue", "no-offset", "no-committed-offset")
 

@@ -22,7 +22,6 @@ import base64
 import heapq
 import json
 import re
-import struct
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -116,12 +115,6 @@ def check_topic(store: Store, topic: str) -> None:
             f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store",
             str(store.root),
         )
-
-
-# --- index lookups -------------------------------------------------------------------------------
-
-_SLOT = struct.Struct(">i")
-_ENTRY = struct.Struct(">iqii")  # keyHash, phyOffset, timeDiff, prevIndex (FORMATS §5.4)
 
 
 # --- index coverage ------------------------------------------------------------------------------

@@ -25,14 +25,13 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
-from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
-from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry, oversized_index
+from formats.indexfile import IndexGeometry, oversized_index
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 from mqtool.safety import warn, write_guard
 from store.config import ConfigFile
 from store.consumequeue import is_rocksdb_dir
-from store.dispatch import delay_levels_ms, existing_cq_file_size, existing_index_geometry
+from store.layout import Setting
 from store.rebuild import (
     DIRECTORIES,
     BuildResult,
@@ -45,19 +44,12 @@ from store.rebuild import (
     prepare_staging,
 )
 from store.storedir import Store
-from store.version import detect_broker_version
 
 TARGETS = ("cq", "index", "all")
 
 
 class RebuildRefused(MqtoolError):
     """A rebuild mqtool will not do on this store."""
-
-
-@dataclass
-class Setting:
-    value: int
-    source: str
 
 
 @dataclass
@@ -159,32 +151,16 @@ def resolve_settings(
     index_num: int | None = None,
 ) -> tuple[Setting, Setting, Setting, list[str]]:
     """(mappedFileSizeConsumeQueue, maxHashSlotNum, maxIndexNum) with where each came from."""
-    notes: list[str] = []
     cfg = store.broker_config
-
-    def pick(flag: int | None, flag_name: str, key: str, found: int | None, default: int) -> Setting:
-        if flag is not None:
-            if flag <= 0:
-                raise RebuildRefused(f"{flag_name} must be positive")
-            return Setting(flag, flag_name)
-        if key in cfg.explicit:
-            return Setting(getattr(cfg, key), "broker.conf")
-        if found is not None:
-            return Setting(found, "current files")
-        return Setting(default, "broker default")
-
-    found_cq = existing_cq_file_size(store.root)
-    try:
-        geometry = existing_index_geometry(store.root)
-    except MqtoolError as exc:
-        geometry = None
-        notes.append(f"index geometry not readable from the current files ({exc})")
-    cq = pick(cq_file_size, "--mapped-file-size-consume-queue", "mappedFileSizeConsumeQueue", found_cq,
-              DEFAULT_CQ_FILE_SIZE)  # fmt: skip
-    slots = pick(hash_slot_num, "--max-hash-slot-num", "maxHashSlotNum",
-                 geometry.hash_slot_num if geometry else None, DEFAULT_HASH_SLOT_NUM)  # fmt: skip
-    num = pick(index_num, "--max-index-num", "maxIndexNum", geometry.index_num if geometry else None,
-               DEFAULT_INDEX_NUM)  # fmt: skip
+    flags = {"--mapped-file-size-consume-queue": cq_file_size, "--max-hash-slot-num": hash_slot_num,
+             "--max-index-num": index_num}  # fmt: skip
+    for flag_name, flag in flags.items():
+        if flag is not None and flag <= 0:
+            raise RebuildRefused(f"{flag_name} must be positive")
+    cq = store.layout.cq_file_size(cq_file_size, "--mapped-file-size-consume-queue")
+    slots, num, notes = store.layout.index_settings(
+        hash_slot_num, "--max-hash-slot-num", index_num, "--max-index-num"
+    )
     if cq.value % 20:
         where = {"current files": str(store.root / "consumequeue"), "broker.conf": cfg.source}
         raise RebuildRefused(
@@ -266,10 +242,10 @@ def rebuild(
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
     _refuse_unsupported(store, do_cq)
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
-    version = detect_broker_version(store.root)
+    version = store.layout.detected_version
     version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"
     clock = now or (lambda: int(time.time() * 1000))
-    delay_levels = delay_levels_ms(store.broker_config.delay_level_table())
+    delay_levels = store.layout.delay_levels.ms
     with write_guard(store, execute, note=note) as may_write:
         scratch: Path | None = None
         if may_write:

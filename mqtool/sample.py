@@ -61,6 +61,7 @@ from formats.configs import (
 )
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry
+from formats.names import INIT_SUBSCRIPTION_GROUPS, SCHEDULE_TOPIC
 from store.appender import CommitLogAppender, NewMessage
 from store.config import ConfigFile
 from store.filewrites import TMP_PREFIX, fsync_dir
@@ -70,7 +71,7 @@ DEFAULT_MESSAGES = 10_000
 DEFAULT_SEED = 20240601
 DEFAULT_START_TIME = 1_717_200_000_000  # 2024-06-01T00:00:00Z
 DEFAULT_FILE_SIZE = 1024 * 1024
-DEFAULT_CQ_FILE_SIZE = 6000  # 300 units: several files per busy queue
+SAMPLE_CQ_FILE_SIZE = 6000  # 300 units: several files per busy queue
 DEFAULT_HASH_SLOT_NUM = 4096
 DEFAULT_INDEX_NUM = 16_000
 DEFAULT_PRODUCERS = 3
@@ -79,7 +80,6 @@ CLIENT_MACHINES = 64  # where producers that connect per message run (--producer
 BROKER_NAME = "broker-a"
 CLUSTER = "DefaultCluster"
 STORE_HOST = (bytes([192, 168, 0, 10]), 10911)
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_GROUP = "CID_RMQ_SYS_TRANS"
@@ -109,16 +109,7 @@ SYSTEM_TOPICS_5 = (
     ("OFFSET_MOVED_EVENT", 1, 6, False),
 )
 SYSTEM_TOPICS_4 = tuple(t for t in SYSTEM_TOPICS_5 if not t[0].startswith("rmq_sys_"))
-SYSTEM_GROUPS = (
-    "SELF_TEST_C_GROUP",
-    "CID_ONSAPI_OWNER",
-    "CID_ONSAPI_PERMISSION",
-    TRANS_GROUP,
-    "TOOLS_CONSUMER",
-    "CID_ONS-HTTP-PROXY",
-    "FILTERSRV_CONSUMER",
-    "CID_ONSAPI_PULL",
-)
+SYSTEM_GROUPS = INIT_SUBSCRIPTION_GROUPS
 
 
 class SampleError(MqtoolError):
@@ -133,7 +124,7 @@ class SampleOptions:
     messages: int = DEFAULT_MESSAGES
     seed: int = DEFAULT_SEED
     file_size: int = DEFAULT_FILE_SIZE
-    cq_file_size: int = DEFAULT_CQ_FILE_SIZE
+    cq_file_size: int = SAMPLE_CQ_FILE_SIZE
     hash_slot_num: int = DEFAULT_HASH_SLOT_NUM
     index_num: int = DEFAULT_INDEX_NUM
     version: int = 5

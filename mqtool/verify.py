@@ -64,8 +64,7 @@ class VerifyReport:
 
 
 def _delay_levels(store: Store) -> tuple[int, ...]:
-    table = store.broker_config.delay_level_table()
-    return tuple(table[level] for level in sorted(table))
+    return store.layout.delay_levels.in_level_order
 
 
 def verify_store(

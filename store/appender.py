@@ -1,11 +1,11 @@
 """Append messages to a stopped broker's commitlog with the broker's rules, and dispatch them like it.
 
 `CommitLogAppender` is `CommitLog.asyncPutMessage` + `DefaultAppendMessageCallback.doAppend` offline
-(FORMATS §2.2-§2.4, §2.10; OPERATIONS §9.4):
+(`MessageExtEncoder.encode`; what the broker does next: `DefaultMessageStore.recover`):
 
 * the append position is the valid end the broker's recovery finds (walking from the third-from-last
-  file, FORMATS §2.9); a torn or corrupt tail is refused ("run the broker's recovery first"), bytes
-  after the end of the last file are zeroed, files after it must be empty pre-allocated files;
+  file, `CommitLog.recoverNormally`); a torn or corrupt tail is refused ("run the broker's recovery first"),
+  bytes after the end of the last file are zeroed, files after it must be empty pre-allocated files;
 * QUEUEOFFSET = the ConsumeQueue max offset of the queue (then +1 per message), 0 for PREPARED /
   ROLLBACK records (not dispatched to a ConsumeQueue); PHYSICALOFFSET = the append position;
   STORETIMESTAMP = max(now, the last store time) so store times never go backwards; STOREHOST = the
@@ -17,16 +17,17 @@
   offset 0 of a new full-size sparse file named by the next start offset; the file size comes from the
   existing files (or the given/`broker.conf` `mappedFileSizeCommitLog`).
 
-Store version (4.9.x vs 5.x): `store.version.detect_broker_version`, with the last record as evidence;
-unknown (an empty new store) counts as 5 unless given.
+Settings (file sizes, index geometry, delay levels, store version) come from the store's layout
+(`Store.layout`, `store.layout.StoreLayout`); the version takes the last record as further evidence, and
+unknown (an empty new store) counts as 5 unless given. `Store.appender()` builds one.
 
 What the broker does with our records at its next start, and why the write order below is safe:
 
 * The broker never learns about records from the files alone on every version: 4.9.x dispatches
   everything after the ConsumeQueues' end at start, 5.0-5.3.1 dispatch nothing, 5.3.2-5.3.3 all but
-  the first record after that end (`>` instead of `>=`, OPERATIONS §9.4). So we write the ConsumeQueue
-  units and index entries ourselves, byte-identical to the broker's dispatch (`store.dispatch`); after
-  a complete run every version finds a consistent store and dispatches nothing (no duplicates: the CQ
+  the first record after that end (`>` instead of `>=` in `DefaultMessageStore.recover`). So we write the
+  ConsumeQueue units and index entries ourselves, byte-identical to the broker's dispatch (`store.dispatch`);
+  after a complete run every version finds a consistent store and dispatches nothing (no duplicates: the CQ
   end equals the commitlog end, so 4.9.x/5.3.x start dispatching exactly at the end).
 * While we write, an `abort` file exists (created before the first byte, removed after the last
   fsync). If we are killed at any point, the broker therefore runs its abnormal recovery: it starts
@@ -39,7 +40,7 @@ What the broker does with our records at its next start, and why the write order
 * Write order per batch: commitlog records (fsync) -> ConsumeQueue units (fsync) -> index (fsync) ->
   checkpoint (fsync). Before the index phase the checkpoint's indexMsgTimestamp is raised to the end
   time the index will have: after a crash the broker deletes index files ending after that time
-  (FORMATS §5.7), which would lose older entries; our files are fsynced, so keeping them is right.
+  (`IndexService.load`), which would lose older entries; our files are fsynced, so keeping them is right.
   The last index file is updated copy-on-write (temporary copy + atomic rename), so it is the old or
   the new file, never half-written. At the end physicMsgTimestamp / logicsMsgTimestamp = our last
   store time and indexMsgTimestamp = the index's end time.
@@ -60,26 +61,28 @@ from datetime import tzinfo
 from pathlib import Path
 
 from formats.commitlog import (
+    DEFAULT_COMMITLOG_FILE_SIZE,
     MAX_TOPIC_LENGTH_V1,
+    RECORD_PRELUDE,
     Blank,
     Message,
     build_message,
-    crc32_masked,
     decode_record,
     encode_message,
     java_length,
     message_length,
 )
-from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry
 from formats.msgid import create_offset_msg_id
+from formats.names import RETRY_PREFIX
 from formats.properties import (
     PROPERTY_KEYS,
     PROPERTY_UNIQ_KEY,
     decode_properties,
     encode_properties,
 )
+from formats.recordfast import encode_record
 from formats.structs import (
     BLANK_MAGIC,
     BORNHOST_V6_FLAG,
@@ -92,18 +95,13 @@ from formats.structs import (
     TRANSACTION_TYPE_MASK,
 )
 from store.brokerconf import BrokerConfig
+from store.checkpoint import read_checkpoint, write_checkpoint
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueueStore
 from store.dispatch import (
-    Dispatcher,
     DispatchRequest,
-    delay_levels_ms,
     dispatch_tags_code,
-    existing_cq_file_size,
-    existing_index_geometry,
     iter_dispatch,
-    read_checkpoint,
-    write_checkpoint,
 )
 from store.filewrites import (
     FileSet,
@@ -118,12 +116,11 @@ from store.filewrites import (
 )
 from store.indexwriter import list_index_files
 from store.mappedfile import offset_to_file_name
-from store.version import BrokerVersion, detect_broker_version, version_of_record
+from store.storedir import Store
+from store.version import BrokerVersion, version_of_record
 
-DEFAULT_COMMITLOG_FILE_SIZE = 1024 * 1024 * 1024
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # maxMessageSize: the broker's limit on BODY
 MAX_TOPIC_BYTES = 255  # HookUtils: no topic longer than this is stored
-RETRY_PREFIX = "%RETRY%"
 DEFAULT_STORE_HOST = (bytes([127, 0, 0, 1]), 10911)
 DEFAULT_BATCH_BYTES = 64 * 1024 * 1024
 
@@ -138,68 +135,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# --- the store's broker version -------------------------------------------------------------------
-
-
-# --- encoding -------------------------------------------------------------------------------------
-
-_HEADS: dict[tuple[int, int], struct.Struct] = {}
-_I16 = struct.Struct(">h")
-_BLANK = struct.Struct(">ii")
-
-
-def _head(born_len: int, store_len: int) -> struct.Struct:
-    key = (born_len, store_len)
-    head = _HEADS.get(key)
-    if head is None:
-        head = struct.Struct(f">iiiiiqqiq{born_len}siq{store_len}siiqi")
-        _HEADS[key] = head
-    return head
-
-
-def encode_record(
-    *,
-    topic: bytes,
-    magic: int,
-    body: bytes,
-    properties: bytes,
-    queue_id: int,
-    flag: int,
-    queue_offset: int,
-    physical_offset: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_host: Host,
-    store_timestamp: int,
-    store_host: Host,
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-    total_size: int | None = None,
-) -> bytes:
-    """The record bytes `MessageExtEncoder` writes: a struct fast path of `formats.commitlog.encode_message`
-    (tested equal to it). `sys_flag` must already carry the host V6 bits."""
-    total = total_size or message_length(sys_flag, len(body), len(topic), len(properties), magic)
-    head = _head(len(born_host[0]), len(store_host[0])).pack(
-        total,
-        magic,
-        crc32_masked(body),
-        queue_id,
-        flag,
-        queue_offset,
-        physical_offset,
-        sys_flag,
-        born_timestamp,
-        born_host[0],
-        born_host[1],
-        store_timestamp,
-        store_host[0],
-        store_host[1],
-        reconsume_times,
-        prepared_transaction_offset,
-        len(body),
-    )
-    topic_len = bytes((len(topic),)) if magic == MAGIC_V1 else _I16.pack(len(topic))
-    return b"".join((head, body, topic_len, topic, _I16.pack(len(properties)), properties))
+_BLANK = RECORD_PRELUDE  # TOTALSIZE, BLANK_MAGIC
 
 
 # --- the appender ---------------------------------------------------------------------------------
@@ -266,7 +202,7 @@ class CommitLogAppender:
 
     def __init__(
         self,
-        root: Path | str,
+        store: Store | Path | str,
         *,
         file_size: int | None = None,
         store_host: Host | None = None,
@@ -282,13 +218,17 @@ class CommitLogAppender:
         batch_bytes: int = DEFAULT_BATCH_BYTES,
         append_prop_crc: bool | None = None,
     ) -> None:
-        self.root = Path(root)
+        if not isinstance(store, Store):
+            store = Store(Path(store), broker_config or BrokerConfig())
+        self.store = store
+        layout = store.layout
+        self.root = store.root
         self.now = now or now_ms
         self.zone = zone
         self.dispatching = dispatch
         self.batch_bytes = batch_bytes
-        config = broker_config or BrokerConfig()
-        self.delay_levels = delay_levels_ms(config.delay_level_table())
+        config = store.broker_config
+        self.delay_levels = layout.delay_levels.ms
         self.append_prop_crc = config.enabledAppendPropCRC if append_prop_crc is None else append_prop_crc
         self._abort_created = False
         self._committed_once = False
@@ -304,10 +244,8 @@ class CommitLogAppender:
         self.commitlog_dir = self.root / "commitlog"
         commitlog = CommitLog.open(self.root)
         try:
-            existing = commitlog.file_size
-            wanted = file_size or (
-                config.mappedFileSizeCommitLog if "mappedFileSizeCommitLog" in config.explicit else None
-            )
+            existing = layout.commitlog_file_size_on_disk
+            wanted = file_size or layout.configured("mappedFileSizeCommitLog")
             if existing and wanted and existing != wanted:
                 raise AppendError(
                     f"commitlog files are {existing} bytes, not the {wanted} given", str(self.commitlog_dir)
@@ -316,11 +254,11 @@ class CommitLogAppender:
             if self.file_size < 4096:
                 raise AppendError(f"commitlog file size {self.file_size} is too small")
             # a 4.9.x broker stops at a V2 record (illegal magic): walk as it would
-            pre = version or getattr(detect_broker_version(self.root), "major", None)
+            pre = version or getattr(layout.detected_version, "major", None)
             tail = self._scan_tail(commitlog, accept_v2=pre != 4)
         finally:
             commitlog.close()
-        detected = detect_broker_version(self.root, tail.last_message)
+        detected = layout.detect_version(tail.last_message)
         if version is not None:
             if detected is not None and detected.major != version:
                 self.warnings.append(
@@ -343,35 +281,20 @@ class CommitLogAppender:
         self.appended = 0
         self.results: list[AppendResult] = []
         self.keep_results = True
-        geometry = index_geometry or (
-            IndexGeometry(config.maxHashSlotNum, config.maxIndexNum)
-            if {"maxHashSlotNum", "maxIndexNum"} & config.explicit
-            else None
-        )
-        on_disk = existing_index_geometry(self.root)
+        geometry = index_geometry or layout.configured_index_geometry
+        on_disk = layout.index_geometry_on_disk
         if geometry is not None and on_disk is not None and geometry != on_disk:
             raise AppendError(
                 f"index files have maxHashSlotNum {on_disk.hash_slot_num} / maxIndexNum {on_disk.index_num}, "
                 f"not the {geometry.hash_slot_num} / {geometry.index_num} given",
                 str(self.root / "index"),
             )
-        cq_size = (
-            cq_file_size
-            or (
-                config.mappedFileSizeConsumeQueue if "mappedFileSizeConsumeQueue" in config.explicit else None
-            )
-            or existing_cq_file_size(self.root)
-            or DEFAULT_CQ_FILE_SIZE
-        )
-        self.dispatcher = Dispatcher(
-            self.root / "consumequeue",
-            self.root / "index",
-            cq_file_size=cq_size,
+        self.dispatcher = store.dispatcher(
+            cq_file_size=cq_file_size or None,
             index_geometry=geometry or on_disk,
             now_ms=self.now,
             zone=zone,
             copy_on_write=copy_on_write_index,
-            scratch=self.root,
         )
         self._check_dispatched(tail)
 

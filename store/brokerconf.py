@@ -10,12 +10,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.commitlog import java_parse_int
+from formats.commitlog import DEFAULT_COMMITLOG_FILE_SIZE, DEFAULT_MESSAGE_DELAY_LEVEL, java_parse_int
+from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
-from formats.indexfile import oversized_index
+from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, oversized_index
 from formats.structs import CQ_STORE_UNIT_SIZE
-
-DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # Sizes and counts the store's layout is computed from: zero or less is not a layout.
@@ -30,10 +29,10 @@ _KEY_END = re.compile(r"[=: \t\f]")
 class BrokerConfig:
     """Store-relevant broker settings, with the 5.3.3 defaults (MessageStoreConfig)."""
 
-    mappedFileSizeCommitLog: int = 1024 * 1024 * 1024
-    mappedFileSizeConsumeQueue: int = 300_000 * 20
-    maxHashSlotNum: int = 5_000_000
-    maxIndexNum: int = 5_000_000 * 4
+    mappedFileSizeCommitLog: int = DEFAULT_COMMITLOG_FILE_SIZE
+    mappedFileSizeConsumeQueue: int = DEFAULT_CQ_FILE_SIZE
+    maxHashSlotNum: int = DEFAULT_HASH_SLOT_NUM
+    maxIndexNum: int = DEFAULT_INDEX_NUM
     messageDelayLevel: str = DEFAULT_MESSAGE_DELAY_LEVEL
     storePathRootDir: str | None = None
     transactionCheckMax: int = 15

@@ -1,7 +1,7 @@
 """CommitLog: the `commitlog/` mapped-file queue read record by record, as the broker's recovery walks it.
 
-Walking follows FORMATS §2.10: a BLANK record moves on to the next file, and the first record that
-fails the broker's check (zeros, torn, corrupt) ends the walk; it is yielded last, so callers can
+Walking follows `CommitLog.recoverNormally`: a BLANK record moves on to the next file, and the first record
+that fails the broker's check (zeros, torn, corrupt) ends the walk; it is yielded last, so callers can
 say "the broker's recovery would truncate here". Where only the end (and the last record's fixed
 fields) matter, `walk_end` walks the same chain with struct reads (`formats.recordcheck`), many times
 faster than decoding every record. Read-only.

@@ -1,10 +1,10 @@
 """The files under `<root>/config/`: load them as `ConfigManager.load` does, write them atomically.
 
-Loading (FORMATS §7.4): read `<f>`; missing, empty or undecodable -> read `<f>.bak`; an undecodable
-`.bak` makes the broker's start fail; no usable file at all -> empty tables. The result says which file
-was used and why. Writing: `atomic_write` (temp file + fsync, previous content copied to `<f>.bak`
-atomically, `os.replace`, directory fsync), so `<f>` is never torn or empty, unlike the broker's own
-in-place writes.
+Loading (`ConfigManager.load`, written by `MixAll.string2File`): read `<f>`; missing, empty or undecodable ->
+read `<f>.bak`; an undecodable `.bak` makes the broker's start fail; no usable file at all -> empty tables.
+The result says which file was used and why. Writing: `atomic_write` (temp file + fsync, previous content
+copied to `<f>.bak` atomically, `os.replace`, directory fsync), so `<f>` is never torn or empty, unlike the
+broker's own in-place writes.
 """
 
 from __future__ import annotations

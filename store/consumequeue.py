@@ -1,6 +1,6 @@
 """ConsumeQueue files of a store: min/max offsets as the broker computes them, units, search by time.
 
-`ConsumeQueue` reads `consumequeue/<topic>/<queueId>/` (FORMATS §4) the way `ConsumeQueue.recover()` and
+`ConsumeQueue` reads `consumequeue/<topic>/<queueId>/` the way `ConsumeQueue.recover()` and
 `correctMinOffset()` see it at start-up; `ConsumeQueueStore` lists and opens the queues of a store.
 Commitlog facts come from outside: its min offset (the first commitlog file's name unless given) and a
 `store_time_of(phy_offset, size)` callback that returns a record's STORETIMESTAMP or -1 when the record is
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 import functools
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -55,7 +55,7 @@ class BrokerQueryError(MqtoolError):
     """Input on which the broker's own code would throw instead of answering."""
 
 
-def _java_div(a: int, b: int) -> int:
+def java_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
 
@@ -66,7 +66,7 @@ def read_commitlog_min_offset(root: Path | str) -> int:
 
 
 def is_rocksdb_dir(directory: Path) -> bool:
-    """A RocksDB database directory (FORMATS §4.7): CURRENT / MANIFEST-* / OPTIONS-* files."""
+    """A RocksDB database directory (`RocksDBConsumeQueueStore`): CURRENT / MANIFEST-* / OPTIONS-* files."""
     if not directory.is_dir():
         return False
     if (directory / "CURRENT").is_file():
@@ -131,7 +131,7 @@ class ConsumeQueue:
         """Every unit slot of one file (zero-copy, big-endian `CQ_UNIT_DTYPE`)."""
         return units_view(f.buffer(), str(f.path))
 
-    # --- max / min offsets (FORMATS §4.4) ---------------------------------------------------------
+    # --- max / min offsets (ConsumeQueue.recover, correctMinOffset) -------------------------------
 
     @cached_property
     def max_offset(self) -> int:
@@ -248,7 +248,7 @@ class ConsumeQueue:
         for q, phy, size, tags in self.units(start, end).tolist():
             yield q, CqUnit(phy, size, tags)
 
-    # --- search by time (OPERATIONS §4.2) ----------------------------------------------------------
+    # --- search by time (ConsumeQueue.getOffsetInQueueByTime) -------------------------------------
 
     def _read(self, f: MappedFile, position: int, limit: int) -> tuple[int, int]:
         if not 0 <= position <= limit - UNIT:
@@ -263,102 +263,10 @@ class ConsumeQueue:
     def offset_in_queue_by_time(
         self, timestamp: int, store_time_of: StoreTimeOf, boundary: Boundary = "lower"
     ) -> int:
-        """5.1.1+ `getOffsetInQueueByTime(timestamp, boundaryType)`, clamped to [min, max] as the store does.
+        """5.1.1+ `getOffsetInQueueByTime(timestamp, boundaryType)`; see `cq_timesearch.offset_by_time_v5`."""
+        from store.cq_timesearch import offset_by_time_v5
 
-        LOWER (every reset path): the first queue offset stored at or after `timestamp`; UPPER: the last
-        one stored at or before it.
-        """
-        if boundary not in ("lower", "upper"):
-            raise ValueError(f"unknown boundary {boundary!r}")
-        result = self._search_by_time(timestamp, store_time_of, boundary)
-        return min(max(result, self.min_offset), self.max_offset)
-
-    def _file_by_time(
-        self, timestamp: int, store_time_of: StoreTimeOf, boundary: Boundary
-    ) -> MappedFile | None:
-        """`MappedFileQueue.getConsumeQueueMappedFileByTime`."""
-        files = self.live_files
-        if not files:
-            return None
-        start_times, stop_times = [], []
-        for i, f in enumerate(files):
-            start = stop = -1
-            if self.wrote_position(f) >= UNIT:
-                phy, size = self._read(f, 0, self.file_size)
-                t = store_time_of(phy, size)
-                start = t if t > 0 else -1
-            if i < len(files) - 1:
-                phy, size = self._read(f, self.file_size - UNIT, self.file_size)
-                t = store_time_of(phy, size)
-                stop = t if t > 0 else -1
-            start_times.append(start)
-            stop_times.append(stop)
-        if boundary == "lower":
-            for i, f in enumerate(files[:-1]):
-                if stop_times[i] >= timestamp:
-                    return f
-            return files[-1]
-        for i in range(len(files) - 1, -1, -1):
-            if start_times[i] <= timestamp:
-                return files[i]
-        return None
-
-    def _search_by_time(self, timestamp: int, store_time_of: StoreTimeOf, boundary: Boundary) -> int:
-        """`ConsumeQueue.binarySearchInQueueByTime` in the file chosen by time."""
-        f = self._file_by_time(timestamp, store_time_of, boundary)
-        if f is None:
-            return 0
-        lower = boundary == "lower"
-        min_logic = self.min_offset * UNIT
-        low = min_logic - f.start_offset if min_logic > f.start_offset else 0
-        limit = self.file_size
-        wrote = self.wrote_position(f)
-        if wrote not in (0, self.file_size):
-            limit = wrote
-        ceiling = limit - UNIT
-        floor = low
-        high = ceiling
-
-        def time_at(position: int) -> int:
-            return store_time_of(*self._read(f, position, limit))
-
-        if time_at(ceiling) < timestamp:
-            return (f.start_offset + ceiling + (UNIT if lower else 0)) // UNIT
-        if time_at(floor) > timestamp:
-            return f.start_offset // UNIT if lower else 0
-        target = left = right = -1
-        while high >= low:
-            mid = (low + high) // (2 * UNIT) * UNIT
-            phy, size = self._read(f, mid, limit)
-            if phy < self.commitlog_min_offset:
-                low = mid + UNIT
-                left = mid
-                continue
-            t = store_time_of(phy, size)
-            if t < 0:
-                return 0
-            if t == timestamp:
-                target = mid
-                break
-            if t > timestamp:
-                high = mid - UNIT
-                right = mid
-            else:
-                low = mid + UNIT
-                left = mid
-        if target != -1:
-            step = -UNIT if lower else UNIT
-            offset = target
-            while True:
-                attempt = offset + step
-                if (lower and attempt < floor) or (not lower and attempt > ceiling):
-                    break
-                if time_at(attempt) != timestamp:
-                    break
-                offset = attempt
-        else:
-            offset = right if lower else left
-        return _java_div(f.start_offset + offset, UNIT)
+        return offset_by_time_v5(self, timestamp, store_time_of, boundary)
 
     def offset_in_queue_by_time_v4(
         self,
@@ -366,55 +274,43 @@ class ConsumeQueue:
         store_time_of: StoreTimeOf,
         last_modified: Sequence[int] | None = None,
     ) -> int:
-        """4.9.x … 5.1.0 `getOffsetInQueueByTime(timestamp)`: file by modification time, nearest unit.
+        """4.9.x … 5.1.0 `getOffsetInQueueByTime(timestamp)` (see `store.cq_timesearch.offset_by_time_v4`)."""
+        from store.cq_timesearch import offset_by_time_v4
 
-        `last_modified` gives each file's mtime in ms (default: the files' own mtimes), in file order.
-        The result is not clamped, as in 4.9.x.
+        return offset_by_time_v4(self, timestamp, store_time_of, last_modified)
+
+    def offset_by_time(
+        self,
+        major: int,
+        timestamp: int,
+        store_time_of: StoreTimeOf,
+        boundary: Boundary | None = None,
+        recorded_mtimes: Mapping[str, int] | None = None,
+    ) -> int:
+        """`getOffsetInQueueByTime` as a broker of major version `major` (4 or 5) answers it.
+
+        4.x picks the file by modification time: `recorded_mtimes` ("topic/queueId/file" -> ms) stands in
+        for the files' own mtimes where it has them; 5.x searches by store time (LOWER unless `boundary`).
         """
-        files = self.live_files
-        if not files:
-            return 0
-        if last_modified is None:
-            last_modified = [f.path.stat().st_mtime_ns // 1_000_000 for f in files]
-        if len(last_modified) < len(files):
-            raise ValueError(f"{len(files)} file mtimes needed, {len(last_modified)} given")
-        f = next((f for f, m in zip(files, last_modified, strict=False) if m >= timestamp), files[-1])
-        min_logic = self.min_offset_v4 * UNIT
-        low = min_logic - f.start_offset if min_logic > f.start_offset else 0
-        limit = self.wrote_position(f)
-        if limit == 0:
-            return 0
-        high = limit - UNIT
-        target = left = right = -1
-        left_time = right_time = -1
-        while high >= low:
-            mid = (low + high) // (2 * UNIT) * UNIT
-            phy, size = self._read(f, mid, limit)
-            if phy < self.commitlog_min_offset:
-                low = mid + UNIT
-                left = mid
-                continue
-            t = store_time_of(phy, size)
-            if t < 0:
-                return 0
-            if t == timestamp:
-                target = mid
-                break
-            if t > timestamp:
-                high = mid - UNIT
-                right, right_time = mid, t
-            else:
-                low = mid + UNIT
-                left, left_time = mid, t
-        if target != -1:
-            offset = target
-        elif left_time == -1:
-            offset = right
-        elif right_time == -1:
-            offset = left
-        else:
-            offset = right if abs(timestamp - left_time) > abs(timestamp - right_time) else left
-        return _java_div(f.start_offset + offset, UNIT)
+        if major == 4:
+            return self.offset_in_queue_by_time_v4(
+                timestamp, store_time_of, self.file_mtimes(recorded_mtimes)
+            )
+        return self.offset_in_queue_by_time(timestamp, store_time_of, boundary or "lower")
+
+    def file_mtimes(self, recorded: Mapping[str, int] | None) -> list[int] | None:
+        """Each live file's mtime in ms, from `recorded` where it has the file, else from the file."""
+        if recorded is None:
+            return None
+        out = []
+        for f in self.live_files:
+            key = f"{self.topic}/{self.queue_id}/{f.name}"
+            out.append(recorded[key] if key in recorded else f.path.stat().st_mtime_ns // 1_000_000)
+        return out
+
+    def min_offset_of(self, major: int) -> int:
+        """The min offset a broker of major version `major` reports (4.x: `min_offset_v4`)."""
+        return self.min_offset_v4 if major == 4 else self.min_offset
 
 
 _QUEUE_ID = re.compile(r"(0|[1-9][0-9]*)")

@@ -1,6 +1,6 @@
 """Writing store files the way a crash cannot hurt: whole `pwrite`s, fsync of files and directories,
 new files created sparse under a temporary name in the store root (`TMP_PREFIX`, never inside a mapped-file
-directory, FORMATS §1.4) and linked or renamed into place, interrupted directory swaps finished
+directory, `MappedFileQueue.load`) and linked or renamed into place, interrupted directory swaps finished
 (`restore_interrupted_swaps`), leftovers removed; and the crash-test hook: every state-changing call passes
 `write_done()`, and with MQTOOL_CRASH_AFTER_WRITES=N (`CRASH_ENV`) the process SIGKILLs itself after its
 N-th write call.

@@ -1,8 +1,8 @@
 """IndexService over `${root}/index/`: geometry, headers, key queries, and index building as the broker does.
 
-Query semantics are `IndexService.queryOffset` (FORMATS §5.9, OPERATIONS §1.3): files newest first, the
-time-match and stop rules, and the physical offsets in the order the broker collects them (it sorts them
-only afterwards, when it reads the records). Building follows `IndexService.buildIndex` (FORMATS §5.8) on
+Query semantics are `IndexService.queryOffset` (via `QueryMessageProcessor.queryMessage`): files newest first,
+the time-match and stop rules, and the physical offsets in the order the broker collects them (it sorts them
+only afterwards, when it reads the records). Building follows `IndexService.buildIndex` on
 in-memory files, so a rebuild reproduces the broker's bytes.
 """
 
@@ -178,7 +178,7 @@ class IndexService:
         kept = [f for f in self.files if f.header.end_timestamp <= index_msg_timestamp]
         return IndexService(files=kept, geometry=self.geometry)
 
-    # --- queryOffset (FORMATS §5.9) ----------------------------------------------------------------
+    # --- queryOffset (IndexService.queryOffset) ---------------------------------------------------
 
     def query_offset(
         self,
@@ -207,7 +207,7 @@ class IndexService:
                 break
         return QueryOffsetResult(phy_offsets, last_ts, last_phy)
 
-    # --- buildIndex (FORMATS §5.8), on in-memory files ---------------------------------------------
+    # --- buildIndex (IndexService.buildIndex), on in-memory files ---------------------------------
 
     def build_index(
         self,

@@ -2,8 +2,8 @@
 file (header, slot table, new entries), so even the default 420 MB geometry costs only its slot table (20 MB)
 in memory. New files are created when none exists or the last one is full - eagerly, at the next dispatched
 record, as `getAndCreateLastIndexFile` does - named by the (injected) clock as `yyyyMMddHHmmssSSS`, with
-begin/end copied from the previous file's end (the §5.5 quirk). The byte layout is tested against
-`formats.indexfile.IndexFile.put_key` / `store.index.IndexService.build_index`.
+begin/end copied from the previous file's end (the `IndexFile.putKey` quirk). The byte layout is tested
+against `formats.indexfile.IndexFile.put_key` / `store.index.IndexService.build_index`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import array
 import contextlib
 import os
-import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,8 @@ import numpy as np
 from formats.indexfile import (
     ENTRY_SIZE,
     HEADER_SIZE,
+    INDEX_ENTRY_STRUCT,
+    INDEX_HEADER_STRUCT,
     SLOT_SIZE,
     IndexGeometry,
     IndexHeader,
@@ -48,7 +49,6 @@ from store.filewrites import (
 if TYPE_CHECKING:
     from store.dispatch import DispatchRequest
 
-_ENTRY = struct.Struct(">iqii")
 _INT_MAX = 2**31 - 1
 _INT_MIN = -(2**31)
 
@@ -73,7 +73,7 @@ def _name_ms(name: str, zone: tzinfo | None) -> int | None:
 
 
 def list_index_files(directory: Path) -> list[str]:
-    """Index file names in load order (names that are longs, sorted; FORMATS §5.1)."""
+    """Index file names in load order (names that are longs, sorted; `IndexService.load`)."""
     if not directory.is_dir():
         return []
     return sorted(
@@ -113,8 +113,7 @@ class _IndexFileState:
 
 
 def _header_bytes(st: _IndexFileState) -> bytes:
-    return struct.pack(
-        ">qqqqii",
+    return INDEX_HEADER_STRUCT.pack(
         st.begin_timestamp,
         st.end_timestamp,
         st.begin_phy_offset,
@@ -311,7 +310,7 @@ class IndexWriter:
                 diff = delta // 1000
                 if diff > _INT_MAX:
                     diff = _INT_MAX
-        f.entries += _ENTRY.pack(key_hash, phy, diff, prev)
+        f.entries += INDEX_ENTRY_STRUCT.pack(key_hash, phy, diff, prev)
         slots[slot] = count
         f.dirty_slots.add(slot)
         if count <= 1:

@@ -1,9 +1,10 @@
 """Broker liveness: is a broker holding this store (`lock`), and did the last run crash (`abort`)?
 
 The broker takes an exclusive POSIX record lock (fcntl F_SETLK, byte 0, length 1) on `lock` while it
-runs (OPERATIONS §9.1). `flock` does not see that lock, so we ask with F_GETLK on a read-only descriptor:
-it reports a conflicting lock and its owner's PID without taking anything, so read commands stay
-read-only. Writers take the lock themselves (`hold_store_lock`), exactly as the broker would.
+runs (`DefaultMessageStore.start`: `tryLock` on `lock`). `flock` does not see that lock, so we ask with
+F_GETLK on a read-only descriptor: it reports a conflicting lock and its owner's PID without taking anything,
+so read commands stay read-only. Writers take the lock themselves (`hold_store_lock`), exactly as the broker
+would.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """MappedFileQueue: a directory of files named by their 20-digit start offset, read through mmap.
 
-The commitlog, every ConsumeQueue and the timer log are such queues (FORMATS §1.4). Files are
+The commitlog, every ConsumeQueue and the timer log are such queues (`MappedFileQueue.load`). Files are
 opened read-only; nothing here writes. A queue's files must all have one size; the broker refuses to
 start otherwise, and we report the odd one out instead of guessing.
 """

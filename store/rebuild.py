@@ -1,11 +1,11 @@
 """Rebuild ConsumeQueues and index files from the commitlog, as the broker's dispatch would have built them.
 
 The rebuild walks the commitlog from its first file (the commitlog min offset) to the valid end the
-broker's recovery would find (FORMATS §2.9: the first record that fails the check ends it) and feeds
-every record to `store.dispatch.Dispatcher` - the same code that dispatches offline appends - into a
-staging directory. So on a store whose ConsumeQueues and index were lost, the rebuilt ConsumeQueue
-files have the broker's names and bytes, and the index files its contents (their names are creation
-times, so they differ).
+broker's recovery would find (`CommitLog.checkMessageAndReturnSize`: the first record that fails the check
+ends it) and feeds every record to `store.dispatch.Dispatcher` (the same code that dispatches offline
+appends) into a staging directory. So on a store whose ConsumeQueues and index were lost, the rebuilt
+ConsumeQueue files have the broker's names and bytes, and the index files its contents (their names are
+creation times, so they differ).
 
 What a rebuild means on a crashed or retention-trimmed store (golden store-c) - decided here:
 
@@ -44,15 +44,13 @@ from formats.commitlog import Blank
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, IndexHeader, decode_header
+from store.checkpoint import write_checkpoint
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.dispatch import (
     Dispatcher,
     DispatchRequest,
-    existing_cq_file_size,
-    existing_index_geometry,
     iter_dispatch,
-    write_checkpoint,
 )
 from store.filewrites import (
     SWAP_NOTE,
@@ -447,7 +445,7 @@ def finish(root: Path, result: BuildResult, names: list[str]) -> None:
 
     indexMsgTimestamp is raised to the rebuilt index's end time: every rebuilt file is on disk
     (fsynced), and a broker starting after a crash (`abort` present) deletes index files that end after
-    that time (FORMATS §5.7) - it would otherwise throw the rebuilt files away.
+    that time (`IndexService.load`) - it would otherwise throw the rebuilt files away.
     """
     swap_in(root, result.staging, names)
     if result.index and result.index_end_timestamp > 0:
@@ -466,8 +464,6 @@ __all__ = [
     "build_staging",
     "compare_consume_queues",
     "compare_index",
-    "existing_cq_file_size",
-    "existing_index_geometry",
     "finish",
     "prepare_staging",
     "recover_interrupted_swap",

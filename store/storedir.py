@@ -1,20 +1,25 @@
 """A RocketMQ store root (`storePathRootDir`): where each part lives, opened read-only on demand.
 
-`Store.open(path)` resolves the root (`--store`, else `$MQTOOL_STORE`, else `~/store` as the broker
-defaults), checks that it looks like a store, and hands out the CommitLog, the ConsumeQueues, the
-IndexService, the checkpoint and the config files. Nothing here writes.
+`Store.open(path, broker_config)` resolves the root (`--store`, else `$MQTOOL_STORE`, else `~/store` as
+the broker defaults) and checks that it looks like a store. Its `layout` (`store.layout.StoreLayout`) is
+the one place store settings are resolved; the Store hands out the readers (CommitLog, ConsumeQueues,
+IndexService, checkpoint, config files) and the writers built on the same settings (`appender()`,
+`dispatcher()`, `config(name).save`).
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from formats.errors import MqtoolError
 from store.brokerconf import BrokerConfig
 from store.liveness import Liveness, check_liveness
+
+if TYPE_CHECKING:
+    from store.layout import StoreLayout
 
 STORE_MARKERS = ("commitlog", "consumequeue", "index", "config", "checkpoint")
 
@@ -31,7 +36,7 @@ def resolve_store_root(path: Path | str | None) -> Path:
 
 
 class Store:
-    """Read-only view of one store directory."""
+    """One store directory: its layout, its readers, and its writers."""
 
     def __init__(self, root: Path, broker_config: BrokerConfig | None = None) -> None:
         self.root = root
@@ -93,6 +98,15 @@ class Store:
     def checkpoint_path(self) -> Path:
         return self.root / "checkpoint"
 
+    # --- settings -------------------------------------------------------------------------------
+
+    @cached_property
+    def layout(self) -> StoreLayout:
+        """File sizes, index geometry, delay levels, broker version and backends, resolved once."""
+        from store.layout import StoreLayout
+
+        return StoreLayout(self.root, self.broker_config)
+
     # --- parts ----------------------------------------------------------------------------------
 
     def liveness(self) -> Liveness:
@@ -109,10 +123,10 @@ class Store:
         """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's)."""
         from store.consumequeue import ConsumeQueueStore
 
-        size = self.broker_config.mappedFileSizeConsumeQueue
-        explicit = "mappedFileSizeConsumeQueue" in self.broker_config.explicit
         return ConsumeQueueStore(
-            self.root, commitlog_min_offset=self.commitlog.min_offset, file_size=size if explicit else None
+            self.root,
+            commitlog_min_offset=self.commitlog.min_offset,
+            file_size=self.layout.configured("mappedFileSizeConsumeQueue"),
         )
 
     def consume_queue(self, topic: str, queue_id: int):
@@ -126,29 +140,57 @@ class Store:
     def index_service(self):
         from store.index import IndexService
 
-        cfg = self.broker_config
-        slots = cfg.maxHashSlotNum if "maxHashSlotNum" in cfg.explicit else None
-        num = cfg.maxIndexNum if "maxIndexNum" in cfg.explicit else None
-        return IndexService(self.root, hash_slot_num=slots, index_num=num)
+        layout = self.layout
+        return IndexService(
+            self.root,
+            hash_slot_num=layout.configured("maxHashSlotNum"),
+            index_num=layout.configured("maxIndexNum"),
+        )
 
     def checkpoint(self):
         """The decoded StoreCheckpoint, or None when the file is missing."""
-        from formats.checkpoint import decode_checkpoint
-        from store.mappedfile import StoreFileError
+        from store.checkpoint import read_checkpoint
 
-        path = self.checkpoint_path
-        if not path.exists():
-            return None
-        try:
-            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
-                raise StoreFileError("cannot read: not a regular file", str(path))
-            data = path.read_bytes()
-        except OSError as exc:
-            raise StoreFileError(f"cannot read: {exc.strerror}", str(path)) from exc
-        return decode_checkpoint(data, file=str(path))
+        return read_checkpoint(self.root)
 
     def config(self, name: str):
         """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does)."""
         from store.config import ConfigFile
 
         return ConfigFile(self.root, name)
+
+    # --- writers (the caller holds the store lock: `mqtool.safety.write_guard`) ------------------
+
+    def appender(self, **options):
+        """A `CommitLogAppender` on this store and its layout (options: see `CommitLogAppender`)."""
+        from store.appender import CommitLogAppender
+
+        return CommitLogAppender(self, **options)
+
+    def dispatcher(
+        self,
+        *,
+        cq_file_size: int | None = None,
+        index_geometry=None,
+        index: bool = True,
+        **options,
+    ):
+        """A `Dispatcher` writing this store's consumequeue/ and index/ with the layout's settings."""
+        from store.dispatch import Dispatcher
+
+        layout = self.layout
+        geometry = index_geometry or layout.configured_index_geometry or layout.index_geometry_on_disk
+        return Dispatcher(
+            self.consumequeue_dir,
+            self.index_dir if index else None,
+            cq_file_size=layout.cq_file_size(cq_file_size).value,
+            index_geometry=geometry,
+            scratch=options.pop("scratch", self.root),
+            **options,
+        )
+
+    def write_checkpoint(self, **times: int | None):
+        """Raise the checkpoint's times (never lower them), crash-safely; see `store.checkpoint`."""
+        from store.checkpoint import write_checkpoint
+
+        return write_checkpoint(self.root, **times)

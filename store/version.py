@@ -33,6 +33,11 @@ class BrokerVersion:
     reason: str
     detected: bool = True
 
+    @property
+    def has_consume_mode_switch(self) -> bool:
+        """5.x only: messageRequestMode.json and setConsumeMode (4.9.x consumers always pull)."""
+        return self.major >= 5
+
     def describe(self) -> str:
         how = "detected" if self.detected else "given with --broker-version"
         return f"broker {self.major}.x ({how}: {self.reason})"
