@@ -138,7 +138,7 @@ _VAR = {"properties": 0, "keys": 1, "tags": 2, "uniqKey": 3, "body": 4}
 _VALID_DICT_BIT = 1 << 5
 # born hosts: past this many distinct values (and more than a quarter of the rows) the walk stops
 # interning them and a sort builds their dictionary (see _columnar_kernels.SPILLED); 0 = from the start
-HOST_SPILL_MIN = 1 << 16
+HOST_SPILL_MIN = 1 << 12
 
 
 @functools.cache
