@@ -33,6 +33,7 @@ from formats.properties import (
     PROPERTY_REAL_TOPIC,
     encode_properties,
 )
+from formats.recordfast import MESSAGE_TO_BORN
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
 from mqtool.broker_rebuild import (
     MAX_TOPIC_LENGTH_V1,
@@ -70,6 +71,9 @@ TRANSACTION_OP_MSG_MAX_SIZE = 4096  # BrokerConfig.transactionOpMsgMaxSize (5.1+
 
 State = Literal["pending", "committed", "rolled-back", "discarded"]
 STATES: tuple[str, ...] = ("pending", "committed", "rolled-back", "discarded")
+
+
+_SYSFLAG = 7  # the SYSFLAG field of MESSAGE_TO_BORN (TOTALSIZE .. BORNTIMESTAMP)
 
 
 class TransactionError(MqtoolError):
@@ -404,12 +408,24 @@ def _commit_copies(store: Store, transactions: list[Transaction]) -> dict[int, M
         for phy, size, tags in zip(
             units["phyOffset"].tolist(), units["size"].tolist(), units["tagsCode"].tolist(), strict=True
         ):
-            if tags not in codes:
+            if tags not in codes or not _commit_flagged(store, phy):
                 continue
             msg = read_message_or_none(store, phy, size)
             if msg is not None and msg.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE:
                 found.setdefault(msg.prepared_transaction_offset, msg)
     return found
+
+
+def _commit_flagged(store: Store, phy: int) -> bool:
+    """Whether the record at `phy` has SYSFLAG type COMMIT, from its fixed head alone: the real queues hold
+    far more plain messages than commit copies, and only a commit copy is worth a whole decode."""
+    try:
+        head = store.commitlog.read_raw(phy, MESSAGE_TO_BORN.size)
+    except MqtoolError:
+        return False
+    if len(head) < MESSAGE_TO_BORN.size:
+        return False
+    return MESSAGE_TO_BORN.unpack(head)[_SYSFLAG] & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE
 
 
 def _discards(store: Store) -> list[Message]:
