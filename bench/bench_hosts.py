@@ -8,7 +8,8 @@ commitlog files, so a whole file is one walk): one whose messages come from 200 
 ephemeral port per message, as producers created per request give). Stores are kept in --dir and reused.
 Prints, side by side in one run, the columnar decode of every commitlog file (warm, median of --repeat;
 messages/s, wall and CPU seconds) and `mqtool verify` end to end (wall and CPU of the process), for both
-stores of each size, and the ratio one-host-per-message / 200 hosts (the goal: at most 1.3x).
+stores of each size, and the ratio one-host-per-message / 200 hosts (the goal: at most 1.3x). Creating a
+store also prints the rate of `mqtool sample create` (it should make a ~1 GB store in minutes).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def make_store(path: Path, size: int, producers: int) -> None:
         return
     messages = max(1000, size // BYTES_PER_MESSAGE)
     print(f"creating {path} ({messages:,} messages, --producers {producers}) ...", flush=True)
+    started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "mqtool.cli", "sample", "create", str(path), "-n", str(messages)]
         + ["--producers", str(producers), *BROKER_GEOMETRY, "--format", "json"],
@@ -55,6 +57,8 @@ def make_store(path: Path, size: int, producers: int) -> None:
         stdout=subprocess.DEVNULL,
         cwd=ROOT,
     )
+    elapsed = time.perf_counter() - started
+    print(f"  sample create: {elapsed:.1f} s, {messages / elapsed:,.0f} messages/s", flush=True)
 
 
 def cpu() -> float:
