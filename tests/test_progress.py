@@ -138,12 +138,33 @@ def test_groups_without_offsets():
 
 
 def test_totals(golden):
-    _, _, result = golden
-    for total in result.totals:
-        rows = [r for r in result.rows if r.group == total.group]
-        assert total.lag == sum(r.lag for r in rows if r.lag is not None)
-        assert total.queues == len([r for r in rows if r.queue_id is not None])
-        assert total.flagged == len([r for r in rows if r.state != "ok"])
+    """Each group's totals from the broker's own files: consumerOffset.json read with plain json and the
+    queues' min/max as the real code reads them (lag = max - committed, mqadmin's Diff Total; a committed
+    offset outside [min, max] or on a queue without a ConsumeQueue is flagged)."""
+    name, _, result = golden
+    bounds = queue_bounds(name)
+    offsets = committed(name)
+    text = (store_path(name) / "config" / "consumerOffset.json").read_text()
+    subscribed = json.loads(re.sub(r"([{,]\s*)(-?\d+):", r'\1"\2":', text)).get("groupTopicMap", {})
+    topics = {g: set(ts) for g, ts in subscribed.items()}
+    for group, topic, _ in offsets:
+        topics.setdefault(group, set()).add(topic)
+    want: dict[str, dict[str, int]] = {}
+    for group in {g for g, _, _ in offsets}:
+        total = want[group] = {"lag": 0, "queues": 0, "flagged": 0}
+        for topic in topics[group]:
+            queue_ids = {int(k.rsplit("/", 1)[1]) for k in bounds if k.rsplit("/", 1)[0] == topic}
+            queue_ids |= {q for g, t, q in offsets if (g, t) == (group, topic)}
+            for queue_id in queue_ids:
+                total["queues"] += 1
+                queue, offset = bounds.get(f"{topic}/{queue_id}"), offsets.get((group, topic, queue_id))
+                if queue is None or offset is None:  # no ConsumeQueue, or no committed offset
+                    total["flagged"] += 1
+                    continue
+                total["lag"] += queue["maxOffset"] - offset
+                total["flagged"] += not queue["minOffset"] <= offset <= queue["maxOffset"]
+    got = {t.group: {"lag": t.lag, "queues": t.queues, "flagged": t.flagged} for t in result.totals}
+    assert {g: got[g] for g in want} == want
 
 
 def test_filters():
@@ -175,10 +196,13 @@ def test_store_time_of(golden):
 
 
 def test_json_field_names(golden):
-    _, _, result = golden
+    """The fields scripts rely on, with the values the broker's files give."""
+    name, _, result = golden
+    bounds = queue_bounds(name)
+    offsets = committed(name)
     for row in result.rows:
         doc = row.to_json()
-        for name in (
+        for field_name in (
             "group",
             "topic",
             "queueId",
@@ -188,4 +212,12 @@ def test_json_field_names(golden):
             "lag",
             "lastConsumedTimestamp",
         ):
-            assert name in doc
+            assert field_name in doc
+        key = (doc["group"], doc["topic"], doc["queueId"])
+        if key not in offsets:
+            continue
+        assert doc["consumerOffset"] == offsets[key]
+        queue = bounds.get(f"{doc['topic']}/{doc['queueId']}")
+        if queue is not None:
+            assert (doc["minOffset"], doc["maxOffset"]) == (queue["minOffset"], queue["maxOffset"])
+            assert doc["lag"] == queue["maxOffset"] - offsets[key]
