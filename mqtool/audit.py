@@ -32,7 +32,7 @@ combined on the driver; then Spark SQL over the partial rows of the ranges befor
   tails, index headers and chains, checkpoint, `abort`, where the broker's recovery would end).
 
 Small per-store facts come from the single-process library on the driver: ConsumeQueue min/max, consumer
-lag (`mqtool.progress.consumer_progress`, plus the store time of the first unconsumed message), delay
+lag (`mqtool.consumer_progress.consumer_progress`, plus the store time of the first unconsumed message), delay
 backlog per level (`mqtool.delay.delay_stats`) and transaction states
 (`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats` and
 `txn list` print.
@@ -1209,7 +1209,7 @@ def _driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict)
 
 
 def _lag_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.progress import consumer_progress, store_time_of
+    from mqtool.consumer_progress import consumer_progress, store_time_of
 
     store = plan.store
     try:

@@ -32,12 +32,14 @@ def offsets_show(
     the consumer offset, min and max offset, lag, the store time of the last consumed and of the newest
     message, and totals per group. Offsets outside [min, max] and groups without a committed offset are
     flagged in the state column, never shown as lag 0 or -1."""
-    from mqtool import progress
+    from mqtool import consumer_progress
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        result = progress.consumer_progress(st, group=group, topic=topic, include_system=include_system)
-        progress.render_progress(result, s.ctx)
+        result = consumer_progress.consumer_progress(
+            st, group=group, topic=topic, include_system=include_system
+        )
+        consumer_progress.render_progress(result, s.ctx)
     for text in result.notes:
         sys.stderr.write(f"mqtool: note: {text}\n")
 

@@ -61,7 +61,7 @@ def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | N
 def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str) -> None:
     """Render the messages, print the notes on stderr, export when asked."""
     from mqtool import query
-    from mqtool.progress import committed_offsets
+    from mqtool.consumer_progress import committed_offsets
 
     committed = committed_offsets(st)
     query.render_messages(messages, s.ctx, committed=committed, body_limit=body_limit, title=title)

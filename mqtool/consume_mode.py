@@ -20,8 +20,8 @@ from typing import Any
 from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
 from formats.errors import MqtoolError
 from formats.names import DLQ_PREFIX, RETRY_PREFIX
+from mqtool.consumer_progress import is_system_group
 from mqtool.offset_reset import StoreCatalog, check_writable
-from mqtool.progress import is_system_group
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.safety import warn, write_guard
 from store.storedir import Store

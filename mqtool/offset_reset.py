@@ -33,7 +33,7 @@ from formats.configs import (
     TopicConfigTable,
 )
 from formats.errors import MqtoolError
-from mqtool.progress import is_system_group, store_time_of
+from mqtool.consumer_progress import is_system_group, store_time_of
 from mqtool.render import Column, RenderContext, emit_rows
 from mqtool.safety import warn, write_guard
 from mqtool.timeparse import duration_text, format_time, now_ms, zone_label

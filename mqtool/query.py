@@ -35,7 +35,7 @@ from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
 from formats.msgid import OffsetMsgId, decode_offset_msg_id, looks_like_offset_msg_id
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
-from mqtool.progress import CommittedOffsets, store_time_of
+from mqtool.consumer_progress import CommittedOffsets, store_time_of
 from store.index import MAX_MSGS_NUM_BATCH
 from store.storedir import Store
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mqtool import progress, query
+from mqtool import consumer_progress, query
 from store.storedir import Store
 from tests.golden import expect, store_path
 
@@ -147,7 +147,7 @@ def test_offsets_show_json_matches_the_library():
     done = run(*C, "-f", "json", "offsets", "show")
     doc = json.loads(done.stdout)
     with Store.open(store_path("store-c")) as st:
-        want = progress.consumer_progress(st)
+        want = consumer_progress.consumer_progress(st)
     assert doc == [r.to_json() for r in want.rows]
     row = next(r for r in doc if r["group"] == "groupB" and r["queueId"] == 0)
     assert row["state"] == "behind-min"

@@ -16,7 +16,7 @@ import pytest
 from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
 from mqtool import query
-from mqtool.progress import committed_offsets
+from mqtool.consumer_progress import committed_offsets
 from store.storedir import Store
 from tests.golden import STORES, expect, store_path
 
