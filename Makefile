@@ -26,7 +26,7 @@ test: setup lint
 	$(BIN)/python -m pytest -q -n 2
 
 man: setup
-	$(BIN)/python -m mqtool.manpages man
+	$(BIN)/python -m mqtool.cli.manpages man
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

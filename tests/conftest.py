@@ -3,7 +3,7 @@ object that in-process CliRunner invocations would otherwise carry from one test
 
 import pytest
 
-from mqtool.cliopts import GLOBALS
+from mqtool.cli.options import GLOBALS
 
 
 @pytest.fixture(autouse=True)

@@ -200,3 +200,9 @@ def test_bad_input_gives_one_line_and_nonzero_exit(args: tuple[str, ...], needle
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_version_alone() -> None:
+    from mqtool import __version__
+
+    assert mqtool("--version").stdout == f"mqtool {__version__}\n"

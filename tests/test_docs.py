@@ -10,7 +10,7 @@ import click
 import typer.main
 
 from mqtool.cli import app
-from mqtool.manpages import generate
+from mqtool.cli.manpages import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,9 +36,9 @@ def _command_paths() -> list[str]:
 def test_committed_man_pages_match_the_cli() -> None:
     expected = generate()
     committed = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "man").glob("mqtool*.1")}
-    assert set(committed) == set(expected), "run: python -m mqtool.manpages man"
+    assert set(committed) == set(expected), "run: python -m mqtool.cli.manpages man"
     for name, text in expected.items():
-        assert committed[name] == text, f"man/{name} is stale: run python -m mqtool.manpages man"
+        assert committed[name] == text, f"man/{name} is stale: run python -m mqtool.cli.manpages man"
 
 
 def test_readme_documents_every_command() -> None:

@@ -370,7 +370,7 @@ def _on_alarm(_signum, _frame) -> None:
 def run_cli(argv: list[str], timeout: float = 30.0, name: str = "") -> Outcome:
     """`mqtool ARGV` in this process, through `mqtool.cli.main`, bounded by `timeout` seconds."""
     import mqtool.cli as cli
-    from mqtool.cliopts import GLOBALS
+    from mqtool.cli.options import GLOBALS
 
     command = click_command()
     out, err = _stream("strict"), _stream("backslashreplace")
@@ -666,7 +666,7 @@ def preload() -> None:
     for package in ("formats", "store", "mqtool"):
         pkg = importlib.import_module(package)
         for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name in ("audit_spark", "cli_audit", "manpages"):
+            if info.name == "audit_spark":
                 continue
             with contextlib.suppress(Exception):
                 importlib.import_module(f"{package}.{info.name}")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
 
 _SEVERITIES = ("error", "warning", "info")
 

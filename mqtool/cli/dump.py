@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cliopts import GLOBALS, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 dump_app = new_app("Dump one kind of store file record by record (like kafka-dump-log).")
 

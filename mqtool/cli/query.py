@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cliopts import FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import FormatOpt, StoreOpt, TzOpt, new_app, session
 
 query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 sample_app = new_app("Create realistic sample stores with the broker's own write rules.")
 

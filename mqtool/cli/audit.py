@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
 
 StoresArg = Annotated[
     list[Path] | None,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 delay_app = new_app("Delay queue: list what waits in SCHEDULE_TOPIC_XXXX, level stats, replay what is due.")
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli_delay import BrokerVersionOpt, NowOpt, resolve_now
-from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.delay import BrokerVersionOpt, NowOpt, resolve_now
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 txn_app = new_app("Transaction messages: list half messages by state; commit, roll back or resolve them.")
 

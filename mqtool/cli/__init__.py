@@ -1,7 +1,8 @@
 """The `mqtool` command line: the top-level app, global options, and the one-line error handler.
 
 Every command is a thin wrapper over a library function (see docs/ARCHITECTURE.md); command groups live
-in `mqtool/cli_*.py`. Heavy imports happen inside commands so `mqtool --help` stays fast.
+in the modules of this package (`mqtool/cli/*.py`). Heavy imports happen inside commands so
+`mqtool --help` stays fast.
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli_audit import audit
-from mqtool.cli_consume_mode import consume_mode_app
-from mqtool.cli_delay import delay_app
-from mqtool.cli_dump import dump_app, info
-from mqtool.cli_offsets import offsets_app
-from mqtool.cli_query import query_app
-from mqtool.cli_txn import txn_app
-from mqtool.cli_verify import export, verify
-from mqtool.cli_write import rebuild, sample_app
-from mqtool.cliopts import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.audit import audit
+from mqtool.cli.consume_mode import consume_mode_app
+from mqtool.cli.delay import delay_app
+from mqtool.cli.dump import dump_app, info
+from mqtool.cli.offsets import offsets_app
+from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.query import query_app
+from mqtool.cli.txn import txn_app
+from mqtool.cli.verify import export, verify
+from mqtool.cli.write import rebuild, sample_app
 
 HELP = (
     "Admin and storage-inspection toolkit for Apache RocketMQ broker stores (4.9.x and 5.x), "
@@ -52,18 +53,25 @@ app.command()(export)
 app.command()(audit)
 
 
+def _print_version(value: bool) -> None:
+    # eager: runs before click asks for a command, so `mqtool --version` alone works
+    if value:
+        from mqtool import __version__
+
+        print(f"mqtool {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
+    ] = False,
 ) -> None:
-    if version:
-        from mqtool import __version__
-
-        print(f"mqtool {__version__}")
-        raise typer.Exit()
     GLOBALS.store, GLOBALS.fmt, GLOBALS.tz = store, fmt, tz
 
 
@@ -102,7 +110,3 @@ def _fail(message: str, code: int) -> None:
     message = message.replace("\r", "\\r").replace("\n", "\\n")
     sys.stderr.write(f"mqtool: error: {message}\n")
     sys.exit(code)
-
-
-if __name__ == "__main__":
-    main()

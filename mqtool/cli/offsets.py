@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cliopts import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue, and planned resets.")
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cliopts import FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import FormatOpt, StoreOpt, TzOpt, new_app, session
 
 consume_mode_app = new_app("Consume mode per topic/group (PULL or POP), as mqadmin setConsumeMode sets it.")
 

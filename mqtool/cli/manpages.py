@@ -1,4 +1,4 @@
-"""Man pages generated from the CLI's own definitions: `python -m mqtool.manpages man/`.
+"""Man pages generated from the CLI's own definitions: `python -m mqtool.cli.manpages man/`.
 
 One page for `mqtool` and one per command group or top-level command (`mqtool-dump.1`, ...). A test
 regenerates them and fails when the committed pages drift from the CLI.

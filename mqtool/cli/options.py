@@ -1,6 +1,6 @@
 """Options every command shares (--store, --format, --tz) and the session they resolve to.
 
-Each command group lives in its own `mqtool/cli_*.py` module and imports these, so the options read the
+Each command group lives in its own module of `mqtool/cli/` and imports these, so the options read the
 same everywhere and are documented once. Global options given before the command act as defaults.
 """
 

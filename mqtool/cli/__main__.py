@@ -1,0 +1,5 @@
+"""`python -m mqtool.cli`: the console entry point."""
+
+from mqtool.cli import main
+
+main()
