@@ -4,10 +4,11 @@ Imported lazily (importing numba costs ~0.4 s). Every kernel is a module-level `
 function, so compiled machine code is kept on disk and reused by later processes.
 
 `walk` is one pass over a commitlog byte range: it applies the broker's record check
-(`CommitLog.checkMessageAndReturnSize`, FORMATS §2.9) at each record boundary, writes the fixed fields
+(`CommitLog.checkMessageAndReturnSize`) at each record boundary, writes the fixed fields
 into column arrays, interns topics and hosts into small hash tables (the dictionaries are built on the
 Python side from the representatives' byte spans), finds the KEYS/TAGS/UNIQ_KEY values by scanning the
-properties bytes with the broker's parsing rules (FORMATS §2.6), copies those values into Arrow-style
+properties bytes with the broker's parsing rules (`MessageDecoder.string2messageProperties`), copies those
+values into Arrow-style
 offsets + data buffers and writes Arrow binary_view entries that point at the properties in place.
 
 Speed notes (1 GiB store, ~800-byte records): the hot loop reads fields with unaligned-load intrinsics
@@ -340,7 +341,8 @@ def _java_parse_int_ok(b, p, n, digits):
 
 @_hot
 def _scan_properties(b, p, n, sched, s, digits):
-    """Find KEYS/TAGS/UNIQ_KEY values (last occurrence wins, FORMATS §2.6); False on a bad DELAY.
+    """Find KEYS/TAGS/UNIQ_KEY values (last occurrence wins, as `string2messageProperties` fills its HashMap);
+    False on a bad DELAY.
 
     The broker splits the UTF-8-decoded text at \\x02 and takes, per part, the text before the first
     \\x01 as the key (non-empty) and the rest as the value (non-empty). Those separators are ASCII, so

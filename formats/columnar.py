@@ -1,13 +1,15 @@
 """Columnar CommitLog decoding: one commitlog byte range -> one pyarrow RecordBatch, one row per record.
 
-The fast path for whole-store scans (FORMATS §2). A numba kernel (formats/_columnar_kernels.py, imported
-on first use only) walks the records exactly as the broker's recovery does (§2.9, §2.10): it applies
+The fast path for whole-store scans of CommitLog files. A numba kernel (formats/_columnar_kernels.py, imported
+on first use only) walks the records exactly as the broker's recovery does
+(`CommitLog.checkMessageAndReturnSize`, `recoverNormally`): it applies
 `CommitLog.checkMessageAndReturnSize` at every boundary and stops at the first record it would reject.
 
 Rows and statuses (column `status`, dictionary of STATUS_NAMES):
 
 * `ok` — an accepted message record; every column is filled.
-* `blank` — the end-of-file blank record (§2.4); the walk stops there (the rest of the file is unused).
+* `blank` — the end-of-file blank record (`BLANK_MAGIC_CODE`, `DefaultAppendMessageCallback.doAppend`); the
+  walk stops there (the rest of the file is unused).
 * `end` — zeros where a record should start (TOTALSIZE 0, MAGICCODE 0): the end of written data.
 * `bad_magic`, `truncated` (a read runs past the buffer, or TOTALSIZE exceeds what is left),
   `size_mismatch` (inconsistent or negative lengths, or TOTALSIZE != the length formula), `crc_mismatch`
@@ -23,7 +25,8 @@ Columns (MESSAGE_SCHEMA): physicalOffset is the record's position (file start + 
 physicalOffsetField is the PHYSICALOFFSET stored in it (the broker does not compare them). bodyOffset is
 the body's position inside the buffer (slice it as buf[bodyOffset:bodyOffset + bodyLength]). topic,
 bornHost and storeHost are dictionary-encoded; hosts are "a.b.c.d:port" or "[v6]:port" (RFC 5952 form).
-keys, tags and uniqKey are the values the broker's property parser gives (last occurrence wins, §2.6),
+keys, tags and uniqKey are the values the broker's property parser gives (last occurrence wins,
+`MessageDecoder.string2messageProperties`),
 null when absent. Strings are UTF-8; invalid sequences become U+FFFD, as Java's decoder does.
 `properties` (the raw PROPERTIES bytes) is a binary_view column pointing into `buf` itself: no copy, and
 the batch keeps `buf` alive. Cast it to pa.binary() where a compute kernel lacks view support, and before

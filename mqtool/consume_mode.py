@@ -1,9 +1,10 @@
 """Consume mode per topic and group (`mqtool consume-mode`): messageRequestMode.json, PULL or POP (5.x).
 
 `consume_modes` shows what the broker would answer to QUERY_ASSIGNMENT: the stored entry, else the
-default PULL (OPERATIONS §5.1, FORMATS §8.5), with the retry topics that apply — `%RETRY%<group>` for
+default PULL (`MessageRequestModeManager`, `SetConsumeModeSubCommand`), with the retry topics that apply —
+`%RETRY%<group>` for
 PULL, the POP retry topic `%RETRY%<group>_<topic>` (and the V2 `%RETRY%<group>+<topic>` when the store
-has it) for POP (OPERATIONS §5.2) — and how many messages wait in them for the group.
+has it) for POP (`KeyBuilder.buildPopRetryTopic`) — and how many messages wait in them for the group.
 
 `set_consume_mode` does what `mqadmin setConsumeMode` makes the broker do (refuse `%RETRY%` topics,
 unknown topics and groups; store {topic, consumerGroup, mode, popShareQueueNum}; persist the file),

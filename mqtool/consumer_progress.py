@@ -1,6 +1,7 @@
 """Consumer progress (`mqtool offsets show`): consumerOffset.json against the consume queues, offline.
 
-Like `mqadmin consumerProgress` (OPERATIONS §3.2): per group/topic/queue the committed consumer offset,
+Like `mqadmin consumerProgress` (`ConsumerProgressSubCommand`): per group/topic/queue the committed consumer
+offset,
 the queue's min and max offset, the lag (maxOffset - consumerOffset, mqadmin's "Diff") and the store
 time of the last consumed message (the one at consumerOffset - 1). Unlike mqadmin it never turns a
 missing or impossible offset into 0: each row carries a `state` —

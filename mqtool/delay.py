@@ -1,10 +1,12 @@
 """Delay queue (`mqtool delay`): what waits in SCHEDULE_TOPIC_XXXX, and delivering it as the broker does.
 
 A delayed message is parked in `SCHEDULE_TOPIC_XXXX`, queue `level - 1`, with `REAL_TOPIC`/`REAL_QID`
-(OPERATIONS §6.2); its ConsumeQueue tags code is the delivery time (FORMATS §4.3). The broker's
+(`HookUtils.handleScheduleMessage`); its ConsumeQueue tags code is the delivery time
+(`ScheduleMessageService.computeDeliverTimestamp`). The broker's
 `ScheduleMessageService` runs one `DeliverDelayedMessageTimerTask` per level: from the level's progress in
 `delayOffset.json` it walks the units, stops at the first one not yet due (`correctDeliverTimestamp`), and
-stores each due message again in its real topic/queue with `messageTimeUp` (§6.3, §6.4).
+stores each due message again in its real topic/queue with `messageTimeUp`
+(`DeliverDelayedMessageTimerTask.executeOnTimeUp`).
 
 This module reproduces that offline:
 * `list_delayed` — every unit at or after its level's progress, with its delivery time and whether it is
@@ -13,7 +15,7 @@ This module reproduces that offline:
   broker's Java `HashMap` order, with the 4.9.x or 5.x separator style), and the new progress;
   `execute_replay` appends and dispatches them and advances `delayOffset.json`, under the write safety
   rules; a second run finds nothing due that was already delivered, so nothing is delivered twice;
-* 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, §6.6) are listed
+* 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, `TimerMessageStore`) are listed
   (`list_timer_messages`) but never replayed: their state lives in timerlog/timerwheel/timercheck.
 
 The message rebuild and write path it shares with `mqtool.transactions` is `mqtool.broker_rebuild`.
@@ -445,7 +447,7 @@ def render_stats(stats: DelayStats, ctx: RenderContext) -> None:
 TIMER_NOT_REPLAYED = (
     "5.x timer-wheel messages are not replayed offline: their delivery state lives in timerlog, "
     "timerwheel and config/timercheck, which mqtool does not write (the timer store's recovery after "
-    "offline edits is not specified, OPERATIONS §10.6), so a copy appended to the real topic would be "
+    "offline edits is not established yet), so a copy appended to the real topic would be "
     "delivered a second time when the broker's TimerMessageStore reaches its slot"
 )
 

@@ -102,7 +102,8 @@ def hex16(values: np.ndarray) -> pa.Array:
 
 
 def offset_msg_ids(store_host: pa.DictionaryArray, phy: np.ndarray) -> pa.Array:
-    """offsetMsgId (FORMATS §3.1): store host address + port + physical offset, upper-case hex."""
+    """offsetMsgId (`MessageDecoder.createMessageId`): store host address + port + physical offset, upper-case
+    hex."""
     prefixes = []
     for text in store_host.dictionary.to_pylist():
         address, port = parse_host(text)

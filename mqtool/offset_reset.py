@@ -2,14 +2,16 @@
 
 A plan is computed read-only from consumerOffset.json, topics.json, subscriptionGroup.json and the
 consume queues: per group/topic/queue the current offset, the new one, the queue's min and max offset
-and the store time of the message the new offset points at. Targets (OPERATIONS §4): a time (the
+and the store time of the message the new offset points at. Targets (mqadmin resetOffsetByTime and friends): a
+time (the
 broker's `getOffsetInQueueByTime`, 5.1.1+ LOWER/UPPER binary search, or the 4.9.x nearest-message
 search that picks the ConsumeQueue file by its mtime), a duration before now, an explicit offset, a
 shift from the current offset, the earliest or latest offset, or a CSV plan file. Targets outside
 [min, max] are clamped with a warning; a reset to 0 is kept (mqadmin's single-queue path skips it).
 
 `apply_plan` writes the plan into consumerOffset.json as the 5.2+ server-side reset does
-(unconditionally, creating `topic@group` entries; OPERATIONS §4.4, §4.6), under the write safety
+(unconditionally, creating `topic@group` entries: `ConsumerOffsetManager.assignResetOffset`), under the write
+safety
 rules of `mqtool.safety`: dry run unless `execute`, never while a broker holds the store lock, atomic
 replace with the previous content kept in `.bak`. Every other entry and table keeps its layout.
 """

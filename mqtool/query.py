@@ -1,13 +1,15 @@
 """Find messages with the broker down: by key, by msgId / UNIQ_KEY, by queue offset, by store time.
 
-* By key (OPERATIONS §1): the index files are walked newest first as `IndexService.queryOffset` does,
+* By key (mqadmin queryMsgByKey): the index files are walked newest first as `IndexService.queryOffset` does,
   without the broker's cap of 64 hits; each hit is then confirmed on the message itself (topic equal
   and the key among its space-separated KEYS or equal to its UNIQ_KEY), so hash collisions are dropped
   and counted instead of silently returned or silently lost.
-* By id (OPERATIONS §2): a 32/56-hex id is first read as an offsetMsgId (store host + physical offset);
+* By id (mqadmin queryMsgById, `MQAdminImpl.viewMessage` / `queryMessageByUniqKey`): a 32/56-hex id is first
+  read as an offsetMsgId (store host + physical offset);
   when no message with that id is there, it is looked up as a UNIQ_KEY under every topic of the store
   (or the one given), and every record carrying it is listed (retries, re-puts, batches).
-* By queue offset / by time (OPERATIONS §3.1, §4.2): through the ConsumeQueue; a tag filter compares
+* By queue offset / by time (mqadmin queryMsgByOffset, `ConsumeQueue.getOffsetInQueueByTime`): through the
+  ConsumeQueue; a tag filter compares
   tagsCode first and then the exact TAGS, as broker and client do.
 
 Each key/id answer also says whether the index covers the commitlog: the newest index file's
@@ -504,7 +506,8 @@ def query_by_id(
     scan: bool = False,
     advance: Callable[[int], None] | None = None,
 ) -> IdQueryResult:
-    """The message(s) an offsetMsgId or UNIQ_KEY names (OPERATIONS §2), sorted by store time."""
+    """The message(s) an offsetMsgId or UNIQ_KEY names (`MQAdminImpl.viewMessage`, `queryMessageByUniqKey`),
+    sorted by store time."""
     ident = normalize_msg_id(msg_id)
     if topic is not None:
         check_topic(store, topic)

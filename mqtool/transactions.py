@@ -1,7 +1,8 @@
 """Transaction queue (`mqtool txn`): which half messages are pending, committed or rolled back, and ending
 them offline exactly as EndTransactionProcessor does.
 
-Reading (OPERATIONS §7): half messages live in `RMQ_SYS_TRANS_HALF_TOPIC` (queue 0), op messages in
+Reading (`TransactionalMessageBridge`, `TransactionalMessageServiceImpl.check`): half messages live in
+`RMQ_SYS_TRANS_HALF_TOPIC` (queue 0), op messages in
 `RMQ_SYS_TRANS_OP_HALF_TOPIC` (same queue id, tag `d`, body = half queue offsets: 4.9.x one decimal
 offset, 5.1+ `h,h,h,` batches). A half is *done* when an op names it; *committed* when, in addition, a
 record in its real queue (REAL_TOPIC/REAL_QID) has SYSFLAG type COMMIT and PREPARED TRANSACTION OFFSET =

@@ -1,4 +1,5 @@
-"""CommitLog record codec: FORMATS §2.13 vectors, the broker's checks, properties, compression, fuzzing."""
+"""CommitLog record codec: vectors from the real 5.3.3 encoder, the broker's checks, properties, compression,
+fuzzing."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def unhex(text: str) -> bytes:
     return bytes.fromhex("".join(text.split()))
 
 
-# --- FORMATS §2.13 test vectors ---------------------------------------------------------------------
+# --- vectors from the real encoder (MessageDecoder.encode)
+# ---------------------------------------------------------------------
 
 V1_IPV4 = unhex("""
 000000c0 daa320a7 69c865ed 00000001 00000000 00000000 00000005 00000000
@@ -175,7 +177,8 @@ def test_vector_v2():
         encode_message(vector_message(topic="T" * 128, magic_code=MAGIC_V1))
 
 
-# --- the broker's check (FORMATS §2.9) -----------------------------------------------------------
+# --- the broker's check (CommitLog.checkMessageAndReturnSize)
+# -----------------------------------------------------------
 
 
 def test_zeros_and_end_of_file():
@@ -353,7 +356,8 @@ def test_index_keys_and_flags():
     assert z.sys_flag_names == ["COMPRESSED", "COMMIT", "ZLIB"]
 
 
-# --- properties (FORMATS §2.6, §2.7) ----------------------------------------------------------------
+# --- properties (MessageDecoder, the 5.2+ property CRC)
+# ----------------------------------------------------------------
 
 
 def test_decode_properties_rules():
@@ -439,7 +443,8 @@ def test_property_crc_round_trip(crc):
     assert split_crc32_trailer(crc32_property_trailer(crc)) == (b"", crc)
 
 
-# --- compression (FORMATS §2.12) ----------------------------------------------------------------------
+# --- compression (sysFlag compression bits, Compressor)
+# ----------------------------------------------------------------------
 
 
 @cache

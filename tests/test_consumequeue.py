@@ -448,7 +448,8 @@ def test_ext_unit_too_large() -> None:
         encode_ext_unit(CqExtUnit(0, 0, bytes(32767)))
 
 
-# --- bloom filter (FORMATS §4.5 test vectors) ----------------------------------------------------
+# --- bloom filter (store BloomFilter, vectors from the real code)
+# ----------------------------------------------------
 
 
 def test_bloom_filter_vectors() -> None:

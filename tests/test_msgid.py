@@ -1,4 +1,5 @@
-"""Message ids (FORMATS §3) against the golden expect.json: offsetMsgId both ways, UNIQ_KEY parts."""
+"""Message ids (MessageDecoder.createMessageId, MessageClientIDSetter) against the golden expect.json:
+offsetMsgId both ways, UNIQ_KEY parts."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def by_offset(store: str) -> dict[int, dict]:
 
 
 def carries(m: dict, topic: str, key: str) -> bool:
-    """The client's exact check (OPERATIONS §1.2), extended to the UNIQ_KEY."""
+    """The client's exact check (`MQAdminImpl.queryMessage`), extended to the UNIQ_KEY."""
     keys = (m["keys"] or "").split(" ") if m["keys"] else []
     return m["topic"] == topic and (key in keys or m["uniqKey"] == key)
 

@@ -196,7 +196,8 @@ def check_append_state(crashed: Path, old: Path, new: Path, tmp: Path) -> str:
             expected[i] = data[:36] + (1).to_bytes(4, "big") + data[40:]
     assert crashed_index in (expected, expected[:-1])
     new_index = index_files(new)
-    # abnormal recovery (FORMATS §2.9) starts at the last file whose first record was stored at or
+    # abnormal recovery (CommitLog.recoverAbnormally) starts at the last file whose first record was stored at
+    # or
     # before the checkpoint's min time: it must not start after a record that is not fully dispatched
     cp = decode_checkpoint((crashed / "checkpoint").read_bytes())
     if cp == decode_checkpoint((new / "checkpoint").read_bytes()):  # only the marker was left to remove

@@ -43,7 +43,8 @@ def check_index_file(
     hash_slot_count, index_count); `slots` is the big-endian int32 slot view, `entries` the
     `INDEX_ENTRY_DTYPE` view of entries 1 .. indexCount-1. A lookup of hash h starts at slot h % S and
     follows prevIndex while 0 < prev <= indexCount and prev != pos, stopping at a negative time diff
-    (FORMATS §5.9); an entry is reachable when the walk of its own key's slot visits it.
+    (`IndexService.queryOffset`, `IndexFile.selectPhyOffset`); an entry is reachable when the walk of its own
+    key's slot visits it.
     """
     count = header.index_count if header.index_count > 0 else 1
     slot_pos0 = 40

@@ -238,7 +238,8 @@ def _concat(parts: list[pa.Array], kind: pa.DataType) -> pa.Array:
 def batch_tags_codes(
     batch: pa.RecordBatch, delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS_MS
 ) -> np.ndarray:
-    """The ConsumeQueue tags code of every row (FORMATS §4.3): TAGS hash sign-extended, 0 without TAGS,
+    """The ConsumeQueue tags code of every row (`MessageExtBrokerInner.tagsString2tagsCode`): TAGS hash
+    sign-extended, 0 without TAGS,
     the delivery time for SCHEDULE_TOPIC_XXXX records with a DELAY level > 0."""
     hashes, _, valid = java_hash_strings(batch.column("tags"))
     codes = np.where(valid, hashes, 0).astype(np.int64)
@@ -333,7 +334,7 @@ def _binary_parts(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
 
 
 def index_key_hashes(records: RecordIndex, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(record row, keyHash) of every index key `IndexService.buildIndex` writes (FORMATS §5.8):
+    """(record row, keyHash) of every index key `IndexService.buildIndex` writes:
     `topic#UNIQ_KEY`, then `topic#k` for every non-empty KEYS part; none for ROLLBACK records.
 
     The hash of `topic#key` is h(topic#) * 31**len(key) + h(key) mod 2**32, so keys are never joined.
