@@ -75,7 +75,7 @@ from store.storedir import Store
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from mqtool.verify import IndexRead
+    from store.storecheck import IndexRead
 
 MiB = 1 << 20
 MIN_SPLIT = 4 * MiB
@@ -512,8 +512,8 @@ def store_context(plan: StorePlan, opts: AuditOptions):
 def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
     """--deep: the index files' reachable keys go to the executors (each judges its records' keys); the
     read and its problems are kept for the driver's index checks, which then do not read again."""
-    from mqtool.verify import read_index_files
     from store import checks
+    from store.storecheck import read_index_files
 
     problems = checks.ProblemList(plan.label, max_rows=opts.max_rows)
     plan.index_read = read_index_files(plan.store, problems)
@@ -546,52 +546,27 @@ def store_problems(
     """The whole-store checks of `mqtool verify`, run on the driver: the commitlog walk across files
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
     tails, index headers and chains, checkpoint, `abort` and the lock, where recovery would end."""
-    from mqtool.verify import check_cq_files, check_index_files, recovery_summary, rel_path
     from store import checks
+    from store.storecheck import (
+        check_checkpoint_file,
+        check_index_files,
+        check_queue_files,
+        note_broker_running,
+        recovery_summary,
+    )
 
     store = plan.store
     problems = checks.ProblemList(plan.label, max_rows=max_rows)
-    live = store.liveness()
-    if live.broker_running:
-        problems.add(
-            "broker_running",
-            "lock",
-            None,
-            f"{live.describe()}: the files change while they are read, so results may be inconsistent",
-        )
+    abort = note_broker_running(store, problems)
     summaries = file_summaries(plan, splits, stops, first_rows=False)
     verdict = checks.check_commitlog(summaries, problems, file_size=store.commitlog.file_size)
     valid_end = verdict.valid_end
     commitlog_min = plan.files[0].start_offset if plan.files else 0
+    # the executors judged every unit that points into their ranges; the driver judges the rest
     empty = checks.RecordIndex.from_batches([], [], [])
-    try:
-        queue_list = list(store.consume_queues.queues())
-    except MqtoolError as exc:
-        problems.add("cq_not_checked", rel_path(store, exc.file) or "consumequeue", None, exc.message)
-        queue_list = []
-    for topic, queue_id in queue_list:
-        try:
-            queue = store.consume_queue(topic, queue_id)
-            units = queue.units(0)
-            min_offset = queue.min_offset
-        except MqtoolError as exc:
-            problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
-            continue
-        phy = units["phyOffset"]
-        outside = (units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)
-        if outside.any():
-            checks.check_consume_queue(
-                units[outside],
-                empty,
-                problems,
-                topic=topic,
-                queue_id=queue_id,
-                min_offset=min_offset,
-                file_size=queue.file_size,
-                commitlog_min=commitlog_min,
-                valid_end=valid_end,
-            )
-        check_cq_files(store, queue, topic, queue_id, problems)
+    check_queue_files(
+        store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
+    )
     if plan.index_problems is not None:
         problems.extend(plan.index_problems)
     index = check_index_files(
@@ -602,22 +577,15 @@ def store_problems(
         valid_end=valid_end,
         read=plan.index_read,
     )
-    cp = None
-    try:
-        cp = store.checkpoint()
-    except MqtoolError as exc:
-        problems.add("checkpoint_unreadable", "checkpoint", exc.offset, exc.message)
-    checks.check_checkpoint(
-        cp,
+    cp = check_checkpoint_file(
+        store,
         problems,
-        abort=live.abort_present,
+        abort=abort,
         last_store_ts=last_store_ts,
         dispatched_store_ts=dispatched_store_ts,
-        index_files=index.ends,
+        index_ends=index.ends,
     )
-    recovery_summary(
-        file_summaries(plan, splits, stops, first_rows=True), verdict, cp, live.abort_present, problems
-    )
+    recovery_summary(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, abort, problems)
     return problems.table().to_pylist()
 
 

@@ -23,6 +23,14 @@ from formats.errors import MqtoolError
 from mqtool.render import Column, RenderContext, emit_fields, emit_rows, emit_table, to_json_text
 from store import checks
 from store.checks import ERROR, INFO, SEVERITY_ORDER, WARNING, ProblemList
+from store.storecheck import (
+    check_checkpoint_file,
+    check_index_files,
+    check_queue_files,
+    note_broker_running,
+    recovery_summary,
+    rel_path,
+)
 from store.storedir import Store
 
 PROBLEM_COLUMNS = [
@@ -86,15 +94,7 @@ def verify_store(
     summary: dict[str, Any] = {"deep": deep, "checkCRC": check_crc}
     t0 = time.perf_counter()
 
-    live = store.liveness()
-    abort = live.abort_present
-    if live.broker_running:
-        problems.add(
-            "broker_running",
-            "lock",
-            None,
-            f"{live.describe()}: the files change while they are read, so results may be inconsistent",
-        )
+    abort = note_broker_running(store, problems)
 
     # --- commitlog -------------------------------------------------------------------------------
     scans: list[checks.CommitLogFile] = []
@@ -136,44 +136,10 @@ def verify_store(
 
     # --- consume queues --------------------------------------------------------------------------
     t2 = time.perf_counter()
-    hits: list[np.ndarray] = []
-    queues: dict[tuple[str, int], checks.QueueFacts] = {}
-    units_checked = 0
-    try:
-        queue_list = list(store.consume_queues.queues())
-    except MqtoolError as exc:
-        problems.add(
-            "cq_not_checked", rel_path(store, exc.file) if exc.file else "consumequeue", None, exc.message
-        )
-        queue_list = []
-    for topic, queue_id in queue_list:
-        try:
-            queue = store.consume_queue(topic, queue_id)
-            units = queue.units(0)
-            min_offset, max_offset = queue.min_offset, queue.max_offset
-        except MqtoolError as exc:
-            problems.add("cq_file", rel_path(store, exc.file) if exc.file else None, exc.offset, exc.message)
-            continue
-        units_checked += len(units)
-        hits.append(
-            checks.check_consume_queue(
-                units,
-                records,
-                problems,
-                topic=topic,
-                queue_id=queue_id,
-                min_offset=min_offset,
-                file_size=queue.file_size,
-                commitlog_min=commitlog_min,
-                valid_end=verdict.valid_end,
-            )
-        )
-        last_end = 0
-        if len(units):
-            last_end = int(units["phyOffset"][-1]) + int(units["size"][-1])
-        queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
-        check_cq_files(store, queue, topic, queue_id, problems)
-        advance(sum(f.size for f in queue.files))
+    found = check_queue_files(
+        store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end, advance=advance
+    )
+    hits, queues, units_checked = found.hits, found.queues, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     horizon = checks.check_dispatch_coverage(
         records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
@@ -198,19 +164,14 @@ def verify_store(
     timings["index"] = time.perf_counter() - t3
 
     # --- checkpoint, recovery ----------------------------------------------------------------------
-    cp = None
-    try:
-        cp = store.checkpoint()
-    except MqtoolError as exc:
-        problems.add("checkpoint_unreadable", "checkpoint", exc.offset, exc.message)
     dispatched = records.store_ts[all_hits] if len(all_hits) else records.store_ts[:0]
-    checks.check_checkpoint(
-        cp,
+    cp = check_checkpoint_file(
+        store,
         problems,
         abort=abort,
         last_store_ts=int(records.store_ts.max()) if len(records) else None,
         dispatched_store_ts=int(dispatched.max()) if len(dispatched) else None,
-        index_files=index.ends,
+        index_ends=index.ends,
     )
     summary["recovery"] = recovery_summary(scans, verdict, cp, abort, problems)
     timings["total"] = time.perf_counter() - t0
@@ -255,159 +216,6 @@ def _known_topics(store: Store) -> set[str] | None:
     if loaded.source == "none":
         return None
     return set(getattr(loaded.model, "topic_config_table", {}) or {})
-
-
-@dataclass
-class IndexRead:
-    """The index files as `read_index_files` found them: per-file facts (reachable entries) and
-    (file, endTimestamp) for the checkpoint check."""
-
-    facts: list[checks.IndexFileFacts] = field(default_factory=list)
-    ends: list[tuple[str, int]] = field(default_factory=list)
-    hash_slot_num: int = 0
-
-
-def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -> IndexRead:
-    """Every index file's header, slots and chains (`check_index_file`) and the headers' order; needs no
-    commitlog."""
-    read = IndexRead()
-    try:
-        service = store.index_service
-        geometry = service.geometry
-        for f in service.files:  # none when the geometry is unknown (one empty file)
-            read.hash_slot_num = geometry.hash_slot_num
-            name = f"index/{f.name}"
-            entries = f.entries_view()
-            read.facts.append(
-                checks.check_index_file(
-                    f.header,
-                    f.slots_view(),
-                    entries,
-                    problems,
-                    file=name,
-                    hash_slot_num=geometry.hash_slot_num,
-                    index_num=geometry.index_num,
-                )
-            )
-            read.ends.append((name, f.header.end_timestamp))
-            if advance is not None:
-                advance(geometry.hash_slot_num * 4 + len(entries) * 20)
-        checks.check_index_headers_order(read.facts, problems)
-    except MqtoolError as exc:
-        problems.add("index_file", rel_path(store, exc.file) or "index", exc.offset, exc.message)
-    return read
-
-
-def check_index_files(
-    store: Store,
-    records: Any,
-    problems: ProblemList,
-    *,
-    commitlog_min: int,
-    valid_end: int,
-    advance: Any = None,
-    read: IndexRead | None = None,
-) -> IndexRead:
-    """Every index file (`read_index_files`, unless already `read`), then where the entries point:
-    records deleted by retention, past the valid end, or where `records` has no record start."""
-    if read is None:
-        read = read_index_files(store, problems, advance)
-    for facts in read.facts:
-        checks.check_index_targets(
-            facts,
-            records,
-            problems,
-            hash_slot_num=read.hash_slot_num,
-            commitlog_min=commitlog_min,
-            valid_end=valid_end,
-        )
-    return read
-
-
-def rel_path(store: Store, path: str | None) -> str | None:
-    """A path as the problem tables show it: relative to the store root when inside it."""
-    if path is None:
-        return None
-    try:
-        from pathlib import Path
-
-        return str(Path(path).relative_to(store.root))
-    except ValueError:
-        return path
-
-
-def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:
-    """Bytes after the last valid unit, and files after it (the broker's recovery deletes those)."""
-    live = queue.live_files
-    where = f"{topic}/{queue_id}"
-    if live:
-        last = live[-1]
-        wrote = queue.wrote_position(last)
-        if wrote < last.size:
-            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:]
-            checks.check_cq_tail(
-                rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where
-            )
-    dirty = [f for f in queue.files if f not in live]
-    if dirty:
-        problems.add(
-            "cq_dirty_files",
-            rel_path(store, str(dirty[0].path)),
-            0,
-            f"{where}: {len(dirty)} file(s) after the last valid unit; the broker's recovery deletes them",
-        )
-
-
-def recovery_summary(
-    scans: list[checks.CommitLogFile],
-    verdict: checks.CommitLogVerdict,
-    cp: Any,
-    abort: bool,
-    problems: ProblemList,
-) -> dict[str, Any]:
-    """Where the broker's next start walks from and where it ends the commitlog (an info row)."""
-    files = [s for s in scans if s.size]
-    if not files:
-        return {"mode": "abnormal" if abort else "normal", "startFile": None, "end": verdict.valid_end}
-    if abort:
-        bound = cp.min_timestamp if cp is not None else 0
-        firsts = []
-        for s in files:
-            first = None
-            if s.batch is not None and s.batch.num_rows:
-                row = s.batch.slice(0, 1).to_pylist()[0]
-                if row["status"] == "ok":
-                    first = (1, row["storeTimestamp"])
-            firsts.append(first)
-        start = checks.recovery_start_abnormal(firsts, bound)
-        mode = "abnormal (abort present)"
-    else:
-        start = checks.recovery_start_normal([s.start for s in files])
-        mode = "normal"
-    end_file, end_pos, end = None, None, None
-    for s in files[start:]:
-        stop = s.stop()
-        if stop is not None and stop[0] != "blank":
-            end_file, end_pos, end = s, stop[1], s.start + stop[1]
-            break
-    if end is None:  # the last file ends in a BLANK: recovery stops there
-        end_file = files[-1]
-        stop = end_file.stop()
-        end_pos = stop[1] if stop is not None else end_file.size
-        end = end_file.start + end_pos
-    written_end = max((s.start + s.data_end for s in files if s.data_end or s.message_count()), default=end)
-    written_end = max(written_end, end)
-    detail = (
-        f"{mode} recovery walks from {files[start].name} and ends the commitlog at phy {end}"
-        f" ({end_file.name} position {end_pos})"
-    )
-    dropped = written_end - end
-    if dropped > 0:
-        detail += f"; it drops the {dropped} bytes of written data after that"
-    if end != verdict.valid_end:
-        detail += f"; it does not see the stop at phy {verdict.valid_end} in an earlier file"
-    problems.add("recovery", end_file.name, end_pos, detail)
-    return {"mode": mode, "startFile": files[start].name, "end": end, "droppedBytes": max(dropped, 0)}
 
 
 # --- rendering ------------------------------------------------------------------------------------

@@ -1,0 +1,274 @@
+"""The whole-store checks that read a store's files, shared by `mqtool verify` and the audit's driver.
+
+`store.checks` judges arrays and batches; this module feeds it from a `Store`: the lock, every
+ConsumeQueue (units against the records, file tails, dirty files), every index file (header, slots,
+chains, where entries point), the checkpoint against the data, and where the broker's recovery would
+start and end. `verify` passes every decoded record; the audit's executors have judged the records
+of their byte ranges already, so its driver passes no records and asks only about the units that
+point outside the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from formats.errors import MqtoolError
+from store import checks
+from store.checks import ProblemList
+from store.storedir import Store
+
+
+def rel_path(store: Store, path: str | None) -> str | None:
+    """A path as the problem tables show it: relative to the store root when inside it."""
+    if path is None:
+        return None
+    try:
+        return str(Path(path).relative_to(store.root))
+    except ValueError:
+        return path
+
+
+def note_broker_running(store: Store, problems: ProblemList) -> bool:
+    """A warning row when a broker holds the store lock; whether `abort` is present."""
+    live = store.liveness()
+    if live.broker_running:
+        problems.add(
+            "broker_running",
+            "lock",
+            None,
+            f"{live.describe()}: the files change while they are read, so results may be inconsistent",
+        )
+    return live.abort_present
+
+
+@dataclass
+class QueueCheck:
+    """What `check_queue_files` found: the record rows the units hit, and each queue's facts."""
+
+    hits: list[np.ndarray] = field(default_factory=list)
+    queues: dict[tuple[str, int], checks.QueueFacts] = field(default_factory=dict)
+    units: int = 0
+
+
+def check_queue_files(
+    store: Store,
+    records: Any,
+    problems: ProblemList,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    outside_only: bool = False,
+    advance: Any = None,
+) -> QueueCheck:
+    """Every ConsumeQueue: its units against `records` (with `outside_only`, only the units before the
+    queue's min offset or outside [commitlog_min, valid_end)), its file tail and dirty files."""
+    found = QueueCheck()
+    try:
+        queue_list = list(store.consume_queues.queues())
+    except MqtoolError as exc:
+        problems.add("cq_not_checked", rel_path(store, exc.file) or "consumequeue", None, exc.message)
+        return found
+    for topic, queue_id in queue_list:
+        try:
+            queue = store.consume_queue(topic, queue_id)
+            units = queue.units(0)
+            min_offset, max_offset = queue.min_offset, queue.max_offset
+        except MqtoolError as exc:
+            problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
+            continue
+        checked = units
+        if outside_only:
+            phy = units["phyOffset"]
+            checked = units[(units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)]
+        if not outside_only or len(checked):
+            found.hits.append(
+                checks.check_consume_queue(
+                    checked,
+                    records,
+                    problems,
+                    topic=topic,
+                    queue_id=queue_id,
+                    min_offset=min_offset,
+                    file_size=queue.file_size,
+                    commitlog_min=commitlog_min,
+                    valid_end=valid_end,
+                )
+            )
+        found.units += len(units)
+        last_end = int(units["phyOffset"][-1]) + int(units["size"][-1]) if len(units) else 0
+        found.queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
+        check_cq_files(store, queue, topic, queue_id, problems)
+        if advance is not None:
+            advance(sum(f.size for f in queue.files))
+    return found
+
+
+def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:
+    """Bytes after the last valid unit, and files after it (the broker's recovery deletes those)."""
+    live = queue.live_files
+    where = f"{topic}/{queue_id}"
+    if live:
+        last = live[-1]
+        wrote = queue.wrote_position(last)
+        if wrote < last.size:
+            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:]
+            checks.check_cq_tail(
+                rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where
+            )
+    dirty = [f for f in queue.files if f not in live]
+    if dirty:
+        problems.add(
+            "cq_dirty_files",
+            rel_path(store, str(dirty[0].path)),
+            0,
+            f"{where}: {len(dirty)} file(s) after the last valid unit; the broker's recovery deletes them",
+        )
+
+
+@dataclass
+class IndexRead:
+    """The index files as `read_index_files` found them: per-file facts (reachable entries) and
+    (file, endTimestamp) for the checkpoint check."""
+
+    facts: list[checks.IndexFileFacts] = field(default_factory=list)
+    ends: list[tuple[str, int]] = field(default_factory=list)
+    hash_slot_num: int = 0
+
+
+def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -> IndexRead:
+    """Every index file's header, slots and chains (`check_index_file`) and the headers' order; needs no
+    commitlog."""
+    read = IndexRead()
+    try:
+        service = store.index_service
+        geometry = service.geometry
+        for f in service.files:  # none when the geometry is unknown (one empty file)
+            read.hash_slot_num = geometry.hash_slot_num
+            name = f"index/{f.name}"
+            entries = f.entries_view()
+            read.facts.append(
+                checks.check_index_file(
+                    f.header,
+                    f.slots_view(),
+                    entries,
+                    problems,
+                    file=name,
+                    hash_slot_num=geometry.hash_slot_num,
+                    index_num=geometry.index_num,
+                )
+            )
+            read.ends.append((name, f.header.end_timestamp))
+            if advance is not None:
+                advance(geometry.hash_slot_num * 4 + len(entries) * 20)
+        checks.check_index_headers_order(read.facts, problems)
+    except MqtoolError as exc:
+        problems.add("index_file", rel_path(store, exc.file) or "index", exc.offset, exc.message)
+    return read
+
+
+def check_index_files(
+    store: Store,
+    records: Any,
+    problems: ProblemList,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    advance: Any = None,
+    read: IndexRead | None = None,
+) -> IndexRead:
+    """Every index file (`read_index_files`, unless already `read`), then where the entries point:
+    records deleted by retention, past the valid end, or where `records` has no record start."""
+    if read is None:
+        read = read_index_files(store, problems, advance)
+    for facts in read.facts:
+        checks.check_index_targets(
+            facts,
+            records,
+            problems,
+            hash_slot_num=read.hash_slot_num,
+            commitlog_min=commitlog_min,
+            valid_end=valid_end,
+        )
+    return read
+
+
+def check_checkpoint_file(
+    store: Store,
+    problems: ProblemList,
+    *,
+    abort: bool,
+    last_store_ts: int | None,
+    dispatched_store_ts: int | None,
+    index_ends: list[tuple[str, int]],
+) -> Any:
+    """The checkpoint against the data (`check_checkpoint`); the checkpoint read, or None."""
+    cp = None
+    try:
+        cp = store.checkpoint()
+    except MqtoolError as exc:
+        problems.add("checkpoint_unreadable", "checkpoint", exc.offset, exc.message)
+    checks.check_checkpoint(
+        cp,
+        problems,
+        abort=abort,
+        last_store_ts=last_store_ts,
+        dispatched_store_ts=dispatched_store_ts,
+        index_files=index_ends,
+    )
+    return cp
+
+
+def recovery_summary(
+    scans: list[checks.CommitLogFile],
+    verdict: checks.CommitLogVerdict,
+    cp: Any,
+    abort: bool,
+    problems: ProblemList,
+) -> dict[str, Any]:
+    """Where the broker's next start walks from and where it ends the commitlog (an info row)."""
+    files = [s for s in scans if s.size]
+    if not files:
+        return {"mode": "abnormal" if abort else "normal", "startFile": None, "end": verdict.valid_end}
+    if abort:
+        bound = cp.min_timestamp if cp is not None else 0
+        firsts = []
+        for s in files:
+            first = None
+            if s.batch is not None and s.batch.num_rows:
+                row = s.batch.slice(0, 1).to_pylist()[0]
+                if row["status"] == "ok":
+                    first = (1, row["storeTimestamp"])
+            firsts.append(first)
+        start = checks.recovery_start_abnormal(firsts, bound)
+        mode = "abnormal (abort present)"
+    else:
+        start = checks.recovery_start_normal([s.start for s in files])
+        mode = "normal"
+    end_file, end_pos, end = None, None, None
+    for s in files[start:]:
+        stop = s.stop()
+        if stop is not None and stop[0] != "blank":
+            end_file, end_pos, end = s, stop[1], s.start + stop[1]
+            break
+    if end is None:  # the last file ends in a BLANK: recovery stops there
+        end_file = files[-1]
+        stop = end_file.stop()
+        end_pos = stop[1] if stop is not None else end_file.size
+        end = end_file.start + end_pos
+    written_end = max((s.start + s.data_end for s in files if s.data_end or s.message_count()), default=end)
+    written_end = max(written_end, end)
+    detail = (
+        f"{mode} recovery walks from {files[start].name} and ends the commitlog at phy {end}"
+        f" ({end_file.name} position {end_pos})"
+    )
+    dropped = written_end - end
+    if dropped > 0:
+        detail += f"; it drops the {dropped} bytes of written data after that"
+    if end != verdict.valid_end:
+        detail += f"; it does not see the stop at phy {verdict.valid_end} in an earlier file"
+    problems.add("recovery", end_file.name, end_pos, detail)
+    return {"mode": mode, "startFile": files[start].name, "end": end, "droppedBytes": max(dropped, 0)}
