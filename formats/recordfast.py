@@ -46,6 +46,9 @@ def message_head(born_v6: bool, store_v6: bool) -> Struct:
 MESSAGE_TO_SYSFLAG = struct_twin(
     "MessageRecord[TOTALSIZE..SYSFLAG]", message_prefix(8), struct.Struct(">iiiiiqqi")
 )
+# where SYSFLAG sits in a record (36): after TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET and
+# PHYSICALOFFSET
+SYSFLAG_AT = message_prefix(_FIELDS.index("sysFlag")).sizeof()
 # TOTALSIZE .. BORNTIMESTAMP (48 bytes): what the record check reads first
 MESSAGE_TO_BORN = struct_twin(
     "MessageRecord[TOTALSIZE..BORNTIMESTAMP]", message_prefix(9), struct.Struct(">iiiiiqqiq")

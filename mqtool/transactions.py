@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
+
 from formats.commitlog import Message, build_message, java_length, java_parse_int
 from formats.errors import FormatError, MqtoolError
 from formats.javahash import tags_code as tags_hash
@@ -34,7 +36,6 @@ from formats.properties import (
     PROPERTY_REAL_TOPIC,
     encode_properties,
 )
-from formats.recordfast import MESSAGE_TO_BORN
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
 from mqtool.broker_rebuild import (
     MAX_TOPIC_LENGTH_V1,
@@ -72,9 +73,6 @@ TRANSACTION_OP_MSG_MAX_SIZE = 4096  # BrokerConfig.transactionOpMsgMaxSize (5.1+
 
 State = Literal["pending", "committed", "rolled-back", "discarded"]
 STATES: tuple[str, ...] = ("pending", "committed", "rolled-back", "discarded")
-
-
-_SYSFLAG = 7  # the SYSFLAG field of MESSAGE_TO_BORN (TOTALSIZE .. BORNTIMESTAMP)
 
 
 class TransactionError(MqtoolError):
@@ -406,27 +404,16 @@ def _commit_copies(store: Store, transactions: list[Transaction]) -> dict[int, M
     found: dict[int, Message] = {}
     for (topic, queue_id), (low, codes) in wanted.items():
         units = units_after(store, topic, queue_id, low)
-        for phy, size, tags in zip(
-            units["phyOffset"].tolist(), units["size"].tolist(), units["tagsCode"].tolist(), strict=True
-        ):
-            if tags not in codes or not _commit_flagged(store, phy):
-                continue
+        units = units[np.isin(units["tagsCode"], list(codes))]
+        # only a record whose head says COMMIT is worth a whole decode: the real queues hold far more
+        # plain messages than commit copies
+        flags = store.commitlog.sysflags_at(units["phyOffset"])
+        units = units[(flags >= 0) & (flags & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE)]
+        for phy, size in zip(units["phyOffset"].tolist(), units["size"].tolist(), strict=True):
             msg = read_message_or_none(store, phy, size)
             if msg is not None and msg.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE:
                 found.setdefault(msg.prepared_transaction_offset, msg)
     return found
-
-
-def _commit_flagged(store: Store, phy: int) -> bool:
-    """Whether the record at `phy` has SYSFLAG type COMMIT, from its fixed head alone: the real queues hold
-    far more plain messages than commit copies, and only a commit copy is worth a whole decode."""
-    try:
-        head = store.commitlog.read_raw(phy, MESSAGE_TO_BORN.size)
-    except MqtoolError:
-        return False
-    if len(head) < MESSAGE_TO_BORN.size:
-        return False
-    return MESSAGE_TO_BORN.unpack(head)[_SYSFLAG] & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE
 
 
 def _discards(store: Store) -> list[Message]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from formats.commitlog import (
     HEAD_MAX_SIZE,
@@ -28,6 +29,7 @@ from formats.commitlog import (
 )
 from formats.errors import FormatError, MqtoolError
 from formats.recordcheck import Fields, check_record, store_timestamp_at
+from formats.recordfast import SYSFLAG_AT
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.mappedfile import MappedFile, MappedFileQueue
 
@@ -338,6 +340,24 @@ class CommitLog:
         clipped to the end of the file holding `phy_offset`."""
         _, f = self._file_for(phy_offset)
         return f.read(phy_offset - f.start_offset, max(size, 0))
+
+    def sysflags_at(self, phys: Any) -> Any:
+        """SYSFLAG of the record starting at each physical offset (a numpy array), read from its fixed
+        head without any check (a cheap look before a whole decode); -1 where no file holds the head."""
+        import numpy as np
+
+        phys = np.asarray(phys, dtype=np.int64)
+        out = np.full(len(phys), -1, dtype=np.int64)
+        for f in self.files:
+            inside = (phys >= f.start_offset) & (phys + SYSFLAG_AT + 4 <= f.start_offset + f.size)
+            if not inside.any():
+                continue
+            data = np.frombuffer(f.buffer(), dtype=np.uint8)
+            at = phys[inside] - f.start_offset + SYSFLAG_AT
+            raw = data[at[:, None] + np.arange(4)].astype(np.int64)
+            value = (raw[:, 0] << 24) | (raw[:, 1] << 16) | (raw[:, 2] << 8) | raw[:, 3]
+            out[inside] = np.where(value >= 1 << 31, value - (1 << 32), value)
+        return out
 
     def pickup_store_timestamp(self, offset: int, size: int) -> int:
         """`CommitLog.pickupStoreTimestamp`: STORETIMESTAMP of the record at `offset`, or -1 when

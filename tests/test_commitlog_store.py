@@ -378,3 +378,16 @@ def test_walk_as_a_49_broker():
         assert isinstance(records[-1], Corrupt) and records[-1].physical_offset == first_v2.physical_offset
     with CommitLog.open(store_path("store-49a")) as cl:
         assert list(cl.iter_records(accept_v2=False)) == list(walk("store-49a"))
+
+
+@pytest.mark.parametrize("name", STORES)
+def test_sysflags_at_reads_each_records_sysflag(name):
+    """The vectorised head read gives the SYSFLAG the real code read back, and -1 off the files."""
+    import numpy as np
+
+    messages = [m for m in expect(name)["messages"] if m["kind"] == "MESSAGE"]
+    phys = np.array([m["physicalOffset"] for m in messages] + [-100, 10**15], dtype=np.int64)
+    with CommitLog.open(store_path(name)) as cl:
+        flags = cl.sysflags_at(phys)
+    assert flags[:-2].tolist() == [m["sysFlag"] for m in messages]
+    assert flags[-2:].tolist() == [-1, -1]
