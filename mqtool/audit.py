@@ -1252,8 +1252,8 @@ def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.broker_rebuild import TRANS_HALF_TOPIC
     from mqtool.transactions import list_transactions
+    from store.messagerebuild import TRANS_HALF_TOPIC
 
     store = plan.store
     if TRANS_HALF_TOPIC not in store.consume_queues.topics():

@@ -18,7 +18,7 @@ This module reproduces that offline:
 * 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, `TimerMessageStore`) are listed
   (`list_timer_messages`) but never replayed: their state lives in timerlog/timerwheel/timercheck.
 
-The message rebuild and write path it shares with `mqtool.transactions` is `mqtool.broker_rebuild`.
+The message rebuild and write path it shares with `mqtool.transactions` is `store.messagerebuild`.
 """
 
 from __future__ import annotations
@@ -29,103 +29,51 @@ from typing import Any, Literal
 
 import numpy as np
 
-from formats.commitlog import Message, build_message, java_length, java_parse_int
-from formats.consumequeue import is_ext_address
-from formats.errors import FormatError, MqtoolError
+from formats.commitlog import Message, java_parse_int
+from formats.errors import MqtoolError
 from formats.names import SCHEDULE_TOPIC
 from formats.properties import (
     CRC32_RESERVED_LEN,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
     split_crc32_trailer,
 )
-from formats.structs import TimerCheckpoint
-from mqtool.broker_rebuild import (
-    MAX_TOPIC_LENGTH_V1,
+from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
+from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
+from store.filewrites import crash_point
+from store.messagerebuild import (
     TRANS_HALF_TOPIC,
     broker_major,
     planned_json,
     queue_max_offset,
     read_message_or_none,
-    rebuild_properties,
     refuse_unclean,
     store_writer,
     units_after,
 )
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
-from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
-from store.filewrites import crash_point
-from store.layout import DelayLevelTable as DelayLevels
+from store.schedule import (
+    DELAY_OFFSET,
+    DelayError,
+    DelayLevels,
+    correct_deliver_timestamp,
+    delay_levels,
+    deliver_time,
+    effective_start,
+    iter_pending_units,
+    load_delay_progress,
+    message_time_up,
+    real_queue,
+    schedule_levels,
+)
 from store.storedir import Store
+from store.timer import (
+    PROPERTY_TIMER_DEL_UNIQKEY,
+    PROPERTY_TIMER_OUT_MS,
+    PROPERTY_TIMER_ROLL_TIMES,
+    TIMER_TOPIC,
+    read_timercheck,
+)
 from store.version import BrokerVersion
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-DELAY_OFFSET = "delayOffset.json"
-
-PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
-PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
-PROPERTY_TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
-PROPERTY_TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
-TIMER_PROPERTIES = (
-    PROPERTY_TIMER_DELIVER_MS,
-    PROPERTY_TIMER_DELAY_SEC,
-    PROPERTY_TIMER_DELAY_MS,
-    PROPERTY_TIMER_OUT_MS,
-)
-
 DEFAULT_STUCK_AFTER_MS = 60_000
-
-
-class DelayError(MqtoolError):
-    """A delay-queue request that cannot be answered (unknown level, bad options)."""
-
-
-# ---------------------------------------------------------------------------------------------------
-# Broker rebuild helpers (shared with mqtool.transactions)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Levels and progress
-
-
-def delay_levels(store: Store) -> DelayLevels:
-    return store.layout.delay_levels
-
-
-@dataclass
-class DelayProgress:
-    """delayOffset.json as the ScheduleMessageService loads it."""
-
-    table: dict[int, int]
-    model: Any  # formats.configs.DelayOffsetTable
-    source: str  # file / bak / none
-    notes: list[str] = field(default_factory=list)
-
-
-def load_delay_progress(store: Store) -> DelayProgress:
-    loaded = store.config(DELAY_OFFSET).load()
-    notes = list(loaded.warnings)
-    if loaded.source != "file":
-        notes.append(f"{DELAY_OFFSET}: {loaded.reason}")
-    return DelayProgress(dict(loaded.model.offset_table), loaded.model, loaded.source, notes)
-
-
-def effective_start(stored: int | None, cq_min: int, cq_max: int) -> int:
-    """Where a level's task really starts: the stored offset (0 when absent) moved into [min, max],
-    as 5.x `correctDelayOffset` and both versions' "CQ offset invalid" resets do."""
-    return min(max(stored or 0, cq_min), cq_max)
-
-
-def correct_deliver_timestamp(now: int, tags_code: int, delay_ms: int) -> int:
-    """`correctDeliverTimestamp`: a delivery time further ahead than now + the level's delay (clock went
-    back, configuration changed) is taken as now."""
-    return now if tags_code > now + delay_ms else tags_code
-
-
-def _schedule_levels(store: Store) -> list[int]:
-    return [queue_id + 1 for queue_id in store.consume_queues.queue_ids(SCHEDULE_TOPIC)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -184,30 +132,6 @@ class DelayListing:
     notes: list[str] = field(default_factory=list)
 
 
-def _deliver_time(
-    store: Store, level: int, delay: int | None, phy: int, size: int, tags: int
-) -> tuple[int, str | None]:
-    """The unit's delivery time: its tags code, or store time + delay where it holds a CQ-ext address."""
-    if not is_ext_address(tags):
-        return tags, None
-    stored = store.commitlog.pickup_store_timestamp(phy, size)
-    return stored + (
-        delay if delay is not None else 1000
-    ), "tags code is a CQ-ext address: store time + delay"
-
-
-def _real_queue(msg: Message) -> tuple[str | None, int | None]:
-    props = msg.properties
-    qid = props.get(PROPERTY_REAL_QUEUE_ID)
-    return props.get(PROPERTY_REAL_TOPIC), (None if qid is None else java_parse_int(qid))
-
-
-def iter_pending_units(store: Store, level: int, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(queueOffset, phyOffset, size, tagsCode) of SCHEDULE_TOPIC_XXXX queue `level - 1` in [start, end)."""
-    cq = store.consume_queue(SCHEDULE_TOPIC, level - 1)
-    yield from cq.units(start, end).tolist()
-
-
 def list_delayed(
     store: Store,
     *,
@@ -219,7 +143,7 @@ def list_delayed(
     levels = delay_levels(store)
     progress = load_delay_progress(store)
     listing = DelayListing([], now, levels, list(progress.notes))
-    present = _schedule_levels(store)
+    present = schedule_levels(store)
     if level is not None:
         if level < 1:
             raise DelayError(f"delay levels start at 1, not {level}")
@@ -234,7 +158,7 @@ def list_delayed(
                 "delivery task for it, its messages are never delivered"
             )
         for q, phy, size, tags in iter_pending_units(store, lv, start, cq.max_offset):
-            deliver, note = _deliver_time(store, lv, delay, phy, size, tags)
+            deliver, note = deliver_time(store, lv, delay, phy, size, tags)
             effective = deliver if delay is None else correct_deliver_timestamp(now, deliver, delay)
             if delay is not None and effective != deliver:
                 note = "delivery time beyond now + delay: the broker delivers it at once"
@@ -250,7 +174,7 @@ def list_delayed(
             if msg is None:
                 row.note = "no message at this unit's offset: the broker skips it"
             else:
-                row.real_topic, row.real_queue_id = _real_queue(msg)
+                row.real_topic, row.real_queue_id = real_queue(msg)
                 row.uniq_key, row.keys, row.tags = msg.uniq_key, msg.keys, msg.tags
                 row.store_timestamp, row.born_timestamp = msg.store_timestamp, msg.born_timestamp
                 row.reconsume_times = msg.reconsume_times
@@ -352,7 +276,7 @@ def delay_stats(store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_A
     progress = load_delay_progress(store)
     notes = list(progress.notes)
     rows: list[LevelStats] = []
-    present = set(_schedule_levels(store))
+    present = set(schedule_levels(store))
     for lv in sorted(present | set(progress.table)):
         delay = levels.delay_ms(lv)
         if lv in present:
@@ -371,7 +295,7 @@ def delay_stats(store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_A
         oldest: int | None = None
         if lv in present and start < cq_max:
             for _, phy, size, tags in iter_pending_units(store, lv, start, cq_max):
-                deliver, _ = _deliver_time(store, lv, delay, phy, size, tags)
+                deliver, _ = deliver_time(store, lv, delay, phy, size, tags)
                 if oldest is None or deliver < oldest:
                     oldest = deliver
                 if delay is not None and correct_deliver_timestamp(now, deliver, delay) <= now:
@@ -453,24 +377,6 @@ TIMER_NOT_REPLAYED = (
 
 
 @dataclass
-class TimerCheck:
-    last_read_time_ms: int
-    last_timer_queue_offset: int
-
-
-def read_timercheck(store: Store) -> TimerCheck | None:
-    path = store.config_dir / "timercheck"
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if len(data) < TimerCheckpoint.sizeof():
-        return None
-    c = TimerCheckpoint.parse(data[: TimerCheckpoint.sizeof()])
-    return TimerCheck(c.lastReadTimeMs, c.lastTimerQueueOffset)
-
-
-@dataclass
 class TimerRow:
     queue_offset: int
     phy_offset: int
@@ -547,7 +453,7 @@ def list_timer_messages(store: Store, *, now: int) -> list[TimerRow]:
             )
             if out_ms is None and PROPERTY_TIMER_OUT_MS in props and props[PROPERTY_TIMER_OUT_MS].isdigit():
                 out_ms = int(props[PROPERTY_TIMER_OUT_MS])  # a long beyond int range
-            real_topic, real_qid = _real_queue(msg) if msg is not None else (None, None)
+            real_topic, real_qid = real_queue(msg) if msg is not None else (None, None)
             roll = props.get(PROPERTY_TIMER_ROLL_TIMES)
             if check is None:
                 state = "unknown"
@@ -617,49 +523,6 @@ def render_timer_list(rows: list[TimerRow], ctx: RenderContext, now: int) -> Non
 
 # ---------------------------------------------------------------------------------------------------
 # delay replay: the plan
-
-
-def message_time_up(
-    msg: Message, major: int, *, store_timestamp: int = 0, queue_offset: int = 0, physical_offset: int = 0
-) -> Message:
-    """`ScheduleMessageService.messageTimeUp`: the record delivered for schedule record `msg`.
-
-    TOPIC/QUEUEID from REAL_TOPIC/REAL_QID; BODY (as stored), FLAG, SYSFLAG, born time and host, STOREHOST
-    and RECONSUMETIMES copied; PREPARED TRANSACTION OFFSET 0; PROPERTIES = the schedule record's whole map
-    re-serialised before DELAY (and the 5.x TIMER_* keys) are cleared from memory, so DELAY, REAL_TOPIC,
-    REAL_QID, WAIT stay in the stored string. STORETIMESTAMP, QUEUEOFFSET and PHYSICALOFFSET are the
-    append's. Raises DelayError when REAL_TOPIC/REAL_QID cannot give a destination.
-    """
-    topic, queue_id = _real_queue(msg)
-    if not topic:
-        raise DelayError(f"schedule record at {msg.physical_offset} has no REAL_TOPIC property")
-    if queue_id is None:
-        raise DelayError(
-            f"schedule record at {msg.physical_offset} has REAL_QID "
-            f"{msg.properties.get(PROPERTY_REAL_QUEUE_ID)!r}, not an int (Integer.parseInt fails)"
-        )
-    if major < 5 and java_length(topic) > MAX_TOPIC_LENGTH_V1:
-        raise DelayError(f"real topic of {java_length(topic)} characters: a 4.9.x broker refuses it (> 127)")
-    try:
-        properties = rebuild_properties(msg.properties_raw, major)
-    except FormatError as exc:
-        raise DelayError(f"schedule record at {msg.physical_offset}: {exc.message}") from None
-    return build_message(
-        topic=topic,
-        body=msg.body,
-        properties=properties,
-        queue_id=queue_id,
-        flag=msg.flag,
-        queue_offset=queue_offset,
-        physical_offset=physical_offset,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=(msg.born_host, msg.born_port),
-        store_timestamp=store_timestamp,
-        store_host=(msg.store_host, msg.store_port),
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=0,
-    )
 
 
 Action = Literal["deliver", "done", "skip", "drop", "stop"]
@@ -766,7 +629,7 @@ def plan_replay(
         notes=list(progress.notes),
         level=level,
     )
-    present = _schedule_levels(store)
+    present = schedule_levels(store)
     if level is not None:
         if level < 1:
             raise DelayError(f"delay levels start at 1, not {level}")
@@ -786,7 +649,7 @@ def plan_replay(
         if broker.major >= 5 and stored is not None and stored != start:
             plan.progress_after[lv] = start  # correctDelayOffset at load
         for q, phy, size, tags in iter_pending_units(store, lv, start, cq.max_offset):
-            deliver, _ = _deliver_time(store, lv, delay, phy, size, tags)
+            deliver, _ = deliver_time(store, lv, delay, phy, size, tags)
             if correct_deliver_timestamp(now, deliver, delay) > now:
                 plan.deliveries.append(Delivery(lv, q, phy, size, deliver, "stop", "not due yet"))
                 if broker.major >= 5:

@@ -37,7 +37,10 @@ from formats.properties import (
     encode_properties,
 )
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
-from mqtool.broker_rebuild import (
+from mqtool.render import Column, RenderContext, emit_document, emit_rows
+from mqtool.timeparse import format_time, human_duration
+from store.filewrites import crash_point
+from store.messagerebuild import (
     MAX_TOPIC_LENGTH_V1,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
@@ -51,11 +54,8 @@ from mqtool.broker_rebuild import (
     store_writer,
     units_after,
 )
-from mqtool.delay import TIMER_PROPERTIES
-from mqtool.render import Column, RenderContext, emit_document, emit_rows
-from mqtool.timeparse import format_time, human_duration
-from store.filewrites import crash_point
 from store.storedir import Store
+from store.timer import TIMER_PROPERTIES
 from store.version import BrokerVersion
 
 CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"

@@ -19,13 +19,6 @@ from golden import expect, store_path
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
 from formats.javahash import tags_code
 from mqtool import delay
-from mqtool.broker_rebuild import (
-    BrokerVersionError,
-    WriteNotAvailableError,
-    broker_major,
-    java_hashmap_order,
-    rebuild_properties,
-)
 from mqtool.delay import (
     DelayError,
     correct_deliver_timestamp,
@@ -40,6 +33,13 @@ from store import rebuild
 from store.brokerconf import load_broker_config
 from store.dispatch import existing_cq_file_size, existing_index_geometry
 from store.liveness import BrokerRunningError
+from store.messagerebuild import (
+    BrokerVersionError,
+    WriteNotAvailableError,
+    broker_major,
+    java_hashmap_order,
+    rebuild_properties,
+)
 from store.storedir import Store
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"

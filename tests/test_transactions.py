@@ -21,7 +21,6 @@ from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
 from formats.properties import decode_properties, encode_properties
 from formats.structs import TRANSACTION_COMMIT_TYPE
 from mqtool import transactions as tx
-from mqtool.broker_rebuild import WriteNotAvailableError, rebuild_properties
 from mqtool.transactions import (
     TransactionError,
     end_message_transaction,
@@ -36,6 +35,7 @@ from mqtool.transactions import (
 )
 from store import rebuild
 from store.dispatch import existing_cq_file_size, existing_index_geometry
+from store.messagerebuild import WriteNotAvailableError, rebuild_properties
 from store.storedir import Store
 
 NOW = 1_900_000_000_000
