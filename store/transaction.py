@@ -76,6 +76,7 @@ class HalfRecord:
 
 
 def java_parse_long(text: str) -> int | None:
+    """`Long.parseLong`: the value, or None where Java throws (not a decimal, or out of range)."""
     body = text[1:] if text[:1] in "+-" else text
     if not body or not body.isascii() or not body.isdigit():
         return None
