@@ -36,8 +36,7 @@ from formats.properties import (
     CRC32_RESERVED_LEN,
     split_crc32_trailer,
 )
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
-from mqtool.timeparse import duration_text, format_time, human_duration, now_ms
+from mqtool.timeparse import human_duration, now_ms
 from store.filewrites import crash_point
 from store.messagerebuild import (
     TRANS_HALF_TOPIC,
@@ -182,35 +181,6 @@ def list_delayed(
     return listing
 
 
-_LIST_COLUMNS = [
-    Column("level", kind="int"),
-    Column("delay"),
-    Column("queueOffset", "qOffset", kind="int"),
-    Column("deliverTimestamp", "deliver at", kind="time"),
-    Column("due", kind="bool"),
-    Column("late"),
-    Column("realTopic", "real topic", max_width=40),
-    Column("realQueueId", "queue", kind="int"),
-    Column("keys", max_width=30),
-    Column("uniqKey", "uniq key"),
-    Column("storeTimestamp", "stored at", kind="time"),
-    Column("note", max_width=50),
-]
-
-
-def render_list(listing: DelayListing, ctx: RenderContext) -> None:
-    def rows() -> Iterator[dict[str, Any]]:
-        for row in listing.rows:
-            data = row.to_json()
-            if not ctx.machine:
-                data["delay"] = duration_text(row.delay_ms)
-                data["late"] = human_duration(row.late_ms) if row.late_ms else ""
-            yield data
-
-    title = f"Delayed messages not yet delivered (due at {format_time(listing.now, ctx.zone)})"
-    emit_rows(rows(), _LIST_COLUMNS, ctx, title=None if ctx.machine else title, empty="(none)")
-
-
 # ---------------------------------------------------------------------------------------------------
 # delay stats
 
@@ -312,57 +282,6 @@ def delay_stats(store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_A
                 f"level {lv} is not in messageDelayLevel: its {cq_max - start} messages are never delivered"
             )
     return DelayStats(now, levels, rows, progress.source, timer_summary(store, now=now), notes)
-
-
-_STATS_COLUMNS = [
-    Column("level", kind="int"),
-    Column("delay"),
-    Column("minOffset", "min", kind="int"),
-    Column("maxOffset", "max", kind="int"),
-    Column("delayOffset", "progress", kind="int"),
-    Column("backlog", kind="int"),
-    Column("due", kind="int"),
-    Column("oldestDeliverTimestamp", "oldest due", kind="time"),
-    Column("late"),
-    Column("stuck", kind="bool"),
-]
-
-
-def render_stats(stats: DelayStats, ctx: RenderContext) -> None:
-    def human() -> None:
-        emit_fields(
-            [
-                ("now", stats.now, "time"),
-                ("messageDelayLevel", f"{stats.levels.text} ({stats.levels.source})", "text"),
-                ("delayOffset.json", stats.progress_source, "text"),
-            ],
-            ctx,
-            title="Delay queue (SCHEDULE_TOPIC_XXXX)",
-        )
-        rows = []
-        for r in stats.rows:
-            data = r.to_json()
-            data["delay"] = duration_text(r.delay_ms) if r.delay_ms is not None else "(no such level)"
-            data["late"] = human_duration(r.late_ms) if r.late_ms else ""
-            rows.append(data)
-        emit_rows(rows, _STATS_COLUMNS, ctx, title="Levels", empty="(no delay levels used)")
-        if stats.timer is not None:
-            t = stats.timer
-            emit_fields(
-                [
-                    ("messages in rmq_sys_wheel_timer", t.messages, "int"),
-                    ("not yet in the timer wheel", t.not_enqueued, "int"),
-                    ("waiting in the timer wheel", t.waiting, "int"),
-                    ("due now (not replayed offline)", t.due, "int"),
-                    ("timercheck lastReadTimeMs", t.last_read_time_ms, "time"),
-                ],
-                ctx,
-                title="5.x timer-wheel messages",
-            )
-        for note in stats.notes:
-            ctx.out.write(f"note: {note}\n")
-
-    emit_document(stats.to_json(), ctx, human)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -496,29 +415,6 @@ def timer_summary(store: Store, *, now: int) -> TimerSummary | None:
         None if check is None else check.last_read_time_ms,
         None if check is None else check.last_timer_queue_offset,
     )
-
-
-_TIMER_COLUMNS = [
-    Column("queueOffset", "qOffset", kind="int"),
-    Column("deliverTimestamp", "deliver at (TIMER_OUT_MS)", kind="time"),
-    Column("due", kind="bool"),
-    Column("timerState", "timer state"),
-    Column("realTopic", "real topic", max_width=40),
-    Column("realQueueId", "queue", kind="int"),
-    Column("keys", max_width=30),
-    Column("uniqKey", "uniq key"),
-    Column("rollTimes", "rolls", kind="int"),
-    Column("deleteUniqKey", "deletes"),
-]
-
-
-def render_timer_list(rows: list[TimerRow], ctx: RenderContext, now: int) -> None:
-    title = f"5.x timer-wheel messages (rmq_sys_wheel_timer; due at {format_time(now, ctx.zone)})"
-    emit_rows(
-        (r.to_json() for r in rows), _TIMER_COLUMNS, ctx, title=None if ctx.machine else title, empty="(none)"
-    )
-    if rows and not ctx.machine:
-        ctx.out.write(f"note: {TIMER_NOT_REPLAYED}\n")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -863,56 +759,6 @@ def execute_replay(store: Store, plan: ReplayPlan, execute: bool) -> ReplayResul
 # delay replay: rendering
 
 
-_PLAN_COLUMNS = [
-    Column("level", kind="int"),
-    Column("queueOffset", "qOffset", kind="int"),
-    Column("deliverTimestamp", "deliver at", kind="time"),
-    Column("action"),
-    Column("realTopic", "real topic", max_width=40),
-    Column("realQueueId", "queue", kind="int"),
-    Column("newQueueOffset", "new qOffset", kind="int"),
-    Column("keys", max_width=30),
-    Column("uniqKey", "uniq key"),
-    Column("reason", max_width=60),
-]
-
-
-def render_plan(plan: ReplayPlan, result: ReplayResult, ctx: RenderContext, execute: bool) -> None:
-    document = plan.to_json()
-    document["executed"] = result.executed
-
-    def human() -> None:
-        out = ctx.out
-        out.write(f"{plan.broker.describe()}; now = {format_time(plan.now, ctx.zone)}\n")
-        emit_rows(
-            [d.to_json() for d in plan.deliveries],
-            _PLAN_COLUMNS,
-            ctx,
-            title="Delay replay (executeOnTimeUp per level)",
-            empty="(nothing due)",
-        )
-        changes = plan.progress_changes
-        if changes:
-            emit_rows(
-                [{"level": lv, "from": old, "to": new} for lv, old, new in changes],
-                [Column("level", kind="int"), Column("from", kind="int"), Column("to", kind="int")],
-                ctx,
-                title="delayOffset.json",
-            )
-        for note in plan.notes + result.notes:
-            out.write(f"note: {note}\n")
-        n = len(plan.to_deliver)
-        if result.executed:
-            offsets = "updated" if result.delay_offset_written else "unchanged"
-            out.write(f"delivered {n} message(s); delayOffset.json {offsets}\n")
-        elif not plan.changes_anything:
-            out.write("nothing to do\n")
-        elif not execute:
-            out.write(f"dry run: {n} message(s) would be delivered; add --execute to write\n")
-
-    emit_document(document, ctx, human)
-
-
 __all__ = [
     "DELAY_OFFSET",
     "SCHEDULE_TOPIC",
@@ -938,8 +784,4 @@ __all__ = [
     "load_delay_progress",
     "message_time_up",
     "plan_replay",
-    "render_list",
-    "render_plan",
-    "render_stats",
-    "render_timer_list",
 ]

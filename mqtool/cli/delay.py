@@ -59,6 +59,7 @@ def delay_list(
     topic and queue, keys, unique key, store time."""
     from formats.errors import MqtoolError
     from mqtool import delay
+    from mqtool.cli import delay_render as show
 
     if due and pending:
         raise MqtoolError("--due and --pending exclude each other")
@@ -66,11 +67,11 @@ def delay_list(
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         if timer:
-            delay.render_timer_list(delay.list_timer_messages(st, now=when), s.ctx, when)
+            show.render_timer_list(delay.list_timer_messages(st, now=when), s.ctx, when)
             return
         only = "due" if due else "pending" if pending else None
         listing = delay.list_delayed(st, now=when, level=level, only=only)
-        delay.render_list(listing, s.ctx)
+        show.render_list(listing, s.ctx)
     _notes(listing.notes)
 
 
@@ -94,12 +95,13 @@ def delay_stats(
     ago), delayOffset.json progress against the queue's min and max; the messageDelayLevel table in use
     (default, or from --broker-config); 5.x timer-wheel messages, when there are any."""
     from mqtool import delay
+    from mqtool.cli import delay_render as show
     from mqtool.timeparse import parse_duration
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
-        delay.render_stats(delay.delay_stats(st, now=when, stuck_after_ms=parse_duration(stuck_after)), s.ctx)
+        show.render_stats(delay.delay_stats(st, now=when, stuck_after_ms=parse_duration(stuck_after)), s.ctx)
 
 
 @delay_app.command("replay")
@@ -122,13 +124,14 @@ def delay_replay(
     ahead of the clock delivers early (said in a note). Dry run unless --execute; never while a broker holds
     the store lock. Timer-wheel messages are not replayed."""
     from mqtool import delay
+    from mqtool.cli import delay_render as show
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         plan = delay.plan_replay(st, now=when, level=level, broker_version=broker_version)
         result = delay.execute_replay(st, plan, execute)
-        delay.render_plan(plan, result, s.ctx, execute)
+        show.render_plan(plan, result, s.ctx, execute)
 
 
 def _notes(notes: list[str]) -> None:

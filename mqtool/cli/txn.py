@@ -40,12 +40,13 @@ def txn_list(
     (TRANS_CHECK_MAX_TIME_TOPIC). Shows producer group, transaction id, real topic/queue, keys, age, check
     times against transactionCheckMax and the check immunity."""
     from mqtool import transactions as tx
+    from mqtool.cli import txn_render as show
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         report = tx.list_transactions(st, now=when, broker_version=broker_version)
-        tx.render_list(report, tx.filter_state(report, state), s.ctx)
+        show.render_list(report, tx.filter_state(report, state), s.ctx)
 
 
 def _end(
@@ -64,6 +65,7 @@ def _end(
     producer_group: str | None = None,
 ) -> None:
     from mqtool import transactions as tx
+    from mqtool.cli import txn_render as show
     from mqtool.timeparse import parse_duration
 
     s = session(store, fmt, tz)
@@ -81,7 +83,7 @@ def _end(
     with s.open_store(broker_config) as st:
         plan = make_plan(st)
         result = tx.execute_end(st, plan, execute, replan=make_plan)
-        tx.render_plan(plan, result, s.ctx, execute)
+        show.render_plan(plan, result, s.ctx, execute)
 
 
 @txn_app.command("commit")
