@@ -28,36 +28,12 @@ import pyarrow.compute as pc
 
 from formats.errors import MqtoolError
 from formats.msgid import parse_host
-from mqtool.render import RenderContext, emit_fields
 from store.checks import take_rows
 from store.storedir import Store
 
 EXPORT_FORMATS = ("parquet", "jsonl")
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 PROPERTIES_TYPE = pa.map_(pa.string(), pa.string())
-_COLUMNS = (
-    "physicalOffset",
-    "totalSize",
-    "magicCode",
-    "bodyCRC",
-    "queueId",
-    "flag",
-    "queueOffset",
-    "sysFlag",
-    "bornTimestamp",
-    "bornHost",
-    "storeTimestamp",
-    "storeHost",
-    "reconsumeTimes",
-    "preparedTransactionOffset",
-    "topic",
-    "properties",
-    "keys",
-    "tags",
-    "uniqKey",
-    "offsetMsgId",
-    "bodyLength",
-)
 
 
 @dataclass
@@ -87,6 +63,31 @@ class ExportSummary:
 
 
 # --- column builders ------------------------------------------------------------------------------
+
+
+_COLUMNS = (
+    "physicalOffset",
+    "totalSize",
+    "magicCode",
+    "bodyCRC",
+    "queueId",
+    "flag",
+    "queueOffset",
+    "sysFlag",
+    "bornTimestamp",
+    "bornHost",
+    "storeTimestamp",
+    "storeHost",
+    "reconsumeTimes",
+    "preparedTransactionOffset",
+    "topic",
+    "properties",
+    "keys",
+    "tags",
+    "uniqKey",
+    "offsetMsgId",
+    "bodyLength",
+)
 
 
 def hex16(values: np.ndarray) -> pa.Array:
@@ -365,30 +366,6 @@ def dump_commitlog_parquet(
     return summary
 
 
-def render_summary(summary: ExportSummary, ctx: RenderContext) -> None:
-    if ctx.machine:
-        from mqtool.render import to_json_text
-
-        ctx.out.write(to_json_text(summary.to_json(), indent=2 if ctx.fmt == "json" else None) + "\n")
-        return
-    stop = summary.stop
-    pairs: list[tuple[str, Any, str]] = [
-        ("output", summary.output, "text"),
-        ("messages", summary.messages, "int"),
-        ("record bytes read", summary.bytes_read, "int"),
-        ("first physical offset", summary.first_offset, "int"),
-        ("last physical offset", summary.last_offset, "int"),
-        (
-            "walk stopped",
-            f"{stop['status']} at phy {stop['physicalOffset']}" if stop else "end of range",
-            "text",
-        ),
-    ]
-    for name, n in sorted(summary.topics.items()):
-        pairs.append((f"messages in {name}", n, "int"))
-    emit_fields(pairs, ctx, title="Export")
-
-
 __all__ = [
     "EXPORT_FORMATS",
     "ExportSummary",
@@ -400,6 +377,5 @@ __all__ = [
     "iter_export_batches",
     "offset_msg_ids",
     "properties_map",
-    "render_summary",
     "write_batches",
 ]

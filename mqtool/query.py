@@ -807,53 +807,6 @@ def message_document(
     return doc
 
 
-def _preview(msg: Message, width: int) -> str:
-    view = body_view(msg)
-    if view.text is not None:
-        text = view.text.replace("\n", "\\n")
-        return text if len(text) <= width else text[: width - 1] + "…"
-    shown = view.data[: width // 2 - 2]
-    return "hex:" + shown.hex() + ("…" if len(view.data) > len(shown) else "")
-
-
-def _consumed_text(consumed: dict[str, bool]) -> str:
-    return " ".join(f"{g}:{'yes' if c else 'no'}" for g, c in consumed.items())
-
-
-def render_messages(
-    messages: list[Message],
-    ctx,
-    *,
-    committed: CommittedOffsets | None = None,
-    body_limit: int | None = None,
-    title: str | None = None,
-) -> None:
-    """A table for people; for scripts one JSON list of message objects (or JSONL / CSV rows)."""
-    from mqtool.render import Column, emit_rows, emit_table
-
-    columns = [
-        Column("physicalOffset", "phyOffset", "int"),
-        Column("topic", max_width=32),
-        Column("queueId", "queue", "int"),
-        Column("queueOffset", "queueOffset", "int"),
-        Column("storeTimestamp", "storeTime", "time"),
-        Column("keys", max_width=30),
-        Column("uniqKey"),
-        Column("tags", max_width=20),
-        Column("preview", "body"),
-        Column("consumed", "consumed", max_width=40),
-    ]
-    docs = [message_document(m, committed, body_limit=body_limit) for m in messages]
-    if ctx.machine:
-        emit_rows(docs, columns, ctx)
-        return
-    width = min(body_limit, TABLE_BODY_PREVIEW) if body_limit is not None else TABLE_BODY_PREVIEW
-    for doc, msg in zip(docs, messages, strict=True):
-        doc["preview"] = _preview(msg, max(width, 8))
-        doc["consumed"] = _consumed_text(doc["consumedBy"])
-    emit_table(docs, columns, ctx, title=title, empty="(no message found)")
-
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9%_.+-]")
 
 

@@ -27,7 +27,6 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 from mqtool.safety import warn, write_guard
 from store.config import ConfigFile
 from store.consumequeue import is_rocksdb_dir
@@ -101,20 +100,21 @@ class RebuildReport:
         if b.cq:
             doc["consumeQueues"] = {
                 "units": b.cq_units,
-                "queues": [_queue_row(q) for q in self.queues],
+                "queues": [queue_row(q) for q in self.queues],
             }
         if self.index is not None:
             doc["index"] = {
                 "status": self.index.status,
                 "firstDifference": self.index.first_difference,
                 "keys": b.index_keys,
-                "current": [_index_row(n, h) for n, h in self.index.old_files],
-                "rebuilt": [_index_row(n, h) for n, h in self.index.new_files],
+                "current": [index_row(n, h) for n, h in self.index.old_files],
+                "rebuilt": [index_row(n, h) for n, h in self.index.new_files],
             }
         return doc
 
 
-def _queue_row(q: QueueDiff) -> dict[str, Any]:
+def queue_row(q: QueueDiff) -> dict[str, Any]:
+    """One queue's comparison as a JSON row."""
     return {
         "topic": q.topic,
         "queueId": q.queue_id,
@@ -129,7 +129,8 @@ def _queue_row(q: QueueDiff) -> dict[str, Any]:
     }
 
 
-def _index_row(name: str, h) -> dict[str, Any]:
+def index_row(name: str, h) -> dict[str, Any]:
+    """One index file's header as a JSON row."""
     return {
         "file": name,
         "beginTimestamp": h.begin_timestamp,
@@ -309,87 +310,6 @@ def rebuild(
 
 # --- rendering -------------------------------------------------------------------------------------
 
-QUEUE_COLUMNS = [
-    Column("topic", max_width=48),
-    Column("queueId", "queue", "int"),
-    Column("status"),
-    Column("minOffset", "min", "int"),
-    Column("maxOffset", "max", "int"),
-    Column("newMinOffset", "new min", "int"),
-    Column("newMaxOffset", "new max", "int"),
-    Column("files", "files", "int"),
-    Column("newFiles", "new files", "int"),
-    Column("firstDifference", "first diff at", "int"),
-]
-INDEX_COLUMNS = [
-    Column("file"),
-    Column("beginTimestamp", "begin", "time"),
-    Column("endTimestamp", "end", "time"),
-    Column("beginPhyOffset", "begin offset", "int"),
-    Column("endPhyOffset", "end offset", "int"),
-    Column("indexCount", "indexCount", "int"),
-]
-
-
-def render_report(report: RebuildReport, ctx: RenderContext) -> None:
-    doc = report.to_json()
-
-    def human() -> None:
-        b = report.build
-        if report.executed:
-            verdict = "rebuilt and swapped in"
-        elif report.execute:
-            verdict = "nothing to do: the current files are what the rebuild gives"
-        elif report.changes:
-            verdict = "dry run: would rewrite (use --execute)"
-        else:
-            verdict = "dry run: the current files match the rebuild"
-        pairs: list[tuple[str, Any, str]] = [
-            ("store", str(report.root), "text"),
-            ("rebuild", report.target, "text"),
-            ("result", verdict, "text"),
-            ("broker version", report.version, "text"),
-            ("commitlog", f"[{b.commitlog_min_offset}, {b.valid_end}) {b.messages} messages", "text"),
-            ("commitlog end", f"{b.stop_kind} {b.stop_reason}".strip(), "text"),
-        ]
-        if b.cq:
-            changed = sum(1 for q in report.queues if q.status != "same")
-            pairs.append(
-                (
-                    "mappedFileSizeConsumeQueue",
-                    f"{report.cq_file_size.value} ({report.cq_file_size.source})",
-                    "text",
-                )
-            )
-            pairs.append(
-                ("consume queues", f"{len(report.queues)} ({changed} change), {b.cq_units} units", "text")
-            )
-        if report.index is not None:
-            pairs.append(
-                ("maxHashSlotNum", f"{report.hash_slot_num.value} ({report.hash_slot_num.source})", "text")
-            )
-            pairs.append(("maxIndexNum", f"{report.index_num.value} ({report.index_num.source})", "text"))
-            diff = report.index.status + (
-                f" ({report.index.first_difference})" if report.index.first_difference else ""
-            )
-            pairs.append(
-                ("index", f"{diff}; {len(report.index.new_files)} files, {b.index_keys} keys", "text")
-            )
-        for text in report.warnings:
-            pairs.append(("warning", text, "text"))
-        emit_fields(pairs, ctx, title="Rebuild plan" if not report.executed else "Rebuild")
-        if b.cq:
-            emit_table([_queue_row(q) for q in report.queues], QUEUE_COLUMNS, ctx, title="ConsumeQueues")
-        if report.index is not None:
-            emit_table(
-                [_index_row(n, h) for n, h in report.index.new_files],
-                INDEX_COLUMNS,
-                ctx,
-                title="Rebuilt index files",
-            )
-
-    emit_document(doc, ctx, human)
-
 
 __all__ = [
     "TARGETS",
@@ -397,6 +317,5 @@ __all__ = [
     "RebuildReport",
     "Setting",
     "rebuild",
-    "render_report",
     "resolve_settings",
 ]

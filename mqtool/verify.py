@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 
 from formats.errors import MqtoolError
-from mqtool.render import Column, RenderContext, emit_fields, emit_rows, emit_table, to_json_text
 from store import checks
 from store.checks import ERROR, INFO, SEVERITY_ORDER, WARNING, ProblemList
 from store.storecheck import (
@@ -32,14 +31,6 @@ from store.storecheck import (
     rel_path,
 )
 from store.storedir import Store
-
-PROBLEM_COLUMNS = [
-    Column("severity"),
-    Column("kind"),
-    Column("file", max_width=60),
-    Column("offset", kind="int"),
-    Column("detail"),
-]
 
 
 @dataclass
@@ -221,37 +212,4 @@ def _known_topics(store: Store) -> set[str] | None:
 # --- rendering ------------------------------------------------------------------------------------
 
 
-def render_verify(report: VerifyReport, ctx: RenderContext, *, min_severity: str = INFO) -> None:
-    rows = report.problem_rows(min_severity)
-    if ctx.fmt == "json":
-        ctx.out.write(to_json_text(report.to_json(min_severity)) + "\n")
-        return
-    if ctx.fmt in ("jsonl", "csv"):
-        emit_rows(rows, PROBLEM_COLUMNS, ctx)
-        return
-    verdict = "clean" if report.clean else "NOT clean"
-    title = (
-        f"verify {report.store}: {verdict} - {report.counts.get(ERROR, 0)} errors, "
-        f"{report.counts.get(WARNING, 0)} warnings, {report.counts.get(INFO, 0)} infos"
-    )
-    emit_table(rows, PROBLEM_COLUMNS, ctx, title=title, empty="no problems found")
-    cl = report.summary.get("commitlog", {})
-    cq = report.summary.get("consumeQueues", {})
-    ix = report.summary.get("index", {})
-    pairs: list[tuple[str, Any, str]] = [
-        ("commitlog files", cl.get("files"), "int"),
-        ("commitlog bytes", cl.get("bytes"), "int"),
-        ("messages", cl.get("messages"), "int"),
-        ("valid end (phy)", cl.get("validEnd"), "int"),
-        ("consume queues", cq.get("queues"), "int"),
-        ("consume queue units", cq.get("units"), "int"),
-        ("index files", ix.get("files"), "int"),
-        ("index entries", ix.get("entries"), "int"),
-    ]
-    if ix.get("keysChecked") is not None:
-        pairs.append(("index keys checked (--deep)", ix.get("keysChecked"), "int"))
-    pairs.append(("seconds", report.summary.get("seconds", {}).get("total"), "text"))
-    emit_fields(pairs, ctx, title="Checked")
-
-
-__all__ = ["PROBLEM_COLUMNS", "VerifyReport", "render_verify", "verify_store", "verify_total"]
+__all__ = ["VerifyReport", "verify_store", "verify_total"]

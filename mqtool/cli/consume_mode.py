@@ -38,7 +38,9 @@ def show(
     s = session(store, fmt, tz)
     with s.open_store() as st:
         modes = consume_mode.consume_modes(st, group, topic, broker_version=broker_version)
-        consume_mode.render_modes(modes, s.ctx)
+        from mqtool.cli import consume_mode_render
+
+        consume_mode_render.render_modes(modes, s.ctx)
 
 
 @consume_mode_app.command("set")
@@ -82,4 +84,6 @@ def set_mode(
             broker_version=broker_version,
             allow_new_group=allow_new_group,
         )
-        consume_mode.render_change(change, s.ctx, execute)
+        from mqtool.cli import consume_mode_render
+
+        consume_mode_render.render_change(change, s.ctx, execute)

@@ -20,7 +20,9 @@ def info(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> Non
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        info_ops.render_info(info_ops.store_info(st), s.ctx)
+        from mqtool.cli import info_render
+
+        info_render.render_info(info_ops.store_info(st), s.ctx)
 
 
 @dump_app.command("commitlog")
@@ -66,7 +68,9 @@ def dump_commitlog(
                 with_body=body,
                 check_crc=not no_crc,
             )
-        export.render_summary(summary, s.ctx)
+        from mqtool.cli import export_render
+
+        export_render.render_summary(summary, s.ctx)
         return
     if output is not None:
         raise MqtoolError("--output goes with --format parquet")
@@ -75,7 +79,9 @@ def dump_commitlog(
         rows = dump.commitlog_records(
             st, from_offset=from_offset, count=count, topic=topic, with_body=body, check_crc=not no_crc
         )
-        dump.render_commitlog(rows, s.ctx, with_body=body)
+        from mqtool.cli import dump_render
+
+        dump_render.render_commitlog(rows, s.ctx, with_body=body)
 
 
 @dump_app.command("cq")
@@ -93,7 +99,9 @@ def dump_cq(
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        dump.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)
+        from mqtool.cli import dump_render
+
+        dump_render.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)
 
 
 @dump_app.command("index")
@@ -107,11 +115,12 @@ def dump_index(
     tz: TzOpt = None,
 ) -> None:
     """Dump IndexFile headers, and with --entries the hash entries of one file."""
-    from mqtool import dump
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        dump.render_index(st, file, entries, s.ctx)
+        from mqtool.cli import dump_render
+
+        dump_render.render_index(st, file, entries, s.ctx)
 
 
 @dump_app.command("checkpoint")
@@ -121,7 +130,9 @@ def dump_checkpoint(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = N
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        dump.render_checkpoint(dump.checkpoint(st), s.ctx)
+        from mqtool.cli import dump_render
+
+        dump_render.render_checkpoint(dump.checkpoint(st), s.ctx)
 
 
 @dump_app.command("config")
@@ -143,4 +154,6 @@ def dump_config(
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        dump.render_config(dump.config(st, name, bak=bak), s.ctx)
+        from mqtool.cli import dump_render
+
+        dump_render.render_config(dump.config(st, name, bak=bak), s.ctx)

@@ -39,7 +39,9 @@ def offsets_show(
         result = consumer_progress.consumer_progress(
             st, group=group, topic=topic, include_system=include_system
         )
-        consumer_progress.render_progress(result, s.ctx)
+        from mqtool.cli import offsets_render
+
+        offsets_render.render_progress(result, s.ctx)
     for text in result.notes:
         sys.stderr.write(f"mqtool: note: {text}\n")
 
@@ -158,9 +160,13 @@ def offsets_reset(
             broker_version=broker_version,
             allow_new_group=allow_new_group,
         )
-        ops.render_plan(plan, s.ctx)
+        from mqtool.cli import offset_reset_render
+
+        offset_reset_render.render_plan(plan, s.ctx)
         if export is not None:
             ops.export_plan(plan, export)
             sys.stderr.write(f"mqtool: plan written to {export}\n")
         result = ops.apply_plan(st, plan, execute)
-        ops.render_apply(result, plan, s.ctx, execute)
+        from mqtool.cli import offset_reset_render
+
+        offset_reset_render.render_apply(result, plan, s.ctx, execute)

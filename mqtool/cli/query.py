@@ -64,7 +64,9 @@ def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None,
     from mqtool.consumer_progress import committed_offsets
 
     committed = committed_offsets(st)
-    query.render_messages(messages, s.ctx, committed=committed, body_limit=body_limit, title=title)
+    from mqtool.cli import query_render
+
+    query_render.render_messages(messages, s.ctx, committed=committed, body_limit=body_limit, title=title)
     for text in [*notes, *committed.notes]:
         note(text)
     if not messages:

@@ -71,7 +71,9 @@ def verify(
                 max_rows=max_problems or None,
                 progress=advance,
             )
-        ops.render_verify(report, s.ctx, min_severity=show)
+        from mqtool.cli import verify_render
+
+        verify_render.render_verify(report, s.ctx, min_severity=show)
     if not report.clean or (strict and report.counts.get("warning", 0)):
         raise typer.Exit(1)
 
@@ -121,7 +123,9 @@ def export(
                 check_crc=crc,
                 progress=advance,
             )
-    ops.render_summary(summary, s.ctx)
+    from mqtool.cli import export_render
+
+    export_render.render_summary(summary, s.ctx)
 
 
 def _skip_pandas_probe() -> None:

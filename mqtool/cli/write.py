@@ -65,7 +65,9 @@ def rebuild(
             zone=s.ctx.zone,
             progress=advance,
         )
-    ops.render_report(report, s.ctx)
+    from mqtool.cli import rebuild_render
+
+    rebuild_render.render_report(report, s.ctx)
 
 
 @sample_app.command("create")
@@ -145,4 +147,6 @@ def sample_create(
     )
     with progress(messages, "creating sample store") as advance:
         summary = sample.create_sample(opts, progress=advance)
-    sample.render_summary(summary, s.ctx)
+    from mqtool.cli import sample_render
+
+    sample_render.render_summary(summary, s.ctx)

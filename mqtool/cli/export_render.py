@@ -1,0 +1,32 @@
+"""How `mqtool export` shows what `mqtool.export` returns: tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqtool.export import ExportSummary
+from mqtool.render import RenderContext, emit_fields
+
+
+def render_summary(summary: ExportSummary, ctx: RenderContext) -> None:
+    if ctx.machine:
+        from mqtool.render import to_json_text
+
+        ctx.out.write(to_json_text(summary.to_json(), indent=2 if ctx.fmt == "json" else None) + "\n")
+        return
+    stop = summary.stop
+    pairs: list[tuple[str, Any, str]] = [
+        ("output", summary.output, "text"),
+        ("messages", summary.messages, "int"),
+        ("record bytes read", summary.bytes_read, "int"),
+        ("first physical offset", summary.first_offset, "int"),
+        ("last physical offset", summary.last_offset, "int"),
+        (
+            "walk stopped",
+            f"{stop['status']} at phy {stop['physicalOffset']}" if stop else "end of range",
+            "text",
+        ),
+    ]
+    for name, n in sorted(summary.topics.items()):
+        pairs.append((f"messages in {name}", n, "int"))
+    emit_fields(pairs, ctx, title="Export")

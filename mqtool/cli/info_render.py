@@ -1,0 +1,114 @@
+"""How `mqtool info` shows what `mqtool.info` returns: tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+
+
+def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
+    def human() -> None:
+        cl = doc["commitlog"]
+        pairs: list[tuple[str, Any, str]] = [
+            ("store", doc["store"], "text"),
+            ("broker", doc["broker"]["status"], "text"),
+        ]
+        if "error" in cl:
+            pairs.append(("commitlog", cl["error"], "text"))
+        else:
+            pairs += [
+                ("commitlog files", f"{len(cl['files'])} × {cl['fileSize']} bytes", "text"),
+                ("physical offsets", f"[{cl['minOffset']}, {cl['maxOffset']})", "text"),
+                ("first store time", cl["firstStoreTimestamp"], "time"),
+                ("last store time", cl["lastStoreTimestamp"], "time"),
+                ("valid data ends", f"{cl['end']['kind']}: {cl['end']['reason']}", "text"),
+            ]
+            if cl["end"]["kind"] not in ("end",):
+                pairs.append(
+                    (
+                        "recovery",
+                        f"the broker's recovery would truncate at {cl['end']['physicalOffset']}",
+                        "text",
+                    )
+                )
+        dispatch = doc["dispatch"]
+        if "error" not in dispatch:
+            pairs.append(("ConsumeQueues cover", f"up to {dispatch['consumeQueueEnd']}", "text"))
+            if dispatch["undispatchedBytes"]:
+                pairs.append(
+                    (
+                        "not dispatched",
+                        f"{dispatch['undispatchedBytes']} bytes after {dispatch['consumeQueueEnd']} "
+                        "are in no ConsumeQueue (written but never dispatched)",
+                        "text",
+                    )
+                )
+        emit_fields(pairs, ctx, title="Store")
+        queues = doc["queues"]
+        if isinstance(queues, dict):
+            emit_fields([("queues", queues["error"], "text")], ctx)
+        else:
+            emit_table(
+                queues,
+                [
+                    Column("topic", max_width=60),
+                    Column("queueId", "queue", "int"),
+                    Column("minOffset", "min", "int"),
+                    Column("maxOffset", "max", "int"),
+                    Column("messages", kind="int"),
+                    Column("error"),
+                ]
+                if any("error" in q for q in queues)
+                else [
+                    Column("topic", max_width=60),
+                    Column("queueId", "queue", "int"),
+                    Column("minOffset", "min", "int"),
+                    Column("maxOffset", "max", "int"),
+                    Column("messages", kind="int"),
+                ],
+                ctx,
+                title="ConsumeQueues",
+            )
+        index = doc["index"]
+        if "error" in index:
+            emit_fields([("index", index["error"], "text")], ctx)
+        else:
+            title = f"Index files (hashSlotNum {index['hashSlotNum']}, indexNum {index['indexNum']})"
+            emit_table(index["files"], INDEX_HEADER_COLUMNS, ctx, title=title)
+        checkpoint = doc["checkpoint"]
+        if checkpoint and "error" not in checkpoint:
+            emit_fields(
+                [(k, v, "time" if "Timestamp" in k else "int") for k, v in checkpoint.items()],
+                ctx,
+                title="Checkpoint",
+            )
+        elif checkpoint:
+            emit_fields([("checkpoint", checkpoint["error"], "text")], ctx)
+        configs = doc["configFiles"]
+        if isinstance(configs, list):
+            emit_table(
+                configs,
+                [
+                    Column("file"),
+                    Column("size", kind="int"),
+                    Column("bak"),
+                    Column("loadedFrom"),
+                    Column("note"),
+                ],
+                ctx,
+                title="Config files",
+            )
+
+    emit_document(doc, ctx, human)
+
+
+INDEX_HEADER_COLUMNS = [
+    Column("file"),
+    Column("beginTimestamp", "begin", "time"),
+    Column("endTimestamp", "end", "time"),
+    Column("beginPhyOffset", "beginPhyOffset", "int"),
+    Column("endPhyOffset", "endPhyOffset", "int"),
+    Column("hashSlotCount", "slots used", "int"),
+    Column("indexCount", "indexCount", "int"),
+]

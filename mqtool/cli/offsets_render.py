@@ -1,0 +1,47 @@
+"""How `mqtool offsets` shows what `mqtool.consumer_progress` returns: tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+from mqtool.consumer_progress import ConsumerProgress
+
+
+def render_progress(progress: ConsumerProgress, ctx) -> None:
+    """Rows as a table (plus per-group totals) for people; a JSON list of rows for scripts."""
+    from mqtool.render import Column, emit_rows, emit_table
+
+    columns = [
+        Column("group", max_width=40),
+        Column("topic", max_width=48),
+        Column("queueId", "queue", "int"),
+        Column("consumerOffset", "consumerOffset", "int"),
+        Column("minOffset", "minOffset", "int"),
+        Column("maxOffset", "maxOffset", "int"),
+        Column("lag", "lag", "int"),
+        Column("state"),
+        Column("lastConsumedTimestamp", "lastConsumed", "time"),
+        Column("newestTimestamp", "newest", "time"),
+    ]
+    docs = [r.to_json() for r in progress.rows]
+    if ctx.machine:
+        emit_rows(docs, columns, ctx)
+        return
+    for doc, row in zip(docs, progress.rows, strict=True):
+        if row.state == "behind-min":
+            doc["state"] = f"behind-min ({row.deleted} deleted unconsumed)"
+        elif row.state == "no-committed-offset":
+            doc["state"] = "no committed offset"
+    emit_table(docs, columns, ctx, title="Consumer progress", empty="(no consumer offsets)")
+    if progress.totals:
+        emit_table(
+            [t.to_json() for t in progress.totals],
+            [
+                Column("group", max_width=40),
+                Column("topics", "topics", "int"),
+                Column("queues", "queues", "int"),
+                Column("lag", "lag total", "int"),
+                Column("flagged", "not ok", "int"),
+                Column("lastConsumedTimestamp", "lastConsumed", "time"),
+            ],
+            ctx,
+            title="Totals per group",
+        )

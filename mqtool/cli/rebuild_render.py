@@ -1,0 +1,91 @@
+"""How `mqtool rebuild` shows what `mqtool.rebuild` returns: tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqtool.rebuild import RebuildReport, index_row, queue_row
+from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+
+QUEUE_COLUMNS = [
+    Column("topic", max_width=48),
+    Column("queueId", "queue", "int"),
+    Column("status"),
+    Column("minOffset", "min", "int"),
+    Column("maxOffset", "max", "int"),
+    Column("newMinOffset", "new min", "int"),
+    Column("newMaxOffset", "new max", "int"),
+    Column("files", "files", "int"),
+    Column("newFiles", "new files", "int"),
+    Column("firstDifference", "first diff at", "int"),
+]
+
+
+INDEX_COLUMNS = [
+    Column("file"),
+    Column("beginTimestamp", "begin", "time"),
+    Column("endTimestamp", "end", "time"),
+    Column("beginPhyOffset", "begin offset", "int"),
+    Column("endPhyOffset", "end offset", "int"),
+    Column("indexCount", "indexCount", "int"),
+]
+
+
+def render_report(report: RebuildReport, ctx: RenderContext) -> None:
+    doc = report.to_json()
+
+    def human() -> None:
+        b = report.build
+        if report.executed:
+            verdict = "rebuilt and swapped in"
+        elif report.execute:
+            verdict = "nothing to do: the current files are what the rebuild gives"
+        elif report.changes:
+            verdict = "dry run: would rewrite (use --execute)"
+        else:
+            verdict = "dry run: the current files match the rebuild"
+        pairs: list[tuple[str, Any, str]] = [
+            ("store", str(report.root), "text"),
+            ("rebuild", report.target, "text"),
+            ("result", verdict, "text"),
+            ("broker version", report.version, "text"),
+            ("commitlog", f"[{b.commitlog_min_offset}, {b.valid_end}) {b.messages} messages", "text"),
+            ("commitlog end", f"{b.stop_kind} {b.stop_reason}".strip(), "text"),
+        ]
+        if b.cq:
+            changed = sum(1 for q in report.queues if q.status != "same")
+            pairs.append(
+                (
+                    "mappedFileSizeConsumeQueue",
+                    f"{report.cq_file_size.value} ({report.cq_file_size.source})",
+                    "text",
+                )
+            )
+            pairs.append(
+                ("consume queues", f"{len(report.queues)} ({changed} change), {b.cq_units} units", "text")
+            )
+        if report.index is not None:
+            pairs.append(
+                ("maxHashSlotNum", f"{report.hash_slot_num.value} ({report.hash_slot_num.source})", "text")
+            )
+            pairs.append(("maxIndexNum", f"{report.index_num.value} ({report.index_num.source})", "text"))
+            diff = report.index.status + (
+                f" ({report.index.first_difference})" if report.index.first_difference else ""
+            )
+            pairs.append(
+                ("index", f"{diff}; {len(report.index.new_files)} files, {b.index_keys} keys", "text")
+            )
+        for text in report.warnings:
+            pairs.append(("warning", text, "text"))
+        emit_fields(pairs, ctx, title="Rebuild plan" if not report.executed else "Rebuild")
+        if b.cq:
+            emit_table([queue_row(q) for q in report.queues], QUEUE_COLUMNS, ctx, title="ConsumeQueues")
+        if report.index is not None:
+            emit_table(
+                [index_row(n, h) for n, h in report.index.new_files],
+                INDEX_COLUMNS,
+                ctx,
+                title="Rebuilt index files",
+            )
+
+    emit_document(doc, ctx, human)
