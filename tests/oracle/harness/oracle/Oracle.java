@@ -1,0 +1,31 @@
+/*
+ * The oracle's entry point. Commands:
+ *   timer-store DIR [SEED]   write the 5.x timer fixture store into the new directory DIR (+ expect.json)
+ *   load STORE               open STORE with the real DefaultMessageStore, recover, print one JSON object
+ */
+package oracle;
+
+public final class Oracle {
+    private Oracle() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            System.err.println("usage: oracle timer-store DIR [SEED] | load STORE");
+            System.exit(2);
+        }
+        int rc = 0;
+        switch (args[0]) {
+            case "timer-store":
+                TimerFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261124L);
+                break;
+            case "load":
+                rc = Load.run(args[1]);
+                break;
+            default:
+                System.err.println("unknown command " + args[0]);
+                rc = 2;
+        }
+        System.exit(rc);
+    }
+}
