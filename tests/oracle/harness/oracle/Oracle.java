@@ -1,7 +1,7 @@
 /*
  * The oracle's entry point. Commands:
  *   timer-store DIR [SEED]   write the 5.x timer fixture store into the new directory DIR (+ expect.json)
- *   load STORE               open STORE with the real DefaultMessageStore, recover, print one JSON object
+ *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  */
 package oracle;
 
@@ -11,7 +11,7 @@ public final class Oracle {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: oracle timer-store DIR [SEED] | load STORE");
+            System.err.println("usage: oracle timer-store DIR [SEED] | load STORE [HASH_SLOTS INDEX_NUM]");
             System.exit(2);
         }
         int rc = 0;
@@ -20,7 +20,7 @@ public final class Oracle {
                 TimerFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261124L);
                 break;
             case "load":
-                rc = Load.run(args[1]);
+                rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             default:
                 System.err.println("unknown command " + args[0]);
