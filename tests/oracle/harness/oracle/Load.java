@@ -105,6 +105,7 @@ public final class Load {
         cl.put("truncated", truncated);
         cl.put("truncatedAt", truncated ? maxAfter : null);
         cl.put("truncatedBytes", truncated ? before.dataEnd - maxAfter : 0);
+        cl.put("validRecordsCut", maxAfter < before.end);
         out.put("commitlog", cl);
 
         List<Map<String, Object>> crc = new ArrayList<>();
@@ -141,12 +142,25 @@ public final class Load {
             out.put("timer", t);
         }
         s.shutdown();
-        boolean clean = s.loaded && !truncated && crc.isEmpty()
+        boolean clean = s.loaded && !truncated && maxAfter >= before.end && crc.isEmpty()
             && (Integer) ((Map<?, ?>) cqs.get("afterLoad")).get("mismatches") == 0
             && (Integer) cqb.get("mismatches") == 0
             && (Integer) ((Map<?, ?>) out.get("index")).get("notFound") == 0;
         out.put("clean", clean);
         return out;
+    }
+
+    /** `recover STORE`: the real recovery in place (load, start, dispatch, clean shutdown), as a broker run. */
+    public static int recover(String root, String[] extra) throws Exception {
+        Stores s = Stores.open(root, geometry(root, extra), new ConcurrentHashMap<String, TopicConfig>());
+        if (!s.loaded) {
+            System.err.println("the store did not load");
+            return 1;
+        }
+        s.start();
+        s.waitDispatched();
+        s.shutdown();
+        return 0;
     }
 
     static boolean dispatched(int sysFlag) {
