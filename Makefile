@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean oracle-build oracle-fixtures oracle-check
+.PHONY: setup demo test lint man clean oracle-build oracle-fixtures oracle-check oracle-bench
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,3 +46,6 @@ oracle-fixtures: oracle-build
 
 oracle-check: oracle-build
 	$(BIN)/python tests/oracle/check.py
+
+oracle-bench: oracle-build
+	$(BIN)/python bench/bench_oracle.py
