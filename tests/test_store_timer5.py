@@ -11,7 +11,7 @@ import json
 from functools import cache
 
 from golden import GOLDEN
-from test_commitlog_store import java_host, our_host
+from test_commitlog_store import check_message
 
 from formats.commitlog import Blank, EndOfData, Message
 from formats.structs import (
@@ -64,28 +64,11 @@ def test_every_commitlog_record() -> None:
         if e["kind"] == "BLANK":
             assert isinstance(rec, Blank) and rec.total_size == e["totalSize"]
             continue
-        assert isinstance(rec, Message) and rec.problems == ()
-        assert (rec.total_size, rec.magic_code) == (e["totalSize"], e["magicCode"])
-        assert rec.body_crc == e["bodyCRC"]
-        assert (rec.topic, rec.queue_id, rec.queue_offset) == (e["topic"], e["queueId"], e["queueOffset"])
-        assert (rec.sys_flag, rec.flag, rec.reconsume_times) == (e["sysFlag"], e["flag"], e["reconsumeTimes"])
-        assert (rec.born_timestamp, rec.store_timestamp) == (e["bornTimestamp"], e["storeTimestamp"])
-        assert our_host(rec.born_host_str) == java_host(e["bornHost"])
-        assert our_host(rec.store_host_str) == java_host(e["storeHost"])
-        assert rec.topic_length_bytes == e["topicLengthBytes"]
-        assert rec.properties == e["properties"]
-        assert rec.properties_raw.decode("utf-8") == e["propertiesRaw"]
-        assert rec.body_length == e["bodyLength"]
+        assert isinstance(rec, Message)
+        # expect.json keeps only a digest of the large bodies; equal digests stand for equal bodies
         assert hashlib.sha256(rec.body).hexdigest() == e["bodySha256"]
-        if "bodyBase64" in e:
-            assert base64.b64encode(rec.body).decode() == e["bodyBase64"]
-        assert (rec.offset_msg_id, rec.uniq_key, rec.tags, rec.keys) == (
-            e["offsetMsgId"],
-            e["uniqKey"],
-            e["tags"],
-            e["keys"],
-        )
-        assert rec.tags_code() == e["dispatch"]["tagsCode"]
+        body = e.get("bodyBase64", base64.b64encode(rec.body).decode())
+        check_message(rec, {**e, "bodyBase64": body})
 
 
 def test_commitlog_bounds() -> None:
@@ -129,15 +112,8 @@ def test_timerlog_units() -> None:
     assert units and all(u["size"] == TIMER_LOG_UNIT_SIZE for u in units)
     for u in units:
         parsed = TimerLogUnit.parse(data[u["position"] : u["position"] + TIMER_LOG_UNIT_SIZE])
-        assert parsed.size == u["size"]
-        assert parsed.prevPos == u["prevPos"]
-        assert parsed.magic == u["magic"]
-        assert parsed.currWriteTimeMs == u["currWriteTimeMs"]
-        assert parsed.delayedTime == u["delayedTime"]
-        assert parsed.offsetPy == u["offsetPy"]
-        assert parsed.sizePy == u["sizePy"]
-        assert parsed.hashCodeOfRealTopic == u["hashCodeOfRealTopic"]
-        assert parsed.reserved == u["reserved"]
+        fields = {k: v for k, v in parsed.items() if not k.startswith("_")}
+        assert fields == {k: u[k] for k in fields}, u
     # the units point at the timer-topic records of the commitlog
     timer_records = {
         r.physical_offset: r.total_size for r in records() if getattr(r, "topic", None) == TIMER_TOPIC
