@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean
+.PHONY: setup demo test lint man clean oracle-build oracle-fixtures oracle-check oracle-bench
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,3 +30,22 @@ man: setup
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+
+# The oracle (tests/oracle/README.md): RocketMQ 5.3.3's own store code, compiled from source outside the
+# repository (~/.cache/mqtool-oracle). CI never runs these; it runs on the fixtures they wrote.
+ORACLE_SEED ?= 20261124
+
+oracle-build: setup
+	tests/oracle/build.sh
+
+oracle-fixtures: oracle-build
+	rm -rf build/oracle/store-timer5 && mkdir -p build/oracle
+	tests/oracle/run.sh timer-store build/oracle/store-timer5 $(ORACLE_SEED)
+	find tests/data/store-timer5 -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-timer5 && cp -r build/oracle/store-timer5/. tests/data/store-timer5/
+
+oracle-check: oracle-build
+	$(BIN)/python tests/oracle/check.py
+
+oracle-bench: oracle-build
+	$(BIN)/python bench/bench_oracle.py

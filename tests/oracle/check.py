@@ -1,0 +1,192 @@
+"""`make oracle-check`: every `--execute` command of mqtool on a copy of each golden store, each result
+judged by RocketMQ 5.3.3's own store code (`tests/oracle/run.sh load`): it must load, recover without
+truncating, walk without CRC errors, hold ConsumeQueue units equal to what the dispatcher computes (before
+and after the real recovery), find every index key, and its managers must read back the config files as
+mqtool reads them. Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
+OUT = REPO / "build" / "oracle" / "check"
+MQTOOL = REPO / ".venv" / "bin" / "mqtool"
+LOAD = REPO / "tests" / "oracle" / "run.sh"
+STORES = ("store-a", "store-49a", "store-c", "store-timer5")
+
+
+def commands(store: str) -> list[tuple[str, list[str]]]:
+    """The write commands, in the order they run on one copy of the store."""
+    topic = {"store-timer5": "TimerTopic", "store-c": "OrderTopic"}.get(store, "TopicTest")
+    new_group = ["--allow-new-group"] if store in ("store-timer5", "store-c") else []
+    return [
+        (
+            "offsets reset --to-earliest",
+            ["offsets", "reset", "--group", "groupA", "--topic", topic, "--to-earliest", *new_group],
+        ),
+        (
+            "offsets reset --shift-by 7",
+            ["offsets", "reset", "--group", "groupA", "--topic", topic, "--shift-by", "7", *new_group],
+        ),
+        (
+            "offsets reset --by-duration 1d",
+            [
+                "offsets",
+                "reset",
+                "--group",
+                "groupC",
+                "--topic",
+                topic,
+                "--by-duration",
+                "1d",
+                "--allow-new-group",
+            ],
+        ),
+        (
+            "consume-mode set POP",
+            [
+                "consume-mode",
+                "set",
+                "--topic",
+                topic,
+                "--group",
+                "groupA",
+                "--mode",
+                "POP",
+                "--pop-share-queue-num",
+                "4",
+            ],
+        ),
+        (
+            "consume-mode set PULL",
+            ["consume-mode", "set", "--topic", topic, "--group", "groupA", "--mode", "PULL"],
+        ),
+        ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"]),
+        ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"]),
+        ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"]),
+        ("rebuild cq", ["rebuild", "cq"]),
+        ("rebuild index", ["rebuild", "index"]),
+        ("rebuild all", ["rebuild", "all"]),
+    ]
+
+
+def mqtool(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(MQTOOL), "--store", str(root), "--format", "json", *args], capture_output=True, text=True
+    )
+
+
+def mqtool_config(root: Path) -> dict:
+    """The config files as mqtool reads them, in the shapes `load` prints."""
+    offsets = {}
+    for row in json.loads(mqtool(root, "offsets", "show", "--system").stdout or "[]"):
+        if row.get("consumerOffset") is not None:
+            offsets.setdefault(f"{row['topic']}@{row['group']}", {})[str(row["queueId"])] = row[
+                "consumerOffset"
+            ]
+    modes = {}
+    shown = mqtool(root, "consume-mode", "show")
+    for row in json.loads(shown.stdout or "[]") if shown.returncode == 0 else []:
+        if row.get("source") == "file":
+            modes[f"{row['topic']}@{row['group']}"] = {
+                "mode": row["mode"],
+                "popShareQueueNum": row["popShareQueueNum"],
+            }
+    delay = {}
+    stats = mqtool(root, "delay", "stats")
+    for row in json.loads(stats.stdout or "{}").get("levels", []) if stats.returncode == 0 else []:
+        delay[str(row["level"])] = row["delayOffset"]
+    return {"consumerOffset": offsets, "messageRequestMode": modes, "delayOffset": delay}
+
+
+def judge(
+    root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False
+) -> tuple[bool, list[str], dict]:
+    """`torn_before`: the store already had a torn tail the broker ignores (store-c after its recovery)."""
+    run = subprocess.run([str(LOAD), "load", str(root), *map(str, geometry)], capture_output=True, text=True)
+    try:
+        got = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return False, [f"load failed: {run.stderr.strip().splitlines()[-1:]}"], {}
+    problems = []
+    if not got["loaded"]:
+        problems.append("did not load")
+    if got["commitlog"]["validRecordsCut"]:
+        problems.append(f"recovery cut valid records at {got['commitlog']['maxPhyOffsetAfter']}")
+    elif got["commitlog"]["truncated"] and not torn_before:
+        problems.append(f"recovery truncated at {got['commitlog']['truncatedAt']}")
+    if got["crcErrors"]:
+        problems.append(f"{got['crcErrors']} CRC errors")
+    for when in ("beforeLoad", "afterLoad"):
+        cq = got["consumeQueues"][when]
+        if cq["mismatches"]:
+            problems.append(f"ConsumeQueue {when}: {cq['mismatches']} mismatches {cq['samples'][:2]}")
+    if got["index"]["notFound"]:
+        problems.append(f"{got['index']['notFound']} index keys not found {got['index']['samples'][:2]}")
+    ours = mqtool_config(root)
+    cfg = got["config"]
+    if cfg["consumerOffset"]["offsetTable"] != ours["consumerOffset"]:
+        problems.append("consumerOffset.json: the broker's manager reads other offsets than mqtool")
+    if cfg["consumerOffset"]["source"] == "bak" or cfg["messageRequestMode"]["source"] == "bak":
+        problems.append("a config file was read from its .bak")
+    if cfg["messageRequestMode"]["table"] != ours["messageRequestMode"]:
+        problems.append("messageRequestMode.json: the broker's manager reads other modes than mqtool")
+    real_delay = {k: v for k, v in cfg["delayOffset"].get("offsetTable", {}).items()}
+    if any(ours["delayOffset"].get(k) != v for k, v in real_delay.items()):
+        problems.append("delayOffset.json: the broker reads other progress than mqtool")
+    (OUT / f"{label}.json").write_text(run.stdout)
+    return not problems, problems, got
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    lines = []
+    failed = 0
+    for store in STORES:
+        config = json.loads((DATA / store / "expect.json").read_text())["config"]
+        geometry = (config["maxHashSlotNum"], config["maxIndexNum"])
+        with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
+            root = Path(tmp) / store
+            shutil.copytree(DATA / store, root)
+            ok, problems, got = judge(root, geometry, f"{store}-00-as-committed")
+            lines.append(
+                f"{store:13} {'(as committed)':32} {'clean' if ok else 'NOT CLEAN: ' + '; '.join(problems)}"
+            )
+            torn = bool(got and got["commitlog"]["truncated"])
+            if (root / "abort").exists():  # a crashed store: let the real broker recover it first
+                subprocess.run(
+                    [str(LOAD), "recover", str(root), *map(str, geometry)], check=True, capture_output=True
+                )
+                ok, problems, got = judge(root, geometry, f"{store}-00-recovered", torn)
+                status = "clean" if ok else "NOT CLEAN: " + "; ".join(problems)
+                lines.append(f"{store:13} {'(after the real recovery)':32} {status}")
+            for i, (name, args) in enumerate(commands(store), 1):
+                res = mqtool(root, *args, "--execute")
+                if res.returncode != 0:
+                    why = (res.stderr.strip().splitlines() or ["?"])[-1][:150]
+                    lines.append(f"{store:13} {name:32} refused (exit {res.returncode}): {why}")
+                    continue
+                ok, problems, got = judge(root, geometry, f"{store}-{i:02d}", torn)
+                units = got.get("consumeQueues", {}).get("afterLoad", {}).get("units")
+                summary = (
+                    f"clean: {got['messages']} records, {units} CQ units,"
+                    f" {got['index']['keysChecked']} index keys"
+                    if ok
+                    else "FAILED: " + "; ".join(problems)
+                )
+                failed += not ok
+                lines.append(f"{store:13} {name:32} {summary}")
+            print("\n".join(line for line in lines if line.startswith(store)), flush=True)
+    (OUT / "summary.txt").write_text("\n".join(lines) + "\n")
+    print(f"\n{failed} executed command(s) left a store the real broker code does not read back cleanly")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

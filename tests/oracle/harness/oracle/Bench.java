@@ -1,0 +1,152 @@
+/*
+ * `bench STORE [REPEAT]`: decodes every commitlog record with RocketMQ's own MessageDecoder on one thread,
+ * once cold and REPEAT times warm, and prints one JSON object (messages, bytes, seconds, messages/s).
+ * `make-big DIR [MESSAGES]`: writes a large store through the real put path (DefaultMessageStore.putMessage
+ * + ReputMessageService), broker-sized 1 GiB commitlog files, for the benches in bench/.
+ */
+package oracle;
+
+import java.io.File;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.common.message.MessageDecoder;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.store.CommitLog;
+import org.apache.rocketmq.store.PutMessageResult;
+
+public final class Bench {
+    private Bench() {
+    }
+
+    public static int bench(String root, int repeat) throws Exception {
+        File[] files = new File(root, "commitlog").listFiles();
+        Arrays.sort(files, Comparator.comparing(File::getName));
+        List<MappedByteBuffer> maps = new ArrayList<>();
+        for (File f : files) {
+            try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.READ)) {
+                maps.add(ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size()));
+            }
+        }
+        long[] once = pass(maps);
+        List<Double> warm = new ArrayList<>();
+        for (int i = 0; i < repeat; i++) {
+            long[] r = pass(maps);
+            warm.add(r[2] / 1e9);
+        }
+        warm.sort(Double::compare);
+        double median = warm.get(warm.size() / 2);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("store", root);
+        out.put("decoder", "org.apache.rocketmq.common.message.MessageDecoder.decode(buf, readBody=true, "
+            + "deCompressBody=false, isClient=false), one thread");
+        out.put("messages", once[0]);
+        out.put("bytes", once[1]);
+        out.put("onceSeconds", once[2] / 1e9);
+        out.put("warmSecondsMedian", median);
+        out.put("warmRuns", warm);
+        out.put("warmMessagesPerSecond", once[0] / median);
+        out.put("onceMessagesPerSecond", once[0] / (once[2] / 1e9));
+        System.out.print(Json.write(out));
+        return 0;
+    }
+
+    /** One decode of every record: {messages, bytes, nanoseconds}. */
+    static long[] pass(List<MappedByteBuffer> maps) {
+        long start = System.nanoTime();
+        long n = 0;
+        long bytes = 0;
+        long sink = 0;
+        for (MappedByteBuffer m : maps) {
+            ByteBuffer bb = m.duplicate();
+            int pos = 0;
+            while (pos + 8 <= bb.limit()) {
+                int size = bb.getInt(pos);
+                int magic = bb.getInt(pos + 4);
+                if (size <= 0 || magic == CommitLog.BLANK_MAGIC_CODE) {
+                    break;
+                }
+                bb.position(pos);
+                MessageExt msg = MessageDecoder.decode(bb, true, false, false);
+                if (msg == null) {
+                    break;
+                }
+                sink += msg.getQueueOffset() + msg.getBody().length;
+                n++;
+                bytes += size;
+                pos += size;
+            }
+        }
+        long took = System.nanoTime() - start;
+        if (sink == 42) {
+            System.err.print("");
+        }
+        return new long[] {n, bytes, took};
+    }
+
+    public static int makeBig(String root, long messages) throws Exception {
+        Stores.Geometry g = new Stores.Geometry();
+        g.commitLog = 1024 * 1024 * 1024;
+        g.consumeQueue = 300000 * 20;
+        g.hashSlots = 500000;
+        g.indexNum = 2000000;
+        ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
+        topics.put("BenchTopic", new TopicConfig("BenchTopic", 8, 8, 6));
+        Stores s = Stores.open(root, g, topics);
+        s.start();
+        Random rnd = new Random(7);
+        byte[] letters = new byte[4096];
+        for (int i = 0; i < letters.length; i++) {
+            letters[i] = (byte) ('a' + rnd.nextInt(26));
+        }
+        long t0 = System.nanoTime();
+        for (long i = 0; i < messages; i++) {
+            MessageExtBrokerInner m = new MessageExtBrokerInner();
+            m.setTopic("BenchTopic");
+            m.setQueueId((int) (i % 8));
+            int len = 500 + rnd.nextInt(400);
+            int from = rnd.nextInt(letters.length - len);
+            m.setBody(Arrays.copyOfRange(letters, from, from + len));
+            m.setBornTimestamp(1700000000000L + i);
+            m.setBornHost(new InetSocketAddress("10.0.0." + (1 + i % 200), 30000 + (int) (i % 200)));
+            m.setStoreHost(new InetSocketAddress("192.168.0.10", 10911));
+            String tags = "tag" + (i % 5);
+            Map<String, String> p = new LinkedHashMap<>();
+            p.put("KEYS", "bench-" + i);
+            p.put("TAGS", tags);
+            p.put("UNIQ_KEY", String.format("0A000001%08X%016X", (int) (i >>> 32), i));
+            org.apache.rocketmq.common.message.MessageAccessor.setProperties(m, p);
+            m.setPropertiesString(MessageDecoder.messageProperties2String(p));
+            m.setTagsCode(MessageExtBrokerInner.tagsString2tagsCode(tags));
+            PutMessageResult r = s.store.putMessage(m);
+            if (!r.isOk()) {
+                throw new IllegalStateException("put failed at " + i + ": " + r);
+            }
+        }
+        s.waitDispatched();
+        double took = (System.nanoTime() - t0) / 1e9;
+        long max = s.store.getMaxPhyOffset();
+        s.shutdown();
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("store", root);
+        out.put("messages", messages);
+        out.put("commitlogBytes", max);
+        out.put("seconds", took);
+        out.put("geometry", List.of(g.commitLog, g.consumeQueue, g.hashSlots, g.indexNum));
+        System.out.print(Json.write(out));
+        return 0;
+    }
+}

@@ -1,0 +1,43 @@
+/*
+ * The oracle's entry point. Commands:
+ *   timer-store DIR [SEED]   write the 5.x timer fixture store into the new directory DIR (+ expect.json)
+ *   recover STORE [SLOTS NUM]  run the real recovery in place (load, start, clean shutdown), as a broker run
+ *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
+ *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
+ *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
+ */
+package oracle;
+
+public final class Oracle {
+    private Oracle() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            System.err.println("usage: oracle timer-store DIR [SEED] | load STORE [HASH_SLOTS INDEX_NUM]");
+            System.exit(2);
+        }
+        int rc = 0;
+        switch (args[0]) {
+            case "timer-store":
+                TimerFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261124L);
+                break;
+            case "recover":
+                rc = Load.recover(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "bench":
+                rc = Bench.bench(args[1], args.length > 2 ? Integer.parseInt(args[2]) : 5);
+                break;
+            case "make-big":
+                rc = Bench.makeBig(args[1], args.length > 2 ? Long.parseLong(args[2]) : 1_600_000L);
+                break;
+            case "load":
+                rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            default:
+                System.err.println("unknown command " + args[0]);
+                rc = 2;
+        }
+        System.exit(rc);
+    }
+}
