@@ -21,11 +21,12 @@ from formats.structs import (
     TimerLogUnit,
     TimerWheelSlot,
 )
-from mqtool.delay import TIMER_TOPIC, list_timer_messages, read_timercheck
+from mqtool.delay import list_timer_messages
 from store.commitlog import CommitLog
 from store.consumequeue import ConsumeQueueStore
 from store.index import IndexService
 from store.storedir import Store
+from store.timer import TIMER_TOPIC, read_timercheck
 from store.version import detect_broker_version
 
 ROOT = GOLDEN / "store-timer5"
