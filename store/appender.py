@@ -64,7 +64,9 @@ from formats.commitlog import (
     DEFAULT_COMMITLOG_FILE_SIZE,
     MAX_TOPIC_LENGTH_V1,
     RECORD_PRELUDE,
+    BadRecord,
     Blank,
+    EndOfData,
     Message,
     build_message,
     decode_record,
@@ -319,6 +321,12 @@ class CommitLogAppender:
                     last_cq_end = end
             elif isinstance(item, Blank):
                 end = item.physical_offset - item.physical_offset % self.file_size + self.file_size
+            elif self._recovered_torn_tail(commitlog, item):
+                # The broker's recovery ended the commitlog here and left the torn bytes (it does not zero
+                # them); its next start ends it here again and its next append overwrites them. The
+                # stale-data zeroing below clears them before this append does the same.
+                end = item.physical_offset
+                break
             elif item.kind != "end":
                 raise AppendError(
                     f"the commitlog does not end cleanly at {item.physical_offset}: {item.reason}. The "
@@ -350,6 +358,17 @@ class CommitLogAppender:
                 )
         ts = last.store_timestamp if last is not None else 0
         return _Tail(end, last_message, ts, last_cq_end)
+
+    def _recovered_torn_tail(self, commitlog: CommitLog, item: BadRecord | EndOfData) -> bool:
+        """A torn last record with nothing after it, in a store the broker shut down cleanly (no
+        `abort`): what the broker's recovery leaves behind after a crash tore the tail."""
+        if item.kind != "torn" or (self.root / "abort").exists():
+            return False
+        f = commitlog.queue.find(item.physical_offset)
+        if f is None:
+            return False
+        position = item.physical_offset - f.start_offset
+        return last_nonzero_end(f.path, position, f.size) <= position + item.written
 
     def _check_after(self, commitlog: CommitLog, end: int) -> None:
         """Files wholly after the end must be empty pre-allocated files (the broker deletes them)."""
