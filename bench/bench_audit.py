@@ -14,7 +14,7 @@ driver's checks and the output; the scan stage (decode + partial aggregates + ex
 every range, as one Spark job) is read from the JSON (`scan.seconds.scan`). The page cache is warmed
 first (the goal is about CPU, not the disk). Medians of --repeat runs are printed as a Markdown table.
 
-The first audit on a machine writes the driver JVM's class-data archive (mqtool/spark_cds.py); the bench
+The first audit on a machine writes the driver JVM's class-data archive (mqtool/audit/cds.py); the bench
 runs one audit before timing so that every timed run starts on it, as an operator's runs do after their
 first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison.
 
@@ -106,7 +106,7 @@ def run_once(store: Path, master: str, extra: list[str], cds: bool = True) -> di
 WARM = """
 import json, sys
 from mqtool.audit import AuditOptions, run_audit
-from mqtool.audit_spark import start_session
+from mqtool.audit.spark import start_session
 spark, _ = start_session(sys.argv[1])
 out = []
 for _ in range(int(sys.argv[3])):

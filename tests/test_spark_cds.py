@@ -1,4 +1,4 @@
-"""The Spark driver's class-data archive (mqtool/spark_cds.py): where it lives, when it is made, that a
+"""The Spark driver's class-data archive (mqtool/audit/cds.py): where it lives, when it is made, that a
 real JVM writes it as it exits and that the next JVM loads Spark's classes from it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mqtool import spark_cds
+from mqtool.audit import cds as spark_cds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def test_stale_temporary_archives_are_removed(cache) -> None:
 
 SESSION = """
 import sys
-from mqtool.audit_spark import start_session, stop_session
+from mqtool.audit.spark import start_session, stop_session
 spark, started = start_session("local[1]", create_class_archive=True)
 assert started
 assert spark.range(10).count() == 10

@@ -143,7 +143,7 @@ def audit(
     not a store) is reported (problem kind 'store', failedStores) while the others are audited; the exit
     status is then 1."""
     from mqtool.audit import AuditOptions, run_audit
-    from mqtool.audit_output import render_audit
+    from mqtool.cli.audit_render import render_audit
 
     s = session(store, fmt, tz)
     chosen = list(stores) if stores else [s.store_path]

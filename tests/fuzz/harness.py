@@ -666,8 +666,6 @@ def preload() -> None:
     for package in ("formats", "store", "mqtool"):
         pkg = importlib.import_module(package)
         for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name == "audit_spark":
-                continue
             with contextlib.suppress(Exception):
                 importlib.import_module(f"{package}.{info.name}")
 

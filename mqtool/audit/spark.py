@@ -870,7 +870,7 @@ def start_session(
 ):
     """Reuse the active session; under spark-submit take its configuration as given (--master, memory,
     PYSPARK_PYTHON); else start one on `master` with quiet logs, no UI, Python workers running this
-    interpreter and the driver JVM on the class-data archive (`mqtool.spark_cds`) when there is one.
+    interpreter and the driver JVM on the class-data archive (`mqtool.audit.cds`) when there is one.
     With `create_class_archive` and no archive yet, the JVM writes one as it exits: end such a session
     with `stop_session`. Returns (session, started_here)."""
     session = active_session()
@@ -892,7 +892,7 @@ def start_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    from mqtool import spark_cds
+    from mqtool.audit import cds as spark_cds
 
     global _creating_archive
     log = f"-Dlog4j.configurationFile=file:{_quiet_log_config()} -Dlog4j2.level=error"
@@ -930,7 +930,7 @@ def stop_session(session) -> None:
     session.stop()
     archive, _creating_archive = _creating_archive, None
     if archive is not None:
-        from mqtool import spark_cds
+        from mqtool.audit import cds as spark_cds
 
         if spark_cds.stop_jvm():  # a JVM still running may still be writing: leave its file alone
             archive.finish()

@@ -3,7 +3,7 @@
 The driver opens each store, lists its commitlog files and cuts them into byte ranges (`plan_splits`:
 several per core, 4-128 MiB; files always start at a record boundary and a range that starts mid-record
 resynchronises on its own, so no boundary is looked for here). One Spark task decodes one range with the
-columnar decoder (`mqtool.audit_spark.scan_partition`, via `mapInArrow`) and returns partial aggregates;
+columnar decoder (`mqtool.audit.spark.scan_partition`, via `mapInArrow`) and returns partial aggregates;
 a record belongs to the range it starts in, so the figures do not depend on how the store was split.
 
 The walk is the broker's recovery walk: a BLANK ends a file, and the first record the broker rejects
@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
-from mqtool.audit_output import OUTPUT_MARKER, write_output
-from mqtool.audit_spark import (
+from mqtool.audit.output import OUTPUT_MARKER, write_output
+from mqtool.audit.spark import (
     BODY,
     DUP_KEY,
     DUP_UNIQ,
@@ -165,7 +165,7 @@ class Split:
 
 @dataclass
 class SplitStop:
-    """What one range's walk found (its STOP row: `mqtool.audit_spark._walk_facts`)."""
+    """What one range's walk found (its STOP row: `mqtool.audit.spark._walk_facts`)."""
 
     seq: int
     status: str | None  # None: the range ended at a record boundary
@@ -449,7 +449,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
     """The store facts the executors' checks need: files, queues (their CQ files and the offsets their
     units hit), index files, `abort`. Paths are absolute: executors do not run in the driver's directory."""
     from formats.consumequeue import filler_mask
-    from mqtool.audit_spark import CqFile, IndexContext, QueueContext, StoreContext
+    from mqtool.audit.spark import CqFile, IndexContext, QueueContext, StoreContext
 
     store = plan.store
     files = [f for f in plan.files]
@@ -677,7 +677,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
     Uses `spark` when given, else the active session (spark-submit), else starts one on opts.master
     (and stops it at the end).
     """
-    from mqtool.audit_spark import scan_partition, start_session, stop_session
+    from mqtool.audit.spark import scan_partition, start_session, stop_session
 
     timings: dict[str, float] = {}
     began = time.monotonic()
@@ -874,7 +874,7 @@ def _duplicates_frame(spark, top: int):
     whole arrays, not one row per key — and merged by `merge_duplicates` (numpy), top `top` per bucket."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    from mqtool.audit_spark import DUP_RESULT_DDL, duplicates_merger
+    from mqtool.audit.spark import DUP_RESULT_DDL, duplicates_merger
 
     frame = spark.table("audit_partials").where(F.col("kind").isin(DUP_UNIQ, DUP_KEY))
     frame = frame.select("store", "kind", "key", "hashes", "counts", "firsts", "lasts")
@@ -1054,7 +1054,7 @@ def _known_groups(store: Store) -> set[str]:
 def group_of(topic: str, groups: set[str]) -> tuple[str, str]:
     """(group, kind) of a %RETRY%/%DLQ% topic; a POP retry topic `%RETRY%<group>_<topic>` (or `+`)
     maps to the longest known group it starts with."""
-    from mqtool.audit_spark import DLQ_PREFIX, RETRY_PREFIX
+    from mqtool.audit.spark import DLQ_PREFIX, RETRY_PREFIX
 
     kind, rest = ("dlq", topic[len(DLQ_PREFIX) :]) if topic.startswith(DLQ_PREFIX) else ("retry", topic)
     if kind == "retry":
@@ -1280,7 +1280,7 @@ def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]
     return rows, report.notes
 
 
-# --- the output directory (what goes in it: mqtool.audit_output) ------------------------------------
+# --- the output directory (what goes in it: mqtool.audit.output) ------------------------------------
 
 
 def _prepare_output(output: Path | None) -> None:

@@ -1,0 +1,182 @@
+"""The audit's result written out: the `--output` directory's Parquet tables, audit.json and report.html
+(`write_output`), and the `--format json` document (`json_document`; the terminal tables are in
+`mqtool.cli.audit_render`). Knows only the result document that `mqtool.audit.run_audit` assembles.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mqtool.audit import AuditResult
+
+OUTPUT_MARKER = "audit.json"  # an earlier audit's directory may be written again
+
+TABLES = {
+    "queues": (
+        "store",
+        "topic",
+        "queueId",
+        "messages",
+        "bytes",
+        "firstStoreTimestamp",
+        "lastStoreTimestamp",
+        "records",
+        "recordBytes",
+        "prepared",
+        "rolledBack",
+        "minQueueOffset",
+        "maxQueueOffset",
+        "bodyBytes",
+        "cqMinOffset",
+        "cqMaxOffset",
+        "cqMessages",
+        "cqError",
+    ),
+    "problems": ("store", "file", "offset", "kind", "severity", "detail"),
+    "lag": (
+        "store",
+        "group",
+        "topic",
+        "queueId",
+        "consumerOffset",
+        "minOffset",
+        "maxOffset",
+        "lag",
+        "state",
+        "firstUnconsumedStoreTimestamp",
+        "lagMs",
+        "lastConsumedTimestamp",
+    ),
+    "topics": ("store", "topic", "queues", "messages", "records", "bytes", "share"),
+    "rates": ("store", "topic", "bucketStart", "messages", "bytes"),
+    "bodySizes": ("store", "topic", "minSize", "maxSize", "messages", "bodyBytes"),
+    "delay": (
+        "store",
+        "level",
+        "delayMs",
+        "queueId",
+        "minOffset",
+        "maxOffset",
+        "delayOffset",
+        "startOffset",
+        "backlog",
+        "due",
+        "oldestDeliverTimestamp",
+        "lateMs",
+        "stuck",
+    ),
+    "duplicates": ("store", "by", "topic", "key", "messages", "firstPhyOffset", "lastPhyOffset"),
+    "retry": ("store", "group", "topic", "kind", "reconsumeTimes", "messages"),
+    "transactions": (
+        "store",
+        "queueId",
+        "halfQueueOffset",
+        "phyOffset",
+        "state",
+        "realTopic",
+        "realQueueId",
+        "producerGroup",
+        "transactionId",
+        "checkTimes",
+        "bornTimestamp",
+    ),
+}
+_STRING_COLUMNS = {
+    "store",
+    "topic",
+    "file",
+    "kind",
+    "severity",
+    "detail",
+    "group",
+    "state",
+    "cqError",
+    "realTopic",
+}
+_STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key"}
+
+
+def _flat(document: dict, name: str) -> list[dict]:
+    """Rows of a section as a flat table: duplicates one row per named key, retry one per reconsumeTimes."""
+    rows = document.get(name, [])
+    if name == "duplicates":
+        return [{"store": d["store"], "by": d["by"], **t} for d in rows for t in d["top"]]
+    if name == "retry":
+        return [
+            {**r, "reconsumeTimes": int(k), "messages": n}
+            for r in rows
+            for k, n in r["reconsumeTimes"].items()
+        ]
+    return rows
+
+
+def _table(rows: list[dict], columns: tuple[str, ...]):
+    import pyarrow as pa
+
+    arrays = {}
+    for c in columns:
+        values = [r.get(c) for r in rows]
+        if c in _STRING_COLUMNS:
+            kind = pa.string()
+        elif c == "share":
+            kind = pa.float64()
+        elif c == "stuck":
+            kind = pa.bool_()
+        else:
+            kind = pa.int64()
+        arrays[c] = pa.array(values, kind)
+    return pa.table(arrays)
+
+
+def write_output(output: Path, document: dict) -> None:
+    """Parquet tables, audit.json and the self-contained HTML report."""
+    import pyarrow.parquet as pq
+
+    from mqtool.audit.report import render_html
+    from mqtool.render import to_json_text
+
+    for name, columns in TABLES.items():
+        tmp = output / f".{name}.parquet.tmp"
+        pq.write_table(_table(_flat(document, name), columns), tmp)
+        os.replace(tmp, output / f"{name}.parquet")
+    _atomic_text(output / "report.html", render_html(document))
+    _atomic_text(output / OUTPUT_MARKER, to_json_text(document) + "\n")
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# --- terminal rendering -----------------------------------------------------------------------------
+
+
+def json_document(result: AuditResult) -> dict[str, Any]:
+    """The `--format json` object (key order: the issue's keys first)."""
+    doc = result.document
+    order = (
+        "queues",
+        "problems",
+        "lag",
+        "delay",
+        "transactions",
+        "duplicates",
+        "retry",
+        "topics",
+        "stores",
+        "failedStores",
+        "rates",
+        "bodySizes",
+        "definitions",
+        "scan",
+        "now",
+        "notes",
+    )
+    return {k: doc[k] for k in order if k in doc} | {k: v for k, v in doc.items() if k not in order}
+
+
+__all__ = ["OUTPUT_MARKER", "TABLES", "json_document", "write_output"]
