@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean oracle-build oracle-fixtures oracle-check oracle-bench
+.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-bench
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,13 +38,17 @@ ORACLE_SEED ?= 20261124
 oracle-build: setup
 	tests/oracle/build.sh
 
+# The same harness on RocketMQ 4.9.8 (load and recover; tests/oracle/harness49): judges 4.9 stores.
+oracle-build-49: setup
+	RMQ_TAG=rocketmq-all-4.9.8 tests/oracle/build.sh
+
 oracle-fixtures: oracle-build
 	rm -rf build/oracle/store-timer5 && mkdir -p build/oracle
 	tests/oracle/run.sh timer-store build/oracle/store-timer5 $(ORACLE_SEED)
 	find tests/data/store-timer5 -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-timer5 && cp -r build/oracle/store-timer5/. tests/data/store-timer5/
 
-oracle-check: oracle-build
+oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py
 
 oracle-bench: oracle-build

@@ -2,12 +2,23 @@
 # Compile the oracle harness (tests/oracle/harness) plus only what it reaches of RocketMQ's own source.
 # Usage: tests/oracle/build.sh [ROCKETMQ_SRC [FASTJSON_SRC [OTEL_SRC]]]
 # Defaults extract the tags from the bare mirrors into $MQTOOL_ORACLE_CACHE (~/.cache/mqtool-oracle).
+# RMQ_TAG=rocketmq-all-4.9.8 builds the 4.9.8 oracle (harness49/ first, then the shared harness/ classes;
+# fastjson 1.2.69, the version 4.9.8 pins; its own logging module; no OpenTelemetry).
 # Jars: pyspark/jars of the project venv (PYSPARK_JARS) and Debian's /usr/share/java.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CACHE="${MQTOOL_ORACLE_CACHE:-$HOME/.cache/mqtool-oracle}"
 MIRRORS="${MQTOOL_MIRRORS:-/work/.mirror}"
 RMQ_TAG="${RMQ_TAG:-rocketmq-all-5.3.3}"
+VERSION="${RMQ_TAG#rocketmq-all-}"
+MODULES="common remoting store broker client"
+FASTJSON_TAG=1.2.83
+HARNESS="$HERE/harness"
+if [ "${VERSION%%.*}" = 4 ]; then
+    MODULES="$MODULES logging"
+    FASTJSON_TAG=1.2.69
+    HARNESS="$HERE/harness49:$HERE/harness"
+fi
 
 extract() {  # extract MIRROR TAG DEST [PATHS...]
     local repo="$1" tag="$2" dest="$3"; shift 3
@@ -18,11 +29,11 @@ extract() {  # extract MIRROR TAG DEST [PATHS...]
     fi
 }
 
-RMQ="${1:-$CACHE/src/rocketmq-${RMQ_TAG#rocketmq-all-}}"
-FASTJSON="${2:-$CACHE/src/fastjson-1.2.83}"
+RMQ="${1:-$CACHE/src/rocketmq-$VERSION}"
+FASTJSON="${2:-$CACHE/src/fastjson-$FASTJSON_TAG}"
 OTEL="${3:-$CACHE/src/otel-1.29.0}"
-[ $# -ge 1 ] || extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ" common remoting store broker client
-[ $# -ge 2 ] || extract "$MIRRORS/alibaba+fastjson/repo" 1.2.83 "$FASTJSON" src/main/java
+[ $# -ge 1 ] || extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ" $MODULES
+[ $# -ge 2 ] || extract "$MIRRORS/alibaba+fastjson/repo" "$FASTJSON_TAG" "$FASTJSON" src/main/java
 [ $# -ge 3 ] || extract "$MIRRORS/open-telemetry+opentelemetry-java/repo" v1.29.0 "$OTEL" api/all context
 
 PYSPARK_JARS="${PYSPARK_JARS:-$(ls -d "$HERE"/../../.venv/lib/python3*/site-packages/pyspark/jars | head -1)}"
@@ -32,15 +43,15 @@ for jar in commons-validator jna commons-collections3 conversant-disruptor; do
     CP="$CP:/usr/share/java/$jar.jar"
 done
 
-SP="$HERE/placeholders:$HERE/harness"
-for m in common remoting store broker client; do SP="$SP:$RMQ/$m/src/main/java"; done
+SP="$HERE/placeholders:$HARNESS"
+for m in $MODULES; do SP="$SP:$RMQ/$m/src/main/java"; done
 SP="$SP:$FASTJSON/src/main/java:$OTEL/api/all/src/main/java:$OTEL/context/src/main/java"
 
-OUT="$CACHE/build/${RMQ_TAG#rocketmq-all-}"
+OUT="$CACHE/build/$VERSION"
 rm -rf "$OUT" && mkdir -p "$OUT/classes"
 javac -J-Xmx1g -nowarn -Xmaxerrs 1000 -proc:none -encoding UTF-8 --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
     -sourcepath "$SP" -implicit:class -cp "$CP" -d "$OUT/classes" \
-    "$HERE"/harness/oracle/*.java 2>&1 | grep -v '^Note: ' || true
+    "${HARNESS%%:*}"/oracle/*.java 2>&1 | grep -v '^Note: ' || true
 [ -f "$OUT/classes/oracle/Oracle.class" ] || { echo "build failed" >&2; exit 1; }
 cp -r "$HERE/resources/." "$OUT/classes/"
 echo "$OUT/classes:$CP" > "$OUT/classpath"

@@ -1,5 +1,6 @@
 """`make oracle-check`: every `--execute` command of mqtool on a copy of each golden store, each result
-judged by RocketMQ 5.3.3's own store code (`tests/oracle/run.sh load`): it must load, recover without
+judged by RocketMQ 5.3.3's own store code (`tests/oracle/run.sh load`), and a 4.9 store by 4.9.8's as well
+when that oracle is built (`make oracle-build-49`): it must load, recover without
 truncating, walk without CRC errors, hold ConsumeQueue units equal to what the dispatcher computes (before
 and after the real recovery), find every index key, and its managers must read back the config files as
 mqtool reads them. Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
@@ -7,6 +8,7 @@ mqtool reads them. Needs `make oracle-build`; never run by the test suite. Write
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,14 @@ OUT = REPO / "build" / "oracle" / "check"
 MQTOOL = REPO / ".venv" / "bin" / "mqtool"
 LOAD = REPO / "tests" / "oracle" / "run.sh"
 STORES = ("store-a", "store-49a", "store-c", "store-timer5")
+CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
+
+
+def oracles(store: str) -> list[str]:
+    """The broker versions that judge a store: 5.3.3 always (a 4.9 store must survive an upgrade), and
+    the 4.9.8 code for a store 4.9.8 wrote, when that oracle is built."""
+    built49 = (CACHE / "build" / "4.9.8" / "classpath").exists()
+    return ["4.9.8", "5.3.3"] if store.endswith("49a") and built49 else ["5.3.3"]
 
 
 def commands(store: str) -> list[tuple[str, list[str]]]:
@@ -106,10 +116,15 @@ def mqtool_config(root: Path) -> dict:
 
 
 def judge(
-    root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False
+    root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False, version: str = "5.3.3"
 ) -> tuple[bool, list[str], dict]:
     """`torn_before`: the store already had a torn tail the broker ignores (store-c after its recovery)."""
-    run = subprocess.run([str(LOAD), "load", str(root), *map(str, geometry)], capture_output=True, text=True)
+    run = subprocess.run(
+        [str(LOAD), "load", str(root), *map(str, geometry)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ORACLE_VERSION": version},
+    )
     try:
         got = json.loads(run.stdout)
     except json.JSONDecodeError:
@@ -133,15 +148,26 @@ def judge(
     cfg = got["config"]
     if cfg["consumerOffset"]["offsetTable"] != ours["consumerOffset"]:
         problems.append("consumerOffset.json: the broker's manager reads other offsets than mqtool")
-    if cfg["consumerOffset"]["source"] == "bak" or cfg["messageRequestMode"]["source"] == "bak":
+    modes = cfg.get("messageRequestMode", {"source": "none in 4.9", "table": {}})
+    if cfg["consumerOffset"]["source"] == "bak" or modes["source"] == "bak":
         problems.append("a config file was read from its .bak")
-    if cfg["messageRequestMode"]["table"] != ours["messageRequestMode"]:
+    if modes["table"] != ours["messageRequestMode"]:
         problems.append("messageRequestMode.json: the broker's manager reads other modes than mqtool")
     real_delay = {k: v for k, v in cfg["delayOffset"].get("offsetTable", {}).items()}
     if any(ours["delayOffset"].get(k) != v for k, v in real_delay.items()):
         problems.append("delayOffset.json: the broker reads other progress than mqtool")
-    (OUT / f"{label}.json").write_text(run.stdout)
+    (OUT / f"{label}{'' if version == '5.3.3' else '-' + version}.json").write_text(run.stdout)
     return not problems, problems, got
+
+
+def judge_all(
+    store: str, root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False
+) -> tuple[bool, list[str], dict]:
+    """`judge` by every oracle of the store; problems carry the version when there are several."""
+    results = [(v, *judge(root, geometry, label, torn_before, v)) for v in oracles(store)]
+    several = len(results) > 1
+    problems = [f"{v}: {p}" if several else p for v, _, ps, _ in results for p in ps]
+    return all(ok for _, ok, _, _ in results), problems, results[-1][3]
 
 
 def main() -> int:
@@ -154,7 +180,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
             root = Path(tmp) / store
             shutil.copytree(DATA / store, root)
-            ok, problems, got = judge(root, geometry, f"{store}-00-as-committed")
+            ok, problems, got = judge_all(store, root, geometry, f"{store}-00-as-committed")
             lines.append(
                 f"{store:13} {'(as committed)':32} {'clean' if ok else 'NOT CLEAN: ' + '; '.join(problems)}"
             )
@@ -163,7 +189,7 @@ def main() -> int:
                 subprocess.run(
                     [str(LOAD), "recover", str(root), *map(str, geometry)], check=True, capture_output=True
                 )
-                ok, problems, got = judge(root, geometry, f"{store}-00-recovered", torn)
+                ok, problems, got = judge_all(store, root, geometry, f"{store}-00-recovered", torn)
                 status = "clean" if ok else "NOT CLEAN: " + "; ".join(problems)
                 lines.append(f"{store:13} {'(after the real recovery)':32} {status}")
             for i, (name, args) in enumerate(commands(store), 1):
@@ -172,10 +198,11 @@ def main() -> int:
                     why = (res.stderr.strip().splitlines() or ["?"])[-1][:150]
                     lines.append(f"{store:13} {name:32} refused (exit {res.returncode}): {why}")
                     continue
-                ok, problems, got = judge(root, geometry, f"{store}-{i:02d}", torn)
+                ok, problems, got = judge_all(store, root, geometry, f"{store}-{i:02d}", torn)
                 units = got.get("consumeQueues", {}).get("afterLoad", {}).get("units")
+                judges = " (4.9.8 and 5.3.3)" if len(oracles(store)) > 1 else ""
                 summary = (
-                    f"clean: {got['messages']} records, {units} CQ units,"
+                    f"clean{judges}: {got['messages']} records, {units} CQ units,"
                     f" {got['index']['keysChecked']} index keys"
                     if ok
                     else "FAILED: " + "; ".join(problems)

@@ -98,7 +98,7 @@ public final class Bench {
     }
 
     public static int makeBig(String root, long messages) throws Exception {
-        Stores.Geometry g = new Stores.Geometry();
+        Geometry g = new Geometry();
         g.commitLog = 1024 * 1024 * 1024;
         g.consumeQueue = 300000 * 20;
         g.hashSlots = 500000;

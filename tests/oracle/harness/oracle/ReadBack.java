@@ -7,12 +7,9 @@
 package oracle;
 
 import java.io.File;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -34,11 +31,6 @@ import org.apache.rocketmq.store.timer.TimerWheel;
 
 public final class ReadBack {
     private ReadBack() {
-    }
-
-    static String host(SocketAddress a) {
-        InetSocketAddress i = (InetSocketAddress) a;
-        return i.getAddress().getHostAddress() + ":" + i.getPort();
     }
 
     /** Every record of the commitlog, in physical order, and every ConsumeQueue unit. */
@@ -66,27 +58,15 @@ public final class ReadBack {
                     int magic = bb.getInt(pos + 4);
                     ByteBuffer forCheck = bb.slice(pos, sbr.getSize() - pos);
                     DispatchRequest d = store.getCommitLog().checkMessageAndReturnSize(forCheck, true, false, true);
-                    Map<String, Object> r = new LinkedHashMap<>();
-                    r.put("file", mf.getFileName().substring(mf.getFileName().lastIndexOf(File.separator) + 1));
-                    r.put("physicalOffset", phy);
-                    r.put("totalSize", totalSize);
-                    r.put("magicCode", magic);
-                    r.put("magicCodeHex", String.format("0x%08X", magic));
+                    String file = mf.getFileName().substring(mf.getFileName().lastIndexOf(File.separator) + 1);
                     if (d.isSuccess() && d.getMsgSize() == 0) {
-                        if (totalSize == 0) {
-                            break;  // the unwritten end of the file
+                        if (totalSize != 0) {
+                            out.add(Judge.record(file, phy, totalSize, magic, d, null));  // BLANK
                         }
-                        r.put("kind", "BLANK");
-                        out.add(r);
-                        break;
+                        break;  // the file's end: a blank or the unwritten rest
                     }
                     if (!d.isSuccess()) {
-                        if (crcErrors != null) {
-                            Map<String, Object> e = new LinkedHashMap<>();
-                            e.put("physicalOffset", phy);
-                            e.put("totalSize", totalSize);
-                            crcErrors.add(e);
-                        }
+                        Judge.crcError(crcErrors, phy, totalSize);
                         if (totalSize <= 0 || pos + totalSize > fileSize) {
                             break;
                         }
@@ -94,42 +74,7 @@ public final class ReadBack {
                         continue;
                     }
                     MessageExt m = MessageDecoder.decode(bb.slice(pos, totalSize), true, false, false, true, true);
-                    r.put("kind", "MESSAGE");
-                    r.put("bodyCRC", m.getBodyCRC());
-                    r.put("queueId", m.getQueueId());
-                    r.put("flag", m.getFlag());
-                    r.put("queueOffset", m.getQueueOffset());
-                    r.put("sysFlag", m.getSysFlag());
-                    r.put("bornTimestamp", m.getBornTimestamp());
-                    r.put("bornHost", host(m.getBornHost()));
-                    r.put("storeTimestamp", m.getStoreTimestamp());
-                    r.put("storeHost", host(m.getStoreHost()));
-                    r.put("reconsumeTimes", m.getReconsumeTimes());
-                    r.put("preparedTransactionOffset", m.getPreparedTransactionOffset());
-                    r.put("topic", m.getTopic());
-                    r.put("topicLengthBytes", m.getTopic().getBytes(StandardCharsets.UTF_8).length);
-                    Map<String, String> props = new TreeMap<>(m.getProperties());
-                    props.remove("propertiesString");  // decode() files the raw string under this key
-                    r.put("properties", props);
-                    r.put("propertiesRaw", m.getProperty("propertiesString"));
-                    r.put("bodyLength", m.getBody() == null ? 0 : m.getBody().length);
-                    byte[] body = m.getBody() == null ? new byte[0] : m.getBody();
-                    r.put("bodySha256", sha256(body));
-                    if (body.length <= 1024) {
-                        r.put("bodyBase64", Base64.getEncoder().encodeToString(body));
-                    }
-                    r.put("offsetMsgId", m.getMsgId());
-                    r.put("uniqKey", m.getProperty("UNIQ_KEY"));
-                    r.put("tags", m.getTags());
-                    r.put("keys", m.getKeys());
-                    Map<String, Object> dm = new LinkedHashMap<>();
-                    dm.put("success", d.isSuccess());
-                    dm.put("msgSize", d.getMsgSize());
-                    dm.put("tagsCode", d.getTagsCode());
-                    dm.put("keys", d.getKeys());
-                    dm.put("uniqKey", d.getUniqKey());
-                    dm.put("consumeQueueOffset", d.getConsumeQueueOffset());
-                    r.put("dispatch", dm);
+                    Map<String, Object> r = Judge.record(file, phy, totalSize, magic, d, m);
                     out.add(r);
                     pos += totalSize;
                 }
@@ -192,7 +137,7 @@ public final class ReadBack {
     }
 
     /** timerlog units, wheel slots and timercheck, read with the real classes after the timer shut down. */
-    public static void timer(String root, Stores.Geometry g, Map<String, Object> out) throws Exception {
+    public static void timer(String root, Geometry g, Map<String, Object> out) throws Exception {
         TimerLog log = new TimerLog(TimerMessageStore.getTimerLogPath(root), g.timerLog);
         log.load();
         List<Map<String, Object>> units = new ArrayList<>();
@@ -325,18 +270,6 @@ public final class ReadBack {
             } else if (!rel.equals("expect.json") && !rel.equals("README.md")) {
                 files.put(rel, f.length());
             }
-        }
-    }
-
-    static String sha256(byte[] b) {
-        try {
-            StringBuilder sb = new StringBuilder();
-            for (byte x : java.security.MessageDigest.getInstance("SHA-256").digest(b)) {
-                sb.append(String.format("%02x", x));
-            }
-            return sb.toString();
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
         }
     }
 

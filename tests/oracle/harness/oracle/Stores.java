@@ -18,16 +18,6 @@ import org.apache.rocketmq.store.timer.TimerMetrics;
 public final class Stores {
     public static final String BROKER_NAME = "broker-a";
 
-    /** File sizes of a store; the harness writes small ones, `load` reads them from the files. */
-    public static final class Geometry {
-        public int commitLog = 1024 * 1024;
-        public int consumeQueue = 6000;
-        public int timerLog = 1024 * 1024;
-        public int hashSlots = 64;
-        public int indexNum = 4000;
-        public boolean timer;
-    }
-
     public final DefaultMessageStore store;
     public final TimerMessageStore timer;
     public final BrokerStatsManager stats;

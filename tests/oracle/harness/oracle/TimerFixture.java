@@ -74,7 +74,7 @@ public final class TimerFixture {
             throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
         }
         Random rnd = new Random(seed);
-        Stores.Geometry g = new Stores.Geometry();
+        Geometry g = new Geometry();
         g.timer = true;
         ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
         topics.put(TOPIC, new TopicConfig(TOPIC, QUEUES, QUEUES, 6));
