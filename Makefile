@@ -47,6 +47,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh timer-store build/oracle/store-timer5 $(ORACLE_SEED)
 	find tests/data/store-timer5 -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-timer5 && cp -r build/oracle/store-timer5/. tests/data/store-timer5/
+	rm -rf build/oracle/store-timer-states
+	tests/oracle/run.sh timer-states build/oracle/store-timer-states 20261126
+	find tests/data/store-timer-states -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-timer-states && cp -r build/oracle/store-timer-states/. tests/data/store-timer-states/
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

@@ -49,10 +49,14 @@ SP="$SP:$FASTJSON/src/main/java:$OTEL/api/all/src/main/java:$OTEL/context/src/ma
 
 OUT="$CACHE/build/$VERSION"
 rm -rf "$OUT" && mkdir -p "$OUT/classes"
-javac -J-Xmx1g -nowarn -Xmaxerrs 1000 -proc:none -encoding UTF-8 --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
+# warnings go to the log; a failed compile fails the build (some classes may still have been written)
+if ! javac -J-Xmx1g -nowarn -Xmaxerrs 1000 -proc:none -encoding UTF-8 --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
     -sourcepath "$SP" -implicit:class -cp "$CP" -d "$OUT/classes" \
-    "${HARNESS%%:*}"/oracle/*.java 2>&1 | grep -v '^Note: ' || true
-[ -f "$OUT/classes/oracle/Oracle.class" ] || { echo "build failed" >&2; exit 1; }
+    "${HARNESS%%:*}"/oracle/*.java > "$OUT/javac.log" 2>&1; then
+    grep -B1 -A3 'error:' "$OUT/javac.log" >&2 || cat "$OUT/javac.log" >&2
+    echo "build failed (full log: $OUT/javac.log)" >&2
+    exit 1
+fi
 cp -r "$HERE/resources/." "$OUT/classes/"
 echo "$OUT/classes:$CP" > "$OUT/classpath"
 echo "built $(find "$OUT/classes" -name '*.class' | wc -l) classes into $OUT"

@@ -14,6 +14,7 @@ public final class Geometry {
     public int hashSlots = 64;
     public int indexNum = 4000;
     public boolean timer;
+    public int timerRollWindowSlot;  // 0: the broker's default (2 days of slots)
 
     /** File sizes from the files; index geometry from the arguments (it cannot be told from one file). */
     static Geometry of(String root, String[] extra) throws IOException {

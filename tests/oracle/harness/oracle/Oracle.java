@@ -1,6 +1,7 @@
 /*
  * The oracle's entry point. Commands:
  *   timer-store DIR [SEED]   write the 5.x timer fixture store into the new directory DIR (+ expect.json)
+ *   timer-states DIR [SEED]  a 5.x timer store with a message in each timer state (TimerStates)
  *   recover STORE [SLOTS NUM]  run the real recovery in place (load, start, clean shutdown), as a broker run
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
@@ -21,6 +22,9 @@ public final class Oracle {
         switch (args[0]) {
             case "timer-store":
                 TimerFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261124L);
+                break;
+            case "timer-states":
+                TimerStates.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
                 break;
             case "recover":
                 rc = Load.recover(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

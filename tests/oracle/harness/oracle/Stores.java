@@ -43,6 +43,9 @@ public final class Stores {
         c.setMaxHashSlotNum(g.hashSlots);
         c.setMaxIndexNum(g.indexNum);
         c.setTimerWheelEnable(g.timer);
+        if (g.timerRollWindowSlot > 0) {
+            c.setTimerRollWindowSlot(g.timerRollWindowSlot);
+        }
         c.setFlushDiskType(FlushDiskType.ASYNC_FLUSH);
         c.setBrokerRole(BrokerRole.ASYNC_MASTER);
         c.setDuplicationEnable(false);

@@ -116,9 +116,16 @@ public final class TimerFixture {
         s.waitDispatched();
         s.timer.shutdown();
         s.waitDispatched();
+        writeExpect(s, root, g, seed, "timer5", events);
+    }
+
+    /** expect.json: what the real classes read back from the stopped store (the timer already shut down). */
+    static void writeExpect(Stores s, String root, Geometry g, long seed, String profile,
+        List<Map<String, Object>> events) throws Exception {
+        int precision = s.config.getTimerPrecisionMs();
         Map<String, Object> expect = new LinkedHashMap<>();
         expect.put("rocketmqVersion", "5.3.3 (git tag rocketmq-all-5.3.3)");
-        expect.put("profile", "timer5");
+        expect.put("profile", profile);
         expect.put("seed", seed);
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("mappedFileSizeCommitLog", g.commitLog);
@@ -127,6 +134,7 @@ public final class TimerFixture {
         config.put("maxHashSlotNum", g.hashSlots);
         config.put("maxIndexNum", g.indexNum);
         config.put("timerPrecisionMs", precision);
+        config.put("timerRollWindowSlot", s.config.getTimerRollWindowSlot());
         config.put("timerWheelSlots", TimerMessageStore.TIMER_WHEEL_TTL_DAY * TimerMessageStore.DAY_SECS);
         config.put("brokerName", Stores.BROKER_NAME);
         config.put("storeHost", "192.168.0.10:10911");
