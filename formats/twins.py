@@ -17,7 +17,13 @@ from typing import Any
 from construct import Construct
 
 # the formats modules that declare twins: imported by `registered()` so the registry is complete
-TWIN_MODULES = ("formats.commitlog", "formats.consumequeue", "formats.indexfile", "formats.recordfast")
+TWIN_MODULES = (
+    "formats.commitlog",
+    "formats.consumequeue",
+    "formats.indexfile",
+    "formats.recordfast",
+    "formats.timer",
+)
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,24 @@ from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, oversized_index
 from formats.structs import CQ_STORE_UNIT_SIZE
+from formats.timer import (
+    DEFAULT_TIMER_LOG_FILE_SIZE,
+    DEFAULT_TIMER_PRECISION_MS,
+    DEFAULT_TIMER_ROLL_WINDOW_SLOT,
+)
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # Sizes and counts the store's layout is computed from: zero or less is not a layout.
 POSITIVE = frozenset(
-    {"mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum"}
+    {
+        "mappedFileSizeCommitLog",
+        "mappedFileSizeConsumeQueue",
+        "maxHashSlotNum",
+        "maxIndexNum",
+        "mappedFileSizeTimerLog",
+    }
 )
+TIMER_PRECISIONS_MS = (100, 200, 500, 1000)  # MessageStoreConfig.setTimerPrecisionMs rounds down to one
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _KEY_END = re.compile(r"[=: \t\f]")
 
@@ -37,6 +49,11 @@ class BrokerConfig:
     storePathRootDir: str | None = None
     transactionCheckMax: int = 15
     enabledAppendPropCRC: bool = False
+    # the 5.x timer wheel (TimerMessageStore)
+    timerWheelEnable: bool = True
+    timerPrecisionMs: int = DEFAULT_TIMER_PRECISION_MS
+    timerRollWindowSlot: int = DEFAULT_TIMER_ROLL_WINDOW_SLOT
+    mappedFileSizeTimerLog: int = DEFAULT_TIMER_LOG_FILE_SIZE
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 
@@ -108,6 +125,10 @@ def load_broker_config(path: Path | str | None) -> BrokerConfig:
                         f"{name}={value!r} rounds up to {converted} (whole 20-byte units), past a Java int",
                         str(path),
                     )
+            if name == "timerPrecisionMs":  # the setter keeps the largest candidate not above the value
+                converted = max(
+                    [p for p in TIMER_PRECISIONS_MS if p <= converted] or [TIMER_PRECISIONS_MS[0]]
+                )
         else:
             converted = value
         setattr(config, name, converted)

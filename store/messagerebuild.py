@@ -100,7 +100,7 @@ def broker_major(store: Store, given: int | None = None) -> BrokerVersion:
     return store.layout.broker_version(given, record)
 
 
-def read_message_or_none(store: Store, phy_offset: int, size: int) -> Message | None:
+def read_message_or_none(store: Store, phy_offset: int, size: int | None) -> Message | None:
     """`lookMessageByOffset(offset, size)`: the message there, or None where the broker finds none."""
     if phy_offset < store.commitlog.min_offset:
         return None

@@ -26,8 +26,9 @@ def test_registry_covers_every_twin_module():
     names = {t.name for t in TWINS}
     assert {"RecordPrelude", "ConsumeQueueUnit", "IndexEntry", "IndexSlot", "IndexHeader"} <= names
     assert {"ConsumeQueueUnit (numpy)", "IndexEntry (numpy)"} <= names
+    assert {"TimerLogUnit (numpy)", "TimerWheelSlot (numpy)"} <= names
     assert sum(name.startswith("MessageRecord head") for name in names) == 4  # both host kinds, both hosts
-    assert len(TWIN_MODULES) == 4
+    assert len(TWIN_MODULES) == 5
 
 
 def test_a_wrong_twin_is_caught():

@@ -1,0 +1,266 @@
+"""store.timer and store.timer_messages on the two stores the real TimerMessageStore wrote (store-timer5,
+store-timer-states; their READMEs say what ran): every timerlog unit, every non-empty wheel slot and its
+chain as the real classes read them, timercheck, and each timer message's state judged against what the
+real broker did (its copies in the real topic, its roll re-puts, its timercheck)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from golden import GOLDEN, expect
+
+from formats.structs import TIMER_LOG_UNIT_SIZE
+from formats.timer import MAGIC_DELETE, MAGIC_ROLL, TIMER_WHEEL_FILE_SIZE
+from store.mappedfile import MappedFileQueue
+from store.storedir import Store
+from store.timer import TIMER_TOPIC, TimerFileError, TimerStore, chain, walk_timerlog
+from store.timer_messages import enqueue_position, timer_messages
+
+TIMER_STORES = ("store-timer5", "store-timer-states")
+
+
+def open_timer(name: str) -> tuple[Store, TimerStore]:
+    store = Store.open(GOLDEN / name)
+    timer = TimerStore.open(store)
+    assert timer is not None
+    return store, timer
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_every_timerlog_unit_as_the_real_timerlog_reads_it(name: str) -> None:
+    want = expect(name)["timerLog"]
+    store, timer = open_timer(name)
+    with store:
+        got = [u.to_json() for u in timer.walk]
+    assert len(got) == len(want) > 0
+    for g, w in zip(got, want, strict=True):
+        assert {k: g[k] for k in w if k in g} == {k: w[k] for k in w if k in g}
+        assert g["roll"] == bool(w["magic"] & MAGIC_ROLL) and g["delete"] == bool(w["magic"] & MAGIC_DELETE)
+    # the walk ends where the real timer flushed to (clean shutdown)
+    assert timer.walk.end == expect(name)["timercheck"]["lastTimerLogFlushPos"]
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_wheel_slots_and_chains_as_the_real_dequeue_walks_them(name: str) -> None:
+    want = {s["index"]: s for s in expect(name)["timerWheel"]}
+    store, timer = open_timer(name)
+    with store:
+        assert timer.wheel is not None
+        slots = timer.wheel.non_empty()
+        assert {s.index for s in slots} == set(want)
+        for s in slots:
+            w = want[s.index]
+            assert (s.time_ms, s.first_pos, s.last_pos, s.num, s.magic) == (
+                w["timeMs"],
+                w["firstPos"],
+                w["lastPos"],
+                w["num"],
+                w["magic"],
+            )
+            assert s.placed and timer.wheel.get_slot(s.time_ms) == s
+            assert chain(timer.walk, s.last_pos) == (w["chain"], None)
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_timercheck(name: str) -> None:
+    store, timer = open_timer(name)
+    with store:
+        assert timer.check is not None
+        assert timer.check.to_json() == expect(name)["timercheck"]
+
+
+def _real(name: str) -> tuple[list[dict], dict[int, dict]]:
+    messages = [m for m in expect(name)["messages"] if m.get("kind") == "MESSAGE"]
+    return messages, {m["physicalOffset"]: m for m in messages}
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_each_state_agrees_with_what_the_real_broker_did(name: str) -> None:
+    messages, by_phy = _real(name)
+    check = expect(name)["timercheck"]
+    units = {u["offsetPy"]: u for u in expect(name)["timerLog"]}
+    store, timer = open_timer(name)
+    with store:
+        rows = timer_messages(store, timer, now=check["lastReadTimeMs"])
+        position = enqueue_position(store, timer)
+    assert position == check["lastTimerQueueOffset"]
+    timer_records = [m for m in messages if m["topic"] == TIMER_TOPIC]
+    assert [r.phy_offset for r in rows] == [m["physicalOffset"] for m in timer_records]
+    for r in rows:
+        m = by_phy[r.phy_offset]
+        props = m["properties"]
+        unit = units.get(r.phy_offset)
+        uniq, real_topic = props.get("UNIQ_KEY"), props.get("REAL_TOPIC")
+        copies = [
+            c
+            for c in messages
+            if c["topic"] == real_topic
+            and c["properties"].get("UNIQ_KEY") == uniq
+            and "TIMER_DEQUEUE_MS" in c["properties"]
+        ]
+        re_puts = [
+            c
+            for c in timer_records
+            if c["physicalOffset"] > r.phy_offset
+            and c["properties"].get("UNIQ_KEY") == uniq
+            and c["properties"].get("TIMER_ROLL_TIMES") == str(int(props.get("TIMER_ROLL_TIMES", "0")) + 1)
+            and c["properties"].get("TIMER_DEL_UNIQKEY") == props.get("TIMER_DEL_UNIQKEY")
+        ]
+        if unit is None:
+            assert r.state == "not-enqueued" and m["queueOffset"] >= check["lastTimerQueueOffset"], r
+            continue
+        slot_read = unit["delayedTimeMs"] < check["lastReadTimeMs"]
+        if not slot_read:
+            assert r.state == "waiting", r
+        elif "TIMER_DEL_UNIQKEY" in props:
+            assert r.state == "recall"
+        elif unit["magic"] & MAGIC_ROLL:
+            assert r.state == "rolled" and len(re_puts) == 1, r
+        elif copies:
+            assert r.state == "delivered" and r.copy_phy_offset == copies[0]["physicalOffset"], r
+        else:
+            tombstone = f"{real_topic}+{uniq}"
+            same_slot = [
+                by_phy[u["offsetPy"]]
+                for u in expect(name)["timerLog"]
+                if u["delayedTimeMs"] == unit["delayedTimeMs"]
+                and by_phy[u["offsetPy"]]["properties"].get("TIMER_DEL_UNIQKEY") == tombstone
+            ]
+            assert r.state == "recalled" and same_slot, r
+        assert r.slot_ms == unit["delayedTimeMs"]
+
+
+def test_the_states_fixture_has_every_state_the_broker_leaves() -> None:
+    """The named messages of store-timer-states land where the real run left them (its README)."""
+    events = {e["note"].split()[0]: e for e in expect("store-timer-states")["events"] if e["event"] == "put"}
+    store, timer = open_timer("store-timer-states")
+    with store:
+        rows = {r.queue_offset: r for r in timer_messages(store, timer, now=0)}
+    assert rows[events["A"]["queueOffset"]].state == "delivered"
+    assert rows[events["B"]["queueOffset"]].state == "recalled"
+    assert rows[events["G"]["queueOffset"]].state == "not-enqueued"
+    e_uniq = rows[events["E"]["queueOffset"]].message.uniq_key
+    e_rows = [r for r in rows.values() if r.message and r.message.uniq_key == e_uniq]
+    assert [r.state for r in e_rows] == ["rolled", "rolled", "delivered"]
+    assert [r.roll_times for r in e_rows] == [None, 1, 2]
+    assert {r.state for r in rows.values()} == {
+        "delivered",
+        "recalled",
+        "rolled",
+        "recall",
+        "waiting",
+        "not-enqueued",
+    }
+
+
+def test_due_is_the_deliver_time_against_now() -> None:
+    store, timer = open_timer("store-timer-states")
+    with store:
+        late = timer_messages(store, timer, now=2**62)
+    assert all(r.due == (r.state in ("waiting", "not-enqueued")) for r in late)
+    assert any(r.due for r in late)
+
+
+# --- damaged files: the walk stops where the recovery would, never loops -----------------------
+
+
+def _copy(tmp_path: Path, name: str = "store-timer-states") -> Path:
+    root = tmp_path / name
+    shutil.copytree(GOLDEN / name, root)
+    return root
+
+
+def test_a_bad_unit_ends_the_walk_where_recovery_truncates(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    log = root / "timerlog" / "00000000000000000000"
+    data = bytearray(log.read_bytes())
+    data[5 * TIMER_LOG_UNIT_SIZE + 12 : 5 * TIMER_LOG_UNIT_SIZE + 16] = (0x10).to_bytes(4, "big")  # bad magic
+    log.write_bytes(bytes(data))
+    walk = walk_timerlog(MappedFileQueue.open(root / "timerlog"))
+    assert len(walk) == 5 and walk.end == 5 * TIMER_LOG_UNIT_SIZE
+    assert walk.stop == f"bad magic 16 at {5 * TIMER_LOG_UNIT_SIZE}" and walk.stop_file == str(log)
+
+
+def test_a_blank_moves_the_walk_to_the_next_file(tmp_path: Path) -> None:
+    """TimerLog.append ends a file with a 16-byte blank; the units go on in the next file."""
+    root = _copy(tmp_path)
+    first = root / "timerlog" / "00000000000000000000"
+    data = first.read_bytes()
+    size = 4 * TIMER_LOG_UNIT_SIZE + 16
+    head = data[: 4 * TIMER_LOG_UNIT_SIZE]
+    blank = (16).to_bytes(4, "big") + bytes(8) + (-875286124).to_bytes(4, "big", signed=True)
+    first.write_bytes(head + blank)
+    (root / "timerlog" / f"{size:020d}").write_bytes(
+        data[4 * TIMER_LOG_UNIT_SIZE :][:size].ljust(size, b"\0")
+    )
+    walk = walk_timerlog(MappedFileQueue.open(root / "timerlog"))
+    assert walk.blanks == [4 * TIMER_LOG_UNIT_SIZE]
+    assert walk.units["position"].tolist()[:6] == [0, 52, 104, 156, size, size + 52]
+
+
+def test_a_cycle_in_a_chain_ends_it(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    log = root / "timerlog" / "00000000000000000000"
+    data = bytearray(log.read_bytes())
+    data[4:12] = (52).to_bytes(8, "big")  # unit 0 points back at unit 1, which points at unit 0
+    data[52 + 4 : 52 + 12] = (0).to_bytes(8, "big")
+    log.write_bytes(bytes(data))
+    walk = walk_timerlog(MappedFileQueue.open(root / "timerlog"))
+    assert chain(walk, 52) == ([52, 0], "cycle at 52")
+
+
+def test_a_wheel_of_the_wrong_length_is_refused_in_one_line(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    with open(root / "timerwheel", "r+b") as fh:
+        fh.truncate(TIMER_WHEEL_FILE_SIZE - 32)
+    with Store.open(root) as store, pytest.raises(TimerFileError) as err:
+        TimerStore.open(store)
+    assert err.value.file == str(root / "timerwheel")
+    assert f"!= expected {TIMER_WHEEL_FILE_SIZE}" in err.value.message
+
+
+def test_no_timer_files_no_timer_store() -> None:
+    with Store.open(GOLDEN / "store-49a") as store:
+        assert TimerStore.open(store) is None
+
+
+def test_walk_is_the_declaration_unit_by_unit() -> None:
+    """The numpy walk reads each unit as construct's TimerLogUnit does."""
+    from formats.structs import TimerLogUnit
+
+    data = (GOLDEN / "store-timer-states" / "timerlog" / "00000000000000000000").read_bytes()
+    walk = walk_timerlog(MappedFileQueue.open(GOLDEN / "store-timer-states" / "timerlog"))
+    for i, u in enumerate(walk.units):
+        parsed = TimerLogUnit.parse(data[i * TIMER_LOG_UNIT_SIZE : (i + 1) * TIMER_LOG_UNIT_SIZE])
+        assert [int(u[k]) for k in ("size", "prevPos", "magic", "offsetPy")] == [
+            parsed.size,
+            parsed.prevPos,
+            parsed.magic,
+            parsed.offsetPy,
+        ]
+    assert walk.units.dtype.isnative and isinstance(walk.units, np.ndarray)
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"), [("50", 100), ("199", 100), ("200", 200), ("750", 500), ("5000", 1000)]
+)
+def test_timer_precision_is_rounded_as_the_setter_does(tmp_path: Path, given: str, kept: int) -> None:
+    """MessageStoreConfig.setTimerPrecisionMs keeps the largest of 100/200/500/1000 not above the value."""
+    from store.brokerconf import load_broker_config
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"timerPrecisionMs={given}\n")
+    assert load_broker_config(conf).timerPrecisionMs == kept
+
+
+def test_roll_window_as_the_timer_store_settles_it() -> None:
+    from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS
+    from store.timer import roll_window_slots
+
+    assert roll_window_slots(6) == 6
+    assert (
+        roll_window_slots(1) == roll_window_slots(TIMER_WHEEL_SLOTS) == TIMER_WHEEL_SLOTS - TIMER_BLANK_SLOTS
+    )
