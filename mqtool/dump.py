@@ -11,6 +11,7 @@ from formats.errors import MqtoolError
 from formats.fastjson import parse
 from mqtool.info import checkpoint_json, header_json
 from store.storedir import Store
+from store.timer import TimerStore, chain
 
 # --- commitlog ----------------------------------------------------------------------------------
 
@@ -146,6 +147,59 @@ def checkpoint(store: Store) -> dict[str, Any]:
     if cp is None:
         raise MqtoolError("no checkpoint file", str(store.checkpoint_path))
     return checkpoint_json(cp) or {}
+
+
+# --- the 5.x timer wheel (timerlog, timerwheel, timercheck) -------------------------------------
+
+
+def timer_store(store: Store) -> TimerStore:
+    timer = TimerStore.open(store)
+    if timer is None:
+        why = "no timer wheel files (timerlog/, timerwheel, config/timercheck): not a 5.x timer store"
+        raise MqtoolError(why, str(store.root))
+    return timer
+
+
+def timerlog_units(
+    store: Store, *, from_position: int | None = None, count: int | None = None
+) -> dict[str, Any]:
+    """The timerlog units the broker's recovery accepts, from `from_position`, and where the walk ended."""
+    walk = timer_store(store).walk
+    positions = walk.units["position"]
+    start = 0 if from_position is None else int((positions < from_position).sum())
+    stop = len(walk) if count is None else min(len(walk), start + max(count, 0))
+    return {
+        "end": walk.end,
+        "stop": walk.stop,
+        "stopFile": walk.stop_file,
+        "blanks": walk.blanks,
+        "units": [walk.unit(i).to_json() for i in range(start, stop)],
+    }
+
+
+def timerwheel_slots(store: Store, *, every: bool = False) -> dict[str, Any]:
+    """The wheel's non-empty slots (every slot with `every`), each with the length of its chain."""
+    timer = timer_store(store)
+    if timer.wheel is None:
+        raise MqtoolError("no timerwheel file", str(store.root / "timerwheel"))
+    wheel = timer.wheel
+    slots = [wheel.slot_at(i) for i in range(len(wheel.slots))] if every else wheel.non_empty()
+    rows = []
+    for s in slots:
+        positions, broken = chain(timer.walk, s.last_pos) if s.last_pos > 0 or s.num else ([], None)
+        row = s.to_json()
+        row.update(chainLength=len(positions), chainEnd=broken)
+        rows.append(row)
+    read_ms = None if timer.check is None else timer.check.last_read_time_ms
+    return {"precisionMs": wheel.precision_ms, "lastReadTimeMs": read_ms, "slots": rows}
+
+
+def timercheck(store: Store) -> dict[str, Any]:
+    check = timer_store(store).check
+    if check is None:
+        raise MqtoolError("no timercheck file (or shorter than the TimerCheckpoint)",
+                          str(store.config_dir / "timercheck"))  # fmt: skip
+    return check.to_json()
 
 
 # --- config -------------------------------------------------------------------------------------

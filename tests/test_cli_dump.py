@@ -206,3 +206,43 @@ def test_version_alone() -> None:
     from mqtool import __version__
 
     assert mqtool("--version").stdout == f"mqtool {__version__}\n"
+
+
+# --- the 5.x timer wheel (stores the real TimerMessageStore wrote) ------------------------------
+
+TIMER_STORES = ("store-timer5", "store-timer-states")
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_dump_timerlog_is_every_unit_the_real_timerlog_reads(name: str) -> None:
+    units = json.loads(
+        mqtool("--store", str(store_path(name)), "dump", "timerlog", "--format", "json").stdout
+    )
+    want = expect(name)["timerLog"]
+    assert [{k: u[k] for k in w if k in u} for u, w in zip(units, want, strict=True)] == [
+        {k: w[k] for k in w if k in u} for u, w in zip(units, want, strict=True)
+    ]
+    tail = mqtool("--store", str(store_path(name)), "dump", "timerlog", "--from-position", "52", "-n", "2",
+                  "--format", "jsonl").stdout.splitlines()  # fmt: skip
+    assert [json.loads(line)["position"] for line in tail] == [u["position"] for u in want[1:3]]
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_dump_timerwheel_and_timercheck(name: str) -> None:
+    root = str(store_path(name))
+    slots = json.loads(mqtool("--store", root, "dump", "timerwheel", "--format", "json").stdout)
+    want = expect(name)["timerWheel"]
+    assert [
+        (s["index"], s["timeMs"], s["firstPos"], s["lastPos"], s["num"], s["chainLength"]) for s in slots
+    ] == [(w["index"], w["timeMs"], w["firstPos"], w["lastPos"], w["num"], len(w["chain"])) for w in want]
+    check = json.loads(mqtool("--store", root, "dump", "timercheck", "--format", "json").stdout)
+    assert check == expect(name)["timercheck"]
+    table = mqtool("--store", root, "dump", "timerwheel", "--format", "plain").stdout
+    assert f"precision {expect(name)['config']['timerPrecisionMs']} ms" in table
+
+
+def test_dump_timer_files_of_a_4x_store_is_one_line() -> None:
+    for what in ("timerlog", "timerwheel", "timercheck"):
+        proc = mqtool("--store", str(store_path("store-49a")), "dump", what, check=False)
+        assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+        assert "not a 5.x timer store" in proc.stderr and "Traceback" not in proc.stderr

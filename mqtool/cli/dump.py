@@ -135,6 +135,61 @@ def dump_checkpoint(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = N
         dump_render.render_checkpoint(dump.checkpoint(st), s.ctx)
 
 
+@dump_app.command("timerlog")
+def dump_timerlog(
+    from_position: Annotated[
+        int | None,
+        typer.Option("--from-position", help="First timerlog position (units before it are skipped)."),
+    ] = None,
+    count: Annotated[int | None, typer.Option("--count", "-n", help="Stop after this many units.")] = None,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Dump the 5.x timerlog units (TimerMessageStore): position, previous unit in the slot, magic (roll,
+    delete), write time, delayed time, the commitlog message; and where the broker's recovery stops."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        from mqtool.cli import dump_render
+
+        dump_render.render_timerlog(dump.timerlog_units(st, from_position=from_position, count=count), s.ctx)
+
+
+@dump_app.command("timerwheel")
+def dump_timerwheel(
+    every: Annotated[
+        bool, typer.Option("--all", help="Every slot, empty ones too (1,209,600 rows).")
+    ] = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+) -> None:
+    """Dump the 5.x timer wheel's non-empty slots: slot time, first and last unit, count, the length of
+    the chain the dequeue walks, and whether the slot sits where its time puts it."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        from mqtool.cli import dump_render
+
+        dump_render.render_timerwheel(dump.timerwheel_slots(st, every=every), s.ctx)
+
+
+@dump_app.command("timercheck")
+def dump_timercheck(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+    """Dump config/timercheck (TimerCheckpoint): the wheel's read time, timerlog flush position, queue
+    offsets, data version."""
+    from mqtool import dump
+
+    s = session(store, fmt, tz)
+    with s.open_store() as st:
+        from mqtool.cli import dump_render
+
+        dump_render.render_timercheck(dump.timercheck(st), s.ctx)
+
+
 @dump_app.command("config")
 def dump_config(
     name: Annotated[

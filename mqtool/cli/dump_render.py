@@ -96,6 +96,56 @@ def render_checkpoint(doc: dict[str, Any], ctx: RenderContext) -> None:
     )
 
 
+TIMERLOG_COLUMNS = [
+    Column("position", kind="int"),
+    Column("prevPos", kind="int"),
+    Column("magic", kind="int"),
+    Column("roll"),
+    Column("delete"),
+    Column("currWriteTimeMs", "written", "time"),
+    Column("delayedTimeMs", "slot", "time"),
+    Column("offsetPy", "phyOffset", "int"),
+    Column("sizePy", "size", "int"),
+]
+
+
+def render_timerlog(result: dict[str, Any], ctx: RenderContext) -> None:
+    title = f"timerlog units (the walk ends at {result['end']}: {result['stop']})"
+    emit_rows(result["units"], TIMERLOG_COLUMNS, ctx, title=title, empty="(no units)")
+
+
+WHEEL_COLUMNS = [
+    Column("index", kind="int"),
+    Column("timeMs", "slot", "time"),
+    Column("firstPos", kind="int"),
+    Column("lastPos", kind="int"),
+    Column("num", kind="int"),
+    Column("chainLength", "chain", "int"),
+    Column("chainEnd", "chain ends", max_width=40),
+    Column("placed"),
+]
+
+
+def render_timerwheel(result: dict[str, Any], ctx: RenderContext) -> None:
+    title = f"timerwheel slots (precision {result['precisionMs']} ms)"
+    emit_rows(result["slots"], WHEEL_COLUMNS, ctx, title=title, empty="(no slots)")
+
+
+def render_timercheck(doc: dict[str, Any], ctx: RenderContext) -> None:
+    emit_document(
+        doc,
+        ctx,
+        lambda: emit_fields(
+            [
+                (k, v, "time" if k in ("lastReadTimeMs", "dataVersionTimestamp") else "int")
+                for k, v in doc.items()
+            ],
+            ctx,
+            title="TimerCheckpoint",
+        ),
+    )
+
+
 def _int_key(key: str) -> int | str:
     """A table key that should be a number (queue id, delay level), as it is when it is not one."""
     return int(key) if key.lstrip("-").isdecimal() else key
