@@ -26,6 +26,7 @@ from store.storecheck import (
     check_checkpoint_file,
     check_index_files,
     check_queue_files,
+    check_timer_files,
     note_broker_running,
     recovery_summary,
     rel_path,
@@ -153,6 +154,13 @@ def verify_store(
         "keysChecked": keys_checked if deep else None,
     }
     timings["index"] = time.perf_counter() - t3
+
+    # --- the 5.x timer wheel -------------------------------------------------------------------------
+    t4 = time.perf_counter()
+    timer = check_timer_files(store, records, problems, commitlog_min=commitlog_min)
+    if timer is not None:
+        summary["timer"] = timer
+        timings["timer"] = time.perf_counter() - t4
 
     # --- checkpoint, recovery ----------------------------------------------------------------------
     dispatched = records.store_ts[all_hits] if len(all_hits) else records.store_ts[:0]

@@ -222,6 +222,39 @@ def check_checkpoint_file(
     return cp
 
 
+def check_timer_files(
+    store: Store, records: Any, problems: ProblemList, *, commitlog_min: int
+) -> dict[str, Any] | None:
+    """The 5.x timer wheel files (`store.checks.timer`), when the store has them; their summary."""
+    from store.checks.timer import check_timer
+    from store.timer import TIMER_TOPIC, TimerStore
+    from store.timer_messages import enqueue_position
+
+    try:
+        timer = TimerStore.open(store)
+    except MqtoolError as exc:
+        problems.add("timer_file", rel_path(store, exc.file), exc.offset, exc.message)
+        return None
+    if timer is None:
+        return None
+    queue_max = None
+    try:
+        position = enqueue_position(store, timer)
+        if 0 in store.consume_queues.queue_ids(TIMER_TOPIC):
+            queue_max = store.consume_queue(TIMER_TOPIC, 0).max_offset
+    except MqtoolError as exc:
+        problems.add("timer_file", rel_path(store, exc.file), exc.offset, exc.message)
+        position = None
+    return check_timer(
+        timer,
+        records,
+        problems,
+        commitlog_min=commitlog_min,
+        enqueue_position=position,
+        timer_queue_max=queue_max,
+    )
+
+
 def recovery_summary(
     scans: list[checks.CommitLogFile],
     verdict: checks.CommitLogVerdict,

@@ -264,3 +264,77 @@ def test_roll_window_as_the_timer_store_settles_it() -> None:
     assert (
         roll_window_slots(1) == roll_window_slots(TIMER_WHEEL_SLOTS) == TIMER_WHEEL_SLOTS - TIMER_BLANK_SLOTS
     )
+
+
+# --- verify on the timer files ------------------------------------------------------------------
+
+
+def _verify_timer(root: Path) -> tuple[bool, list[dict]]:
+    from mqtool.verify import verify_store
+
+    with Store.open(root) as store:
+        report = verify_store(store)
+    return report.clean, [p for p in report.problem_rows() if p["kind"].startswith("timer")]
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_verify_finds_the_real_timer_stores_clean(name: str) -> None:
+    clean, rows = _verify_timer(GOLDEN / name)
+    assert clean
+    assert [r["kind"] for r in rows] == ["timer_recovery"]
+    still = expect(name)["timercheck"]["lastTimerQueueOffset"]
+    assert f"queue offset {still}:" in rows[0]["detail"]
+
+
+def _damage(root: Path, path: str, at: int, raw: bytes) -> None:
+    f = root / path
+    data = bytearray(f.read_bytes())
+    data[at : at + len(raw)] = raw
+    f.write_bytes(bytes(data))
+
+
+def test_verify_reports_a_cut_timerlog_and_a_unit_pointing_nowhere(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    log = "timerlog/00000000000000000000"
+    _damage(root, log, 3 * TIMER_LOG_UNIT_SIZE + 28, (12345).to_bytes(8, "big"))  # unit 3's offsetPy
+    _damage(root, log, 9 * TIMER_LOG_UNIT_SIZE, (51).to_bytes(4, "big"))  # unit 9's size
+    clean, rows = _verify_timer(root)
+    kinds = {r["kind"]: r for r in rows}
+    assert not clean
+    assert (
+        kinds["timer_log_cut"]["offset"] == 9 * TIMER_LOG_UNIT_SIZE and kinds["timer_log_cut"]["file"] == log
+    )
+    assert kinds["timer_unit_target"]["offset"] == 3 * TIMER_LOG_UNIT_SIZE
+    assert "phy 12345" in kinds["timer_unit_target"]["detail"]
+    # the flush position is past the cut: units the timer had flushed are lost
+    assert kinds["timer_check_ahead"]["severity"] == "error"
+
+
+def test_verify_reports_a_broken_chain_a_misplaced_slot_and_a_wrong_count(tmp_path: Path) -> None:
+    exp = expect("store-timer-states")
+    waiting = [s for s in exp["timerWheel"] if s["timeMs"] >= exp["timercheck"]["lastReadTimeMs"]]
+    assert waiting
+    slot = waiting[-1]["index"] * 32
+    root = _copy(tmp_path)
+    _damage(root, "timerwheel", slot + 16, (999_999).to_bytes(8, "big"))  # lastPos: no unit there
+    read = exp["timerWheel"][0]["index"] * 32
+    _damage(root, "timerwheel", read, (123).to_bytes(8, "big"))  # a time whose slot is another
+    clean, rows = _verify_timer(root)
+    kinds = {r["kind"]: r for r in rows}
+    assert not clean
+    assert kinds["timer_slot_chain"]["offset"] == slot
+    assert "no unit at 999999" in kinds["timer_slot_chain"]["detail"]
+    assert kinds["timer_slot_misplaced"]["offset"] == read
+
+    root2 = _copy(tmp_path / "2")
+    _damage(root2, "timerwheel", slot + 24, (77).to_bytes(4, "big"))  # num
+    clean, rows = _verify_timer(root2)
+    assert clean and [r["kind"] for r in rows if r["severity"] != "info"] == ["timer_slot_count"]
+
+
+def test_verify_reports_a_wheel_of_the_wrong_length(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    with open(root / "timerwheel", "r+b") as fh:
+        fh.truncate(1000)
+    clean, rows = _verify_timer(root)
+    assert not clean and rows[0]["kind"] == "timer_file" and rows[0]["file"] == "timerwheel"

@@ -72,6 +72,16 @@ KINDS: dict[str, str] = {
     "index_dropped_on_recovery": WARNING,
     "index_expired_entries": INFO,
     "not_indexed": INFO,
+    # the 5.x timer wheel (store.checks.timer)
+    "timer_file": ERROR,
+    "timer_log_cut": ERROR,
+    "timer_unit_target": ERROR,
+    "timer_expired_units": INFO,
+    "timer_slot_misplaced": ERROR,
+    "timer_slot_chain": ERROR,
+    "timer_slot_count": WARNING,
+    "timer_check_ahead": ERROR,
+    "timer_recovery": INFO,
     # checkpoint, state
     "checkpoint_missing": WARNING,
     "checkpoint_unreadable": ERROR,
