@@ -33,7 +33,7 @@ from mqtool.audit import (  # noqa: E402
     plan_splits,
     run_audit,
 )
-from mqtool.audit.spark import fnv1a64, hash_strings, key_hash  # noqa: E402
+from mqtool.audit.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E402
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
 NOW = 1_800_000_000_000  # delay "due" and lag ages are judged at this time
@@ -408,7 +408,7 @@ def test_hash_strings_is_fnv1a():
 
 
 def test_plan_and_buckets():
-    from mqtool.audit.run import CommitLogFile, StorePlan
+    from mqtool.audit.plan import CommitLogFile, StorePlan
 
     f = CommitLogFile(Path("x"), "0", 0, 1_000_000)
     plan = StorePlan(0, "s", Path("."), [f], store=None)  # type: ignore[arg-type]
@@ -429,13 +429,8 @@ def test_plan_and_buckets():
 
 def test_duplicate_merge_equals_direct_count():
     """Per-split hash arrays, bucketed and merged as the Spark job does, give the exact direct counts."""
-    from mqtool.audit.spark import (
-        DUP_KEY,
-        PARTIAL_SCHEMA,
-        SplitTask,
-        _dup_row,
-        merge_duplicates,
-    )
+    from mqtool.audit.duplicates import _dup_row, merge_duplicates
+    from mqtool.audit.schema import DUP_KEY, PARTIAL_SCHEMA, SplitTask
 
     rng = np.random.default_rng(7)
     keys = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)

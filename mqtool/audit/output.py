@@ -1,16 +1,23 @@
-"""The audit's result written out: the `--output` directory's Parquet tables, audit.json and report.html
-(`write_output`), and the `--format json` document (`json_document`; the terminal tables are in
-`mqtool.cli.audit_render`). Knows only the result document that `mqtool.audit.run_audit` assembles.
+"""The audit's result written out: the `--output` directory (`prepare_output`: new, empty or an earlier
+audit's; `drop_invalid_message_files`: the message files of splits after the recovery cut), its Parquet
+tables, audit.json and report.html (`write_output`), and the `--format json` document (`json_document`;
+the terminal tables are in `mqtool.cli.audit_render`). Knows the result document that
+`mqtool.audit.run_audit` assembles, and the splits' message files.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mqtool.audit.plan import AuditError
+from mqtool.audit.scan import message_file
+
 if TYPE_CHECKING:
     from mqtool.audit import AuditResult
+    from mqtool.audit.plan import Split
 
 OUTPUT_MARKER = "audit.json"  # an earlier audit's directory may be written again
 
@@ -97,6 +104,33 @@ _STRING_COLUMNS = {
     "realTopic",
 }
 _STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key"}
+
+
+# --- the output directory ----------------------------------------------------------------------------
+
+
+def prepare_output(output: Path | None) -> None:
+    """The output directory must be new, empty, or an earlier audit's (whose message files are removed)."""
+    if output is None:
+        return
+    if output.exists():
+        if not output.is_dir():
+            raise AuditError("--output exists and is not a directory", str(output))
+        entries = list(output.iterdir())
+        if entries and not (output / OUTPUT_MARKER).exists():
+            raise AuditError(
+                "--output is not empty and holds no earlier audit; choose a new directory", str(output)
+            )
+        shutil.rmtree(output / "messages", ignore_errors=True)
+    output.mkdir(parents=True, exist_ok=True)
+
+
+def drop_invalid_message_files(output: Path, splits: list[Split], valid: set[int]) -> None:
+    for s in splits:
+        if s.seq not in valid:
+            path = message_file(str(output.resolve()), s.store, s.seq)
+            if path.exists():
+                os.unlink(path)
 
 
 def _flat(document: dict, name: str) -> list[dict]:

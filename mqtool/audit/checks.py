@@ -1,0 +1,330 @@
+"""The verify checks of `store/checks/` in the audit: the store facts the executors' checks need
+(`store_context`, planned on the driver), the checks each executor runs on its split (`check_split`:
+PHYSICALOFFSET fields, ConsumeQueue units pointing into the split, records without their unit, index
+entries pointing into the split, with --deep every key's reachability), and the whole-store part the
+driver runs after the cut (`store_problems`: the walk across files, units and entries outside the data,
+ConsumeQueue tails, index headers and chains, checkpoint, `abort`, where recovery would end).
+"""
+
+from __future__ import annotations
+
+import mmap
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from formats.errors import MqtoolError
+from mqtool.audit.plan import AuditOptions, Split, StorePlan, relative_path
+from mqtool.audit.recovery import Cut, SplitStop, file_summaries
+from mqtool.audit.scan import close_map
+from mqtool.audit.schema import (
+    PROBLEM,
+    CqFile,
+    IndexContext,
+    QueueContext,
+    SplitTask,
+    StoreContext,
+    constant,
+    partial_rows,
+)
+from store.storedir import Store
+
+# --- what the executors get (driver) --------------------------------------------------------------
+
+
+def _delay_levels(store: Store) -> tuple[int, ...]:
+    return store.layout.delay_levels.in_level_order
+
+
+def store_context(plan: StorePlan, opts: AuditOptions):
+    """The store facts the executors' checks need: files, queues (their CQ files and the offsets their
+    units hit), index files, `abort`. Paths are absolute: executors do not run in the driver's directory."""
+    from formats.consumequeue import filler_mask
+
+    store = plan.store
+    files = [f for f in plan.files]
+    ctx = StoreContext(
+        label=plan.label,
+        file_starts=[f.start_offset for f in files],
+        file_names=[relative_path(plan, f) for f in files],
+        delay_levels=_delay_levels(store),
+        commitlog_min=files[0].start_offset if files else 0,
+        abort=store.liveness().abort_present,
+        max_rows=opts.max_rows,
+        checks=opts.checks,
+    )
+    if not opts.checks:
+        return ctx
+    try:
+        queue_list = list(store.consume_queues.queues())
+    except MqtoolError:
+        queue_list = []
+    for topic, queue_id in queue_list:
+        try:
+            cq = store.consume_queue(topic, queue_id)
+            cq_files, last_end = [], 0
+            for f in cq.live_files:
+                count = cq.wrote_position(f) // 20
+                units = cq.file_units(f)[:count]
+                real = units[~filler_mask(units)]
+                phy = real["phyOffset"]
+                lo, hi = (int(phy.min()), int(phy.max())) if len(phy) else (1, 0)
+                cq_files.append(CqFile(str(f.path.absolute()), f.start_offset // 20, count, lo, hi))
+                if count:
+                    last_end = int(units["phyOffset"][-1]) + int(units["size"][-1])
+            ctx.queues.append(
+                QueueContext(topic, queue_id, cq.min_offset, cq.max_offset, cq.file_size, tuple(cq_files))
+            )
+            ctx.facts[(topic, queue_id)] = (cq.min_offset, cq.max_offset, last_end)
+        except MqtoolError:
+            continue  # reported by the driver's checks (cq_file)
+    try:
+        service = store.index_service
+        if service.geometry is not None:
+            geometry = service.geometry
+            for f in service.files:
+                ctx.index_files.append(
+                    IndexContext(
+                        str((store.index_dir / f.name).absolute()),
+                        f"index/{f.name}",
+                        geometry.hash_slot_num,
+                        geometry.entry_position(1),
+                        f.index_count - 1,
+                    )
+                )
+    except MqtoolError:
+        pass
+    if opts.deep:
+        _read_index_keys(plan, ctx, opts)
+    return ctx
+
+
+def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
+    """--deep: the index files' reachable keys go to the executors (each judges its records' keys); the
+    read and its problems are kept for the driver's index checks, which then do not read again."""
+    from store import checks
+    from store.storecheck import read_index_files
+
+    problems = checks.ProblemList(plan.label, max_rows=opts.max_rows)
+    plan.index_read = read_index_files(plan.store, problems)
+    plan.index_problems = problems.table()
+    ctx.index_keys = checks.ReachableKeys.of(plan.index_read.facts)
+
+
+class _EveryRecord:
+    """A record index that finds a record wherever it is asked: with it `check_index_targets` judges
+    only what needs no records (entries below the commitlog or past its end); the executors judge the
+    rest against their records."""
+
+    def find(self, phy):
+        import numpy as np
+
+        phy = np.asarray(phy)
+        return np.zeros(len(phy), dtype=np.int64), np.ones(len(phy), dtype=bool)
+
+
+# --- one split's checks (executors) ---------------------------------------------------------------
+
+_SPLIT_KINDS_DROPPED = {"index_expired_entries", "index_beyond_end"}  # judged once by the driver
+NATIVE_UNITS = np.dtype([("queueOffset", "i8"), ("phyOffset", "i8"), ("size", "i4"), ("tagsCode", "i8")])
+
+
+def _units_in_range(queue: QueueContext, lo: int, hi: int) -> np.ndarray:
+    """The queue's live units (queue offset >= min) whose phyOffset lies in [lo, hi)."""
+    from formats.consumequeue import CQ_UNIT_DTYPE
+
+    parts = []
+    for f in queue.files:
+        if f.max_phy < lo or f.min_phy >= hi or f.min_phy > f.max_phy:
+            continue
+        with open(f.path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            view = np.frombuffer(mm, dtype=CQ_UNIT_DTYPE, count=f.units)
+            phy = view["phyOffset"]
+            qo = f.first_queue_offset + np.arange(f.units, dtype=np.int64)
+            sel = np.flatnonzero((phy >= lo) & (phy < hi) & (qo >= queue.min_offset))
+            if sel.size:
+                out = np.empty(len(sel), dtype=NATIVE_UNITS)
+                out["queueOffset"] = qo[sel]
+                out["phyOffset"] = phy[sel]
+                out["size"] = view["size"][sel]
+                out["tagsCode"] = view["tagsCode"][sel]
+                parts.append(out)
+            del view, phy
+        finally:
+            close_map(mm)
+    return np.concatenate(parts) if parts else np.zeros(0, NATIVE_UNITS)
+
+
+def check_split(
+    task: SplitTask, ctx: StoreContext, ok: pa.RecordBatch, stop_phy: int | None
+) -> tuple[list[pa.RecordBatch], int | None]:
+    """Run the verify checks of store/checks/ that concern this split's records.
+
+    Returns PROBLEM rows and the newest store time of a record that has its ConsumeQueue unit.
+    """
+    from formats.indexfile import INDEX_ENTRY_DTYPE
+    from store import checks
+
+    problems = checks.ProblemList(ctx.label, max_rows=ctx.max_rows)
+    name = ctx.file_names[task.fileIndex]
+    checks.check_file_records(checks.CommitLogFile(name, task.base, task.fileSize, ok), problems)
+    deep = ctx.index_keys is not None
+    records = checks.RecordIndex.from_batches(
+        [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels, with_keys=deep
+    )
+    lo = task.base + task.start
+    # units at or after this split's stop are the driver's (outside the data); those before it are ours
+    valid_end = stop_phy if stop_phy is not None else 1 << 62
+    hi = min(task.base + task.end, valid_end)
+    hits = []
+    for q in ctx.queues:
+        try:
+            units = _units_in_range(q, lo, hi)
+        except OSError as exc:
+            problems.add("cq_file", f"consumequeue/{q.topic}/{q.queue_id}", None, f"cannot read: {exc}")
+            continue
+        if len(units):
+            hits.append(
+                checks.check_consume_queue(
+                    units,
+                    records,
+                    problems,
+                    topic=q.topic,
+                    queue_id=q.queue_id,
+                    min_offset=q.min_offset,
+                    file_size=q.file_size,
+                    commitlog_min=ctx.commitlog_min,
+                    valid_end=valid_end,
+                    phy_range=(lo, hi),
+                )
+            )
+    all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+    facts = {k: checks.QueueFacts(*v) for k, v in ctx.facts.items()}
+    horizon = checks.check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
+    if deep:
+        reach = ctx.index_keys.facts_in(lo, hi)
+        checks.check_index_coverage(records, reach, problems, cq_horizon=horizon)
+    dispatched = int(records.store_ts[all_hits].max()) if len(all_hits) else None
+    for ix in ctx.index_files:
+        if ix.entries <= 0:
+            continue
+        with open(ix.path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            entries = np.frombuffer(mm, dtype=INDEX_ENTRY_DTYPE, count=ix.entries, offset=ix.entry_offset)
+            facts_ix = checks.IndexFileFacts(
+                ix.name, 0, 0, ix.entries, phy=entries["phyOffset"].astype(np.int64)
+            )
+            checks.check_index_targets(
+                facts_ix,
+                records,
+                problems,
+                hash_slot_num=ix.hash_slot_num,
+                commitlog_min=lo,
+                valid_end=hi,
+            )
+            del entries
+        finally:
+            close_map(mm)
+    table = problems.table()
+    if table.num_rows:
+        keep = pc.invert(pc.is_in(table.column("kind"), pa.array(sorted(_SPLIT_KINDS_DROPPED))))
+        table = table.filter(keep)
+    if table.num_rows == 0:
+        return [], dispatched
+    count = table.num_rows
+    row = partial_rows(
+        {
+            "seq": constant(task.seq, count, pa.int32()),
+            "store": constant(task.store, count, pa.int32()),
+            "kind": constant(PROBLEM, count, pa.int32()),
+            "file": table.column("file").combine_chunks(),
+            "lo": table.column("offset").combine_chunks(),
+            "text": table.column("kind").combine_chunks(),
+            "severity": table.column("severity").combine_chunks(),
+            "detail": table.column("detail").combine_chunks(),
+        },
+        count,
+    )
+    return [row], dispatched
+
+
+# --- the whole-store checks (driver) --------------------------------------------------------------
+
+
+def store_problems(
+    plan: StorePlan,
+    splits: list[Split],
+    stops: dict[int, SplitStop],
+    cut: Cut,
+    *,
+    last_store_ts: int | None,
+    dispatched_store_ts: int | None,
+    max_rows: int,
+) -> list[dict[str, Any]]:
+    """The whole-store checks of `mqtool verify`, run on the driver: the commitlog walk across files
+    (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
+    tails, index headers and chains, checkpoint, `abort` and the lock, where recovery would end."""
+    from store import checks
+    from store.storecheck import (
+        check_checkpoint_file,
+        check_index_files,
+        check_queue_files,
+        note_broker_running,
+        recovery_summary,
+    )
+
+    store = plan.store
+    problems = checks.ProblemList(plan.label, max_rows=max_rows)
+    abort = note_broker_running(store, problems)
+    summaries = file_summaries(plan, splits, stops, first_rows=False)
+    verdict = checks.check_commitlog(summaries, problems, file_size=store.commitlog.file_size)
+    valid_end = verdict.valid_end
+    commitlog_min = plan.files[0].start_offset if plan.files else 0
+    # the executors judged every unit that points into their ranges; the driver judges the rest
+    empty = checks.RecordIndex.from_batches([], [], [])
+    check_queue_files(
+        store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
+    )
+    if plan.index_problems is not None:
+        problems.extend(plan.index_problems)
+    index = check_index_files(
+        store,
+        _EveryRecord(),
+        problems,
+        commitlog_min=commitlog_min,
+        valid_end=valid_end,
+        read=plan.index_read,
+    )
+    cp = check_checkpoint_file(
+        store,
+        problems,
+        abort=abort,
+        last_store_ts=last_store_ts,
+        dispatched_store_ts=dispatched_store_ts,
+        index_ends=index.ends,
+    )
+    recovery_summary(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, abort, problems)
+    return problems.table().to_pylist()
+
+
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def sort_problems(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """As `verify` orders them: by severity, then file, offset and kind (rows without a file first)."""
+    return sorted(
+        rows,
+        key=lambda r: (
+            r["store"],
+            SEVERITY_RANK.get(r.get("severity") or "error", 0),
+            r["file"] is not None,
+            r["file"] or "",
+            r["offset"] if r["offset"] is not None else -1,
+            r["kind"],
+        ),
+    )

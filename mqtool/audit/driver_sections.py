@@ -1,0 +1,141 @@
+"""The audit's driver-side sections, computed from the small config files and system queues with the
+single-process library while the executors scan: consumer lag per group and queue
+(`mqtool.consumer_progress`, plus the store time of the first unconsumed message), delay backlog per
+ScheduleMessageService level (`mqtool.delay.delay_stats`) and transaction states
+(`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats` and
+`txn list` print.
+"""
+
+from __future__ import annotations
+
+from formats.errors import MqtoolError
+from mqtool.audit.plan import AuditOptions, StorePlan
+
+
+def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) -> None:
+    from mqtool.timeparse import now_ms
+
+    now = opts.now if opts.now is not None else now_ms()
+    document["now"] = now
+    notes = document.setdefault("notes", [])
+    lag, delay, txns = [], [], []
+    for plan in plans:
+        for name, fn, sink in (
+            ("lag", _lag_rows, lag),
+            ("delay", _delay_rows, delay),
+            ("transactions", _transaction_rows, txns),
+        ):
+            try:
+                rows, more = fn(plan, now)
+            except MqtoolError as exc:
+                notes.append(f"{plan.label}: {name} not computed: {exc}")
+                continue
+            sink.extend(rows)
+            notes.extend(f"{plan.label}: {n}" for n in more)
+    document["lag"] = lag
+    document["delay"] = delay
+    document["transactions"] = txns
+
+
+def _lag_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    from mqtool.consumer_progress import consumer_progress, store_time_of
+
+    store = plan.store
+    try:
+        progress = consumer_progress(store)
+    except MqtoolError as exc:
+        if not (store.config_dir / "consumerOffset.json").exists():
+            return [], []
+        raise exc
+    store_time = store_time_of(store)
+    rows = []
+    for r in progress.rows:
+        if r.queue_id is None or r.topic is None:
+            continue
+        first_unconsumed = None
+        if r.max_offset is not None and r.consumer_offset is not None and r.consumer_offset < r.max_offset:
+            at = max(r.consumer_offset, r.min_offset or 0)
+            unit = store.consume_queue(r.topic, r.queue_id).unit(at)
+            if unit is not None:
+                t = store_time(unit.phy_offset, unit.size)
+                first_unconsumed = t if t > 0 else None
+        rows.append(
+            {
+                "store": plan.label,
+                "group": r.group,
+                "topic": r.topic,
+                "queueId": r.queue_id,
+                "consumerOffset": r.consumer_offset,
+                "minOffset": r.min_offset,
+                "maxOffset": r.max_offset,
+                "lag": r.lag,
+                "state": r.state,
+                "firstUnconsumedStoreTimestamp": first_unconsumed,
+                "lagMs": None if first_unconsumed is None else max(0, now - first_unconsumed),
+                "lastConsumedTimestamp": r.last_consumed_timestamp,
+            }
+        )
+    return rows, progress.notes
+
+
+def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    from mqtool.delay import SCHEDULE_TOPIC, delay_stats
+
+    store = plan.store
+    if (
+        SCHEDULE_TOPIC not in store.consume_queues.topics()
+        and not (store.config_dir / "delayOffset.json").exists()
+    ):
+        return [], []
+    stats = delay_stats(store, now=now)
+    rows = []
+    for r in stats.rows:
+        doc = r.to_json()
+        rows.append(
+            {
+                "store": plan.label,
+                "level": doc["level"],
+                "delayMs": doc["delayMs"],
+                "queueId": doc["queueId"],
+                "minOffset": doc["minOffset"],
+                "maxOffset": doc["maxOffset"],
+                "delayOffset": doc["delayOffset"],
+                "startOffset": doc["startOffset"],
+                "backlog": doc["backlog"],
+                "pendingQueueOffsets": [doc["startOffset"], doc["maxOffset"]],
+                "due": doc["due"],
+                "oldestDeliverTimestamp": doc["oldestDeliverTimestamp"],
+                "lateMs": doc["lateMs"],
+                "stuck": doc["stuck"],
+            }
+        )
+    return rows, stats.notes
+
+
+def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    from mqtool.transactions import list_transactions
+    from store.messagerebuild import TRANS_HALF_TOPIC
+
+    store = plan.store
+    if TRANS_HALF_TOPIC not in store.consume_queues.topics():
+        return [], []
+    report = list_transactions(store, now=now)
+    rows = []
+    for t in report.transactions:
+        doc = t.to_json()
+        rows.append(
+            {
+                "store": plan.label,
+                "queueId": doc["queueId"],
+                "halfQueueOffset": doc["halfQueueOffset"],
+                "phyOffset": doc["phyOffset"],
+                "state": doc["state"],
+                "realTopic": doc["realTopic"],
+                "realQueueId": doc["realQueueId"],
+                "producerGroup": doc["producerGroup"],
+                "transactionId": doc["transactionId"],
+                "checkTimes": doc["checkTimes"],
+                "bornTimestamp": doc["bornTimestamp"],
+            }
+        )
+    return rows, report.notes

@@ -1,0 +1,244 @@
+"""The audit's plan: which stores, which commitlog files, which byte ranges of them one Spark task each
+scans (`open_stores`, `plan_splits`, `auto_split_size`), and the width of the rate buckets
+(`estimate_span`, `choose_bucket`). A store that cannot be opened is a `StoreFailure`; the others are
+audited.
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from formats.errors import MqtoolError
+from mqtool.audit.scan import close_map
+from store.storedir import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from store.storecheck import IndexRead
+
+MiB = 1 << 20
+MIN_SPLIT = 4 * MiB
+MAX_SPLIT = 128 * MiB
+TASKS_PER_CORE = 4
+BUCKETS = (
+    1_000,
+    5_000,
+    10_000,
+    30_000,
+    60_000,
+    300_000,
+    600_000,
+    900_000,
+    1_800_000,
+    3_600_000,
+    10_800_000,
+    21_600_000,
+    43_200_000,
+    86_400_000,
+    604_800_000,
+)
+TARGET_BUCKETS = 240
+
+
+class AuditError(MqtoolError):
+    """An audit that cannot run as asked (bad options, an output directory in the way)."""
+
+
+@dataclass
+class AuditOptions:
+    """What `run_audit` audits and how."""
+
+    stores: list[str | Path]
+    master: str = "local[*]"
+    split_size: int | None = None  # None: several ranges per core, 4-128 MiB
+    check_crc: bool = True
+    output: Path | None = None
+    top: int = 20
+    bucket_ms: int | None = None  # None: chosen from the stores' time span (~240 buckets)
+    broker_config: Path | None = None
+    now: int | None = None
+    checks: bool = True  # run the verify checks (store/checks/)
+    deep: bool = False  # and every message key's reachability through the index (verify --deep)
+    max_rows: int = 1000  # per check call, as `verify`
+
+
+@dataclass(frozen=True)
+class CommitLogFile:
+    path: Path
+    name: str
+    start_offset: int
+    size: int
+
+
+@dataclass
+class StorePlan:
+    index: int
+    label: str
+    root: Path
+    files: list[CommitLogFile]
+    store: Store
+    index_read: IndexRead | None = None  # read while planning (--deep)
+    index_problems: pa.Table | None = None  # the problems that read found
+
+    @property
+    def file_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One task: the records that start in [start, end) of one commitlog file."""
+
+    seq: int
+    store: int
+    file_index: int
+    file: CommitLogFile
+    start: int
+    end: int
+
+
+# --- planning ---------------------------------------------------------------------------------------
+
+
+def _labels(stores: list[str | Path]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for s in stores:
+        label = str(s)
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return out
+
+
+@dataclass
+class StoreFailure:
+    """A store the audit could not open (missing, not a store, unreadable): reported, the others go on."""
+
+    store: str
+    error: str
+
+    def problem(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "file": "",
+            "offset": None,
+            "kind": "store",
+            "severity": "error",
+            "detail": f"not audited: {self.error}",
+        }
+
+
+def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]]:
+    """Open every store and list its commitlog files (a zero-length last file is left out, as 5.x does).
+
+    A store that cannot be opened is a StoreFailure and the others are audited; when none can be, the
+    error is raised (a single store's error as it is)."""
+    from store.brokerconf import load_broker_config
+
+    if not opts.stores:
+        raise AuditError("no store to audit")
+    if opts.deep and not opts.checks:
+        raise AuditError("--deep is part of the checks: it cannot go with --no-checks")
+    config = load_broker_config(opts.broker_config) if opts.broker_config else None
+    plans: list[StorePlan] = []
+    failures: list[StoreFailure] = []
+    errors: list[MqtoolError] = []
+    for given, label in zip(opts.stores, _labels(opts.stores), strict=True):
+        try:
+            store = Store.open(given, config)
+            files = [
+                CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size)
+                for f in store.commitlog.queue.files
+            ]
+        except MqtoolError as exc:
+            errors.append(exc)
+            failures.append(StoreFailure(label, str(exc)))
+            continue
+        plans.append(StorePlan(len(plans), label, store.root.resolve(), files, store))
+    if not plans:
+        if len(errors) == 1:
+            raise errors[0]
+        raise AuditError("no store could be audited: " + "; ".join(f"{f.store}: {f.error}" for f in failures))
+    return plans, failures
+
+
+def auto_split_size(total_bytes: int, parallelism: int) -> int:
+    """Several ranges per core: total / (cores * 4), within 4-128 MiB, rounded up to a MiB."""
+    target = total_bytes // max(1, parallelism * TASKS_PER_CORE)
+    size = min(MAX_SPLIT, max(MIN_SPLIT, target))
+    return -(-size // MiB) * MiB
+
+
+def plan_splits(plans: list[StorePlan], split_size: int) -> list[Split]:
+    """Cut every file into ceil(size / split_size) ranges of equal length (the last one may be shorter)."""
+    if split_size <= 0:
+        raise AuditError("--split-size must be positive")
+    splits: list[Split] = []
+    for plan in plans:
+        for file_index, f in enumerate(plan.files):
+            if f.size == 0:
+                continue  # a zero-length (last) file: 5.x deletes it on load; nothing to decode
+            pieces = max(1, -(-f.size // split_size))
+            step = -(-f.size // pieces)
+            for k in range(pieces):
+                start, end = k * step, min(f.size, (k + 1) * step)
+                splits.append(Split(len(splits), plan.index, file_index, f, start, end))
+    return splits
+
+
+def _first_time(f: CommitLogFile, start: int, window: int) -> list[int]:
+    from formats.columnar import decode_resync
+
+    if f.size == 0:
+        return []
+    with open(f.path, "rb") as fh:
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        batch = decode_resync(buf, f.start_offset, start, min(f.size, start + window))
+        status = batch.column("status").indices.to_numpy(zero_copy_only=False)
+        times = batch.column("storeTimestamp").to_numpy()[status == 0]
+        return [int(t) for t in times[:1]] + [int(t) for t in times[-1:]]
+    finally:
+        close_map(buf)
+
+
+def estimate_span(plans: list[StorePlan]) -> tuple[int, int] | None:
+    """First and (roughly) last store time of the stores, from a few records: the first file's start
+    and sampled positions of the last file, plus the index headers' end time."""
+    times: list[int] = []
+    for plan in plans:
+        if not any(f.size for f in plan.files):
+            continue
+        times += _first_time(next(f for f in plan.files if f.size), 0, MiB)
+        last = [f for f in plan.files if f.size][-1]
+        for k in range(8):
+            times += _first_time(last, last.size * k // 8, 256 * 1024)
+        try:
+            headers = plan.store.index_service.headers()
+            times += [h.end_timestamp for _, h in headers[-1:] if h.end_timestamp > 0]
+        except MqtoolError:
+            pass
+    times = [t for t in times if t > 0]
+    return (min(times), max(times)) if times else None
+
+
+def choose_bucket(span: tuple[int, int] | None) -> int:
+    """The smallest bucket width that covers the span in at most ~240 buckets."""
+    if span is None:
+        return 60_000
+    width = max(1, span[1] - span[0])
+    for bucket in BUCKETS:
+        if width / bucket <= TARGET_BUCKETS:
+            return bucket
+    return BUCKETS[-1]
+
+
+def relative_path(plan: StorePlan, f: CommitLogFile) -> str:
+    try:
+        return str(f.path.relative_to(plan.root))
+    except ValueError:
+        return str(f.path)
