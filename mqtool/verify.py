@@ -157,7 +157,7 @@ def verify_store(
 
     # --- the 5.x timer wheel -------------------------------------------------------------------------
     t4 = time.perf_counter()
-    timer = check_timer_files(store, records, problems, commitlog_min=commitlog_min)
+    timer = check_timer_files(store, problems, commitlog_min=commitlog_min)
     if timer is not None:
         summary["timer"] = timer
         timings["timer"] = time.perf_counter() - t4

@@ -222,9 +222,7 @@ def check_checkpoint_file(
     return cp
 
 
-def check_timer_files(
-    store: Store, records: Any, problems: ProblemList, *, commitlog_min: int
-) -> dict[str, Any] | None:
+def check_timer_files(store: Store, problems: ProblemList, *, commitlog_min: int) -> dict[str, Any] | None:
     """The 5.x timer wheel files (`store.checks.timer`), when the store has them; their summary."""
     from store.checks.timer import check_timer
     from store.timer import TIMER_TOPIC, TimerStore
@@ -237,17 +235,20 @@ def check_timer_files(
         return None
     if timer is None:
         return None
-    queue_max = None
+    queue_max, position, targets = None, None, []
     try:
         position = enqueue_position(store, timer)
-        if 0 in store.consume_queues.queue_ids(TIMER_TOPIC):
-            queue_max = store.consume_queue(TIMER_TOPIC, 0).max_offset
+        for queue_id in store.consume_queues.queue_ids(TIMER_TOPIC):
+            queue = store.consume_queue(TIMER_TOPIC, queue_id)
+            units = queue.units()
+            targets.extend(zip(units["phyOffset"].tolist(), units["size"].tolist(), strict=True))
+            if queue_id == 0:
+                queue_max = queue.max_offset
     except MqtoolError as exc:
         problems.add("timer_file", rel_path(store, exc.file), exc.offset, exc.message)
-        position = None
     return check_timer(
         timer,
-        records,
+        targets,
         problems,
         commitlog_min=commitlog_min,
         enqueue_position=position,

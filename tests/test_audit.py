@@ -523,3 +523,23 @@ def test_no_store_that_can_be_opened_is_an_error(spark, tmp_path):
         run_audit(AuditOptions(stores=[str(tmp_path / "gone")]), spark=spark)
     with pytest.raises(AuditError, match=r"no store could be audited: .*gone.*; .*also-gone"):
         run_audit(AuditOptions(stores=[str(tmp_path / "gone"), str(tmp_path / "also-gone")]), spark=spark)
+
+
+def test_timer_checks_equal_verify_on_a_damaged_timer_store(spark, tmp_path):
+    """The driver runs the 5.x timer checks as verify does (store-timer-states, one slot's chain broken)."""
+    from mqtool.verify import verify_store
+    from store.storedir import Store
+
+    root = tmp_path / "store-timer-states"
+    shutil.copytree(Path(__file__).parent / "data" / "store-timer-states", root)
+    exp = json.loads((root / "expect.json").read_text())
+    waiting = [s for s in exp["timerWheel"] if s["timeMs"] >= exp["timercheck"]["lastReadTimeMs"]]
+    with open(root / "timerwheel", "r+b") as fh:
+        fh.seek(waiting[-1]["index"] * 32 + 16)
+        fh.write((999_999).to_bytes(8, "big"))
+    doc = run_audit(AuditOptions(stores=[str(root)], now=NOW), spark=spark).document
+    with Store.open(root) as st:
+        want = sorted(_problem_key(p) for p in verify_store(st).problems.to_pylist())
+    got = sorted(_problem_key(p) for p in doc["problems"])
+    assert got == want
+    assert {"timer_slot_chain", "timer_recovery"} <= {p[0] for p in got}

@@ -268,12 +268,14 @@ def store_problems(
 ) -> list[dict[str, Any]]:
     """The whole-store checks of `mqtool verify`, run on the driver: the commitlog walk across files
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
-    tails, index headers and chains, checkpoint, `abort` and the lock, where recovery would end."""
+    tails, index headers and chains, the 5.x timer files, checkpoint, `abort` and the lock, where recovery
+    would end."""
     from store import checks
     from store.storecheck import (
         check_checkpoint_file,
         check_index_files,
         check_queue_files,
+        check_timer_files,
         note_broker_running,
         recovery_summary,
     )
@@ -300,6 +302,7 @@ def store_problems(
         valid_end=valid_end,
         read=plan.index_read,
     )
+    check_timer_files(store, problems, commitlog_min=commitlog_min)
     cp = check_checkpoint_file(
         store,
         problems,

@@ -3,9 +3,9 @@ would make of timerlog, timerwheel and timercheck.
 
 - `timer_log_cut` (error): the timerlog walk stops at a unit `recoverAndRevise` rejects (size not 52,
   magic with high bits): recovery truncates the log there and the units after it are lost.
-- `timer_unit_target` (error): a unit whose (offsetPy, sizePy) is not a `rmq_sys_wheel_timer` record of
-  the valid commitlog: the dequeue cannot read the message (units into deleted files are counted as
-  `timer_expired_units`, info).
+- `timer_unit_target` (error): a unit whose (offsetPy, sizePy) is no `rmq_sys_wheel_timer` record the
+  enqueue could have read (no unit of that topic's ConsumeQueue): the dequeue cannot read the message.
+  Units into commitlog files retention deleted are counted as `timer_expired_units` (info).
 - `timer_slot_misplaced` (error): a non-empty slot whose stored time does not map to its index
   (`TimerWheel.getSlot` never returns it).
 - `timer_slot_chain` (error): a slot the dequeue has still to read whose chain breaks (a position that is
@@ -20,7 +20,8 @@ would make of timerlog, timerwheel and timercheck.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -29,20 +30,18 @@ from formats.timer import MAGIC_DELETE
 from store.checks.problems import ProblemList
 from store.timer import TIMER_TOPIC, TimerStore, chain
 
-if TYPE_CHECKING:
-    from store.checks.records import RecordIndex
-
 
 def check_timer(
     timer: TimerStore,
-    records: RecordIndex,
+    timer_targets: Iterable[tuple[int, int]],
     problems: ProblemList,
     *,
     commitlog_min: int,
     enqueue_position: int | None,
     timer_queue_max: int | None,
 ) -> dict[str, Any]:
-    """All timer checks; the summary verify shows."""
+    """All timer checks; the summary verify shows. `timer_targets`: (phyOffset, size) of every
+    ConsumeQueue unit of the timer topic (the records the enqueue read)."""
     walk = timer.walk
     log_file = walk.stop_file and "timerlog/" + walk.stop_file.rsplit("/", 1)[-1]
     if walk.stop.startswith(("bad magic", "unit size")) or "too short" in walk.stop:
@@ -52,15 +51,18 @@ def check_timer(
             walk.end,
             f"the timer's recovery stops at this timerlog unit ({walk.stop}) and truncates the log there",
         )
-    # units against the records of the timer topic
+    # units against the records of the timer topic (its ConsumeQueue units: the CQ checks judge those)
     units = walk.units
     expired = units["offsetPy"] < commitlog_min
-    if len(records):
-        row, found = records.find(units["offsetPy"])
-        topic_code = records.topics.index(TIMER_TOPIC) if TIMER_TOPIC in records.topics else -1
-        ok = found & (records.size[row] == units["sizePy"]) & (records.topic[row] == topic_code)
-    else:
-        ok = np.zeros(len(units), dtype=bool)
+    targets = {(int(p), int(z)) for p, z in timer_targets}
+    ok = np.fromiter(
+        (
+            (p, z) in targets
+            for p, z in zip(units["offsetPy"].tolist(), units["sizePy"].tolist(), strict=True)
+        ),
+        dtype=bool,
+        count=len(units),
+    )
     bad = ~ok & ~expired
     for i in np.flatnonzero(bad)[:1000].tolist():
         u = walk.unit(i)
@@ -68,7 +70,7 @@ def check_timer(
             "timer_unit_target",
             "timerlog",
             u.position,
-            f"unit points at phy {u.offset_py} size {u.size_py}: no {TIMER_TOPIC} record of the commitlog",
+            f"unit points at phy {u.offset_py} size {u.size_py}: no {TIMER_TOPIC} record in its ConsumeQueue",
         )
     if expired.any():
         problems.add(
