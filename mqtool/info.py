@@ -1,5 +1,5 @@
 """`mqtool info`: one look at a store — commitlog range and times, queues, index files, checkpoint,
-config files, and whether a broker is running on it."""
+config files, the 5.x timer wheel, and whether a broker is running on it."""
 
 from __future__ import annotations
 
@@ -132,6 +132,32 @@ def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
     }
 
 
+def timer_info(store: Store) -> dict[str, Any] | None:
+    """The 5.x timer wheel in brief (None without timer files): the timerlog's units and where its walk
+    ends, the wheel's non-empty slots, timercheck's read time and where the enqueue resumes."""
+    from store.timer import TIMER_TOPIC, TimerStore
+    from store.timer_messages import enqueue_position
+
+    timer = TimerStore.open(store)
+    if timer is None:
+        return None
+    queue = store.consume_queue(TIMER_TOPIC, 0) if 0 in store.consume_queues.queue_ids(TIMER_TOPIC) else None
+    slots = timer.wheel.non_empty() if timer.wheel is not None else []
+    read_ms = None if timer.check is None else timer.check.last_read_time_ms
+    return {
+        "precisionMs": timer.precision_ms,
+        "units": len(timer.walk),
+        "logEnd": timer.walk.end,
+        "logStop": timer.walk.stop,
+        "slots": len(slots),
+        "slotsToRead": sum(read_ms is None or s.time_ms >= read_ms for s in slots),
+        "lastReadTimeMs": read_ms,
+        "timerTopicMessages": None if queue is None else queue.max_offset - queue.min_offset,
+        "enqueuePosition": enqueue_position(store, timer),
+        "timerTopicMaxOffset": None if queue is None else queue.max_offset,
+    }
+
+
 def _section(fn, store: Store) -> Any:
     try:
         return fn(store)
@@ -157,4 +183,5 @@ def store_info(store: Store) -> dict[str, Any]:
         "index": _section(index_info, store),
         "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),
         "configFiles": _section(config_files_info, store),
+        "timer": _section(timer_info, store),
     }

@@ -243,7 +243,7 @@ def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
             continue
         if n < count:
             u = raw[n]
-            stop = "zeros (the end of the written units)" if not u.tobytes().strip(b"\0") else (
+            stop = "zeros follow the last unit" if not u.tobytes().strip(b"\0") else (
                 f"unit size {int(u['size'])} at {end}" if u["size"] != TIMER_LOG_UNIT_SIZE
                 else f"bad magic {int(u['magic'])} at {end}"
             )  # fmt: skip

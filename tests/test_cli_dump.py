@@ -246,3 +246,27 @@ def test_dump_timer_files_of_a_4x_store_is_one_line() -> None:
         proc = mqtool("--store", str(store_path("store-49a")), "dump", what, check=False)
         assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
         assert "not a 5.x timer store" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_info_shows_the_timer_wheel(name: str) -> None:
+    doc = json.loads(mqtool("--store", str(store_path(name)), "info", "--format", "json").stdout)
+    timer, exp = doc["timer"], expect(name)
+    assert timer["units"] == len(exp["timerLog"]) and timer["slots"] == len(exp["timerWheel"])
+    assert timer["logEnd"] == exp["timercheck"]["lastTimerLogFlushPos"]
+    assert timer["lastReadTimeMs"] == exp["timercheck"]["lastReadTimeMs"]
+    assert timer["enqueuePosition"] == exp["timercheck"]["lastTimerQueueOffset"]
+    to_read = [s for s in exp["timerWheel"] if s["timeMs"] >= exp["timercheck"]["lastReadTimeMs"]]
+    assert timer["slotsToRead"] == len(to_read)
+    assert (
+        sum(m.get("topic") == "rmq_sys_wheel_timer" for m in exp["messages"]) == timer["timerTopicMessages"]
+    )
+    assert (
+        "Timer wheel (TimerMessageStore)"
+        in mqtool("--store", str(store_path(name)), "info", "--format", "plain").stdout
+    )
+
+
+def test_info_of_a_4x_store_has_no_timer_section() -> None:
+    doc = json.loads(mqtool("--store", str(store_path("store-49a")), "info", "--format", "json").stdout)
+    assert doc["timer"] is None

@@ -15,7 +15,7 @@ dump_app = new_app("Dump one kind of store file record by record (like kafka-dum
 
 def info(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
     """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
-    files, and whether a broker is running on it."""
+    files, the 5.x timer wheel, and whether a broker is running on it."""
     from mqtool import info as info_ops
 
     s = session(store, fmt, tz)

@@ -99,6 +99,26 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 ctx,
                 title="Config files",
             )
+        timer = doc.get("timer")
+        if timer and "error" in timer:
+            emit_fields([("timer wheel", timer["error"], "text")], ctx)
+        elif timer:
+            pending = None
+            if timer["enqueuePosition"] is not None and timer["timerTopicMaxOffset"] is not None:
+                pending = timer["timerTopicMaxOffset"] - timer["enqueuePosition"]
+            emit_fields(
+                [
+                    ("precision", f"{timer['precisionMs']} ms", "text"),
+                    ("timerlog units", timer["units"], "int"),
+                    ("timerlog ends", f"{timer['logEnd']} ({timer['logStop']})", "text"),
+                    ("non-empty slots", f"{timer['slots']} ({timer['slotsToRead']} still to read)", "text"),
+                    ("wheel read time", timer["lastReadTimeMs"], "time"),
+                    ("timer topic messages", timer["timerTopicMessages"], "int"),
+                    ("still to enqueue", pending, "int"),
+                ],
+                ctx,
+                title="Timer wheel (TimerMessageStore)",
+            )
 
     emit_document(doc, ctx, human)
 
