@@ -14,6 +14,7 @@ timercheck's read time; for each slot it walks the chain and writes each message
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -162,34 +163,79 @@ class TimerLogUnit:
 class TimerLogWalk:
     """The timerlog as `TimerMessageStore.recoverAndRevise` checks it: units up to `end`, where it stops.
 
-    `units` is a native numpy array (the unit fields plus `position`); `stop` says why the walk ended
-    (`end` of the data, or a unit the recovery rejects: it truncates the log there).
+    `segments` holds, per file, its start offset and its accepted units as stored (a big-endian numpy
+    view of the mapped file, nothing copied); `units` gathers them into one native array with a
+    `position` column when a vectorised check wants it. `stop` says why the walk ended (zeros after the
+    last unit, or a unit the recovery rejects: it truncates the log there).
     """
 
-    units: np.ndarray
+    segments: list[tuple[int, np.ndarray]]
     end: int
     stop: str
     stop_file: str | None = None
     blanks: list[int] = field(default_factory=list)  # positions of file-end blanks
 
+    def __post_init__(self) -> None:
+        self._starts = [start for start, _ in self.segments]
+        self._firsts: list[int] = []  # index of each segment's first unit
+        total = 0
+        for _, seg in self.segments:
+            self._firsts.append(total)
+            total += len(seg)
+        self._len = total
+
     def __len__(self) -> int:
-        return len(self.units)
+        return self._len
+
+    def _unit(self, k: int, j: int) -> TimerLogUnit:
+        start, seg = self.segments[k]
+        u = seg[j]
+        return TimerLogUnit(start + j * TIMER_LOG_UNIT_SIZE, *(int(u[name]) for name in UNIT_FIELDS[1:]))
 
     def unit(self, i: int) -> TimerLogUnit:
-        u = self.units[i]
-        return TimerLogUnit(*(int(u[name]) for name in UNIT_FIELDS))
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        k = bisect.bisect_right(self._firsts, i) - 1
+        return self._unit(k, i - self._firsts[k])
 
     def __iter__(self) -> Iterator[TimerLogUnit]:
-        for i in range(len(self.units)):
-            yield self.unit(i)
+        for k, (_, seg) in enumerate(self.segments):
+            for j in range(len(seg)):
+                yield self._unit(k, j)
 
-    @cached_property
-    def index_of_position(self) -> dict[int, int]:
-        return {int(p): i for i, p in enumerate(self.units["position"].tolist())}
+    def _locate(self, position: int) -> tuple[int, int] | None:
+        k = bisect.bisect_right(self._starts, position) - 1
+        if k < 0:
+            return None
+        j, rest = divmod(position - self._starts[k], TIMER_LOG_UNIT_SIZE)
+        if rest or j >= len(self.segments[k][1]):
+            return None
+        return k, j
 
     def at(self, position: int) -> TimerLogUnit | None:
-        i = self.index_of_position.get(position)
-        return None if i is None else self.unit(i)
+        """The accepted unit at a timerlog position, None when no unit starts there."""
+        where = self._locate(position)
+        return None if where is None else self._unit(*where)
+
+    def prev_pos(self, position: int) -> int | None:
+        """prevPos of the unit at `position` (None when no unit starts there): one hop of a chain."""
+        where = self._locate(position)
+        return None if where is None else int(self.segments[where[0]][1][where[1]]["prevPos"])
+
+    @cached_property
+    def units(self) -> np.ndarray:
+        """Every accepted unit, native byte order, with its `position`."""
+        import numpy as np
+
+        dtype = timer_log_unit_dtype()
+        native = np.dtype([("position", "<i8"), *[(n, dtype[n].newbyteorder("=")) for n in dtype.names]])
+        out = np.empty(self._len, native)
+        for (start, seg), first in zip(self.segments, self._firsts, strict=True):
+            part = out[first : first + len(seg)]
+            part["position"] = start + np.arange(len(seg), dtype=np.int64) * TIMER_LOG_UNIT_SIZE
+            for name in dtype.names:
+                part[name] = seg[name]
+        return out
 
 
 UNIT_FIELDS = (
@@ -220,22 +266,22 @@ def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
     import numpy as np
 
     dtype = timer_log_unit_dtype()
-    native = np.dtype([("position", "<i8"), *[(n, dtype[n].newbyteorder("=")) for n in dtype.names]])
-    parts: list[np.ndarray] = []
+    segments: list[tuple[int, np.ndarray]] = []
     blanks: list[int] = []
     end, stop, stop_file = queue.min_offset, "end", None
     for f in queue:
         count = f.size // TIMER_LOG_UNIT_SIZE
         raw = np.frombuffer(f.buffer(), dtype=dtype, count=count) if count else np.zeros(0, dtype)
-        blank = raw["magic"] == TIMER_LOG_BLANK_MAGIC
-        bad = (raw["size"] != TIMER_LOG_UNIT_SIZE) | ((raw["magic"] | 0xF) != 0xF)
+        # size and magic as 32-bit words (units are 13 words): faster than the structured fields
+        words = (
+            raw.view(">i4").reshape(count, TIMER_LOG_UNIT_SIZE // 4) if count else np.zeros((0, 13), ">i4")
+        )
+        magic = words[:, 3]
+        blank = magic == TIMER_LOG_BLANK_MAGIC
+        bad = (words[:, 0] != TIMER_LOG_UNIT_SIZE) | ((magic | 0xF) != 0xF)
         stop_at = np.flatnonzero(blank | bad)
         n = int(stop_at[0]) if len(stop_at) else count
-        part = np.empty(n, native)
-        part["position"] = f.start_offset + np.arange(n, dtype=np.int64) * TIMER_LOG_UNIT_SIZE
-        for name in dtype.names:
-            part[name] = raw[name][:n]
-        parts.append(part)
+        segments.append((f.start_offset, raw[:n]))
         end = f.start_offset + n * TIMER_LOG_UNIT_SIZE
         if n < count and blank[n]:
             blanks.append(end)
@@ -260,8 +306,7 @@ def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
             stop = "end of the last file" if not tail else f"{tail} bytes at {end}: too short for a unit"
         stop_file = str(f.path)
         break
-    units = np.concatenate(parts) if parts else np.zeros(0, native)
-    return TimerLogWalk(units, end, stop, stop_file, blanks)
+    return TimerLogWalk(segments, end, stop, stop_file, blanks)
 
 
 # --- timerwheel (TimerWheel) ----------------------------------------------------------------------
@@ -348,12 +393,12 @@ def chain(walk: TimerLogWalk, last_pos: int, limit: int | None = None) -> tuple[
     while pos != -1:
         if pos in seen or len(out) > limit:
             return out, f"cycle at {pos}"
-        unit = walk.at(pos)
-        if unit is None:
+        prev = walk.prev_pos(pos)
+        if prev is None:
             return out, f"no unit at {pos}"
         seen.add(pos)
         out.append(pos)
-        pos = unit.prev_pos
+        pos = prev
     return out, None
 
 

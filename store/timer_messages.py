@@ -108,8 +108,8 @@ def enqueue_position(store: Store, timer: TimerStore) -> int | None:
     check = timer.check
     walk = timer.walk
     revised: int | None = None
-    if len(walk) and int(walk.units["position"][-1]) + TIMER_LOG_UNIT_SIZE == walk.end:
-        last = walk.unit(len(walk) - 1)
+    last = walk.unit(len(walk) - 1) if len(walk) else None
+    if last is not None and last.position + TIMER_LOG_UNIT_SIZE == walk.end:
         msg = read_message_or_none(store, last.offset_py, last.size_py)
         if msg is not None:
             revised = _revise_queue_offset(store, msg, last.offset_py, last.size_py) + 1
