@@ -21,7 +21,8 @@ from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
 from formats.errors import MqtoolError
 from formats.names import DLQ_PREFIX, RETRY_PREFIX
 from mqtool.consumer_progress import is_system_group
-from mqtool.offset_reset import StoreCatalog, check_writable
+from mqtool.offset_reset import StoreCatalog
+from mqtool.reset_apply import check_writable
 from mqtool.safety import warn, write_guard
 from store.storedir import Store
 from store.version import BrokerVersion

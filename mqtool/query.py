@@ -12,32 +12,40 @@
   ConsumeQueue; a tag filter compares
   tagsCode first and then the exact TAGS, as broker and client do.
 
-Each key/id answer also says whether the index covers the commitlog: the newest index file's
-endPhyOffset is compared with the first commitlog record after it that the dispatcher would have
-indexed; a lagging index (a crash before dispatch, an index rebuilt late) is reported and `scan=True`
+Each key/id answer also says whether the index covers the commitlog (`mqtool.index_lookup`); `scan=True`
 searches the uncovered tail of the commitlog directly. Nothing here writes into the store.
 """
 
 from __future__ import annotations
 
-import base64
 import heapq
-import json
 import re
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from formats.commitlog import STOPS, Message, read_prelude
-from formats.compression import BodyNotDecoded
+from formats.commitlog import Message
 from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
 from formats.msgid import OffsetMsgId, decode_offset_msg_id, looks_like_offset_msg_id
-from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
-from mqtool.consumer_progress import CommittedOffsets, store_time_of
+from mqtool.consumer_progress import store_time_of
+from mqtool.index_lookup import (
+    HitReport,
+    IndexCoverage,
+    ScanOutcome,
+    coverage_notes,
+    hit_notes,
+    index_coverage,
+    read_hits,
+    scan_tail,
+)
+from mqtool.message_view import (  # noqa: F401 (the library surface of `from mqtool.query import ...`)
+    ExportError,
+    body_view,
+    export_messages,
+    message_document,
+)
 from store.index import MAX_MSGS_NUM_BATCH
 from store.storedir import Store
 
@@ -47,7 +55,6 @@ SYSTEM_TOPICS = (
     "SCHEDULE_TOPIC_XXXX",
     "rmq_sys_wheel_timer",
 )
-TABLE_BODY_PREVIEW = 60  # characters of body text in a table cell
 
 
 class UnknownTopicError(MqtoolError):
@@ -60,10 +67,6 @@ class MessageIdError(MqtoolError):
 
 class QueueOffsetError(MqtoolError):
     """A queue offset outside what the queue holds."""
-
-
-class ExportError(MqtoolError):
-    """The export directory cannot be used."""
 
 
 # --- topics --------------------------------------------------------------------------------------
@@ -119,189 +122,6 @@ def check_topic(store: Store, topic: str) -> None:
         )
 
 
-# --- index coverage ------------------------------------------------------------------------------
-
-
-@dataclass
-class IndexCoverage:
-    """How far the index files cover the commitlog."""
-
-    index_end_phy_offset: int | None  # newest index file's endPhyOffset (None: no index files)
-    index_end_timestamp: int | None
-    first_unindexed_offset: int | None  # first record after the index end the dispatcher would index
-    commitlog_end: int | None  # where the commitlog data ends (exact when `end_exact`)
-    end_exact: bool = True
-    error: str | None = None  # why coverage could not be established
-
-    @property
-    def behind(self) -> bool:
-        return self.first_unindexed_offset is not None
-
-    @property
-    def uncovered_bytes(self) -> int | None:
-        if self.first_unindexed_offset is None or self.commitlog_end is None:
-            return None
-        return max(0, self.commitlog_end - self.first_unindexed_offset)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "indexEndPhyOffset": self.index_end_phy_offset,
-            "indexEndTimestamp": self.index_end_timestamp,
-            "firstUnindexedOffset": self.first_unindexed_offset,
-            "commitlogEnd": self.commitlog_end,
-            "indexBehind": self.behind,
-            "uncoveredBytes": self.uncovered_bytes,
-            "error": self.error,
-        }
-
-
-def _data_end(store: Store, offset: int) -> int:
-    """Where the records starting at `offset` end, by following TOTALSIZE (no checks: a quick bound)."""
-    files = store.commitlog.files
-    index = next((i for i, f in enumerate(files) if f.start_offset <= offset < f.end_offset), None)
-    if index is None:
-        return offset
-    pos = offset - files[index].start_offset
-    while True:
-        f = files[index]
-        buf = f.buffer()
-        size = len(buf)
-        while pos + 8 <= size:
-            total, magic = read_prelude(buf, pos)
-            if magic in MESSAGE_MAGICS and 0 < total <= size - pos:
-                pos += total
-                continue
-            if magic == BLANK_MAGIC and index + 1 < len(files):
-                break
-            return f.start_offset + pos
-        else:
-            return f.start_offset + pos
-        index += 1
-        pos = 0
-
-
-def index_coverage(store: Store) -> IndexCoverage:
-    """Compare the newest index file's endPhyOffset with the commitlog records after it.
-
-    Walks the commitlog from the index end to the first record that has index keys (UNIQ_KEY or KEYS,
-    not a rolled-back transaction): on a healthy store that is just the last record.
-    """
-    commitlog = store.commitlog
-    headers = [h for _, h in store.index_service.headers()]
-    indexed_any = any(h.effective_index_count > 1 for h in headers)
-    end_phy = headers[-1].end_phy_offset if headers else None
-    end_ts = headers[-1].end_timestamp if headers else None
-    skip = indexed_any and end_phy is not None and end_phy >= commitlog.min_offset
-    start = end_phy if skip else commitlog.min_offset
-    coverage = IndexCoverage(end_phy, end_ts, None, None)
-    if not commitlog.files:
-        coverage.commitlog_end = 0
-        return coverage
-    try:
-        for record in commitlog.iter_records(start):
-            if isinstance(record, Message):
-                if skip and record.physical_offset == end_phy:
-                    continue
-                if record.index_keys():
-                    coverage.first_unindexed_offset = record.physical_offset
-                    coverage.commitlog_end = _data_end(store, record.physical_offset)
-                    coverage.end_exact = False
-                    return coverage
-            elif isinstance(record, STOPS):
-                coverage.commitlog_end = record.physical_offset
-                return coverage
-    except MqtoolError as exc:
-        coverage.error = f"cannot follow the commitlog from the index end {start}: {exc}"
-    return coverage
-
-
-# --- scanning ------------------------------------------------------------------------------------
-
-
-@dataclass
-class ScanOutcome:
-    messages: list[Message]
-    start: int
-    end: int  # where the broker's walk stops (the valid end)
-    stop_reason: str
-
-
-def scan_commitlog(
-    store: Store,
-    start: int,
-    match: Callable[[Message], bool],
-    *,
-    advance: Callable[[int], None] | None = None,
-) -> ScanOutcome:
-    """Every message from `start` (a record boundary) to the valid end for which `match` is true."""
-    found: list[Message] = []
-    last = start
-    for record in store.commitlog.iter_records(start):
-        if advance is not None:
-            advance(record.physical_offset - last)
-            last = record.physical_offset
-        if isinstance(record, Message):
-            if match(record):
-                found.append(record)
-        elif isinstance(record, STOPS):
-            return ScanOutcome(found, start, record.physical_offset, record.reason)
-    raise AssertionError("iter_records always ends with a stop")  # pragma: no cover
-
-
-# --- reading hits --------------------------------------------------------------------------------
-
-
-@dataclass
-class HitReport:
-    """What became of the physical offsets an index walk returned."""
-
-    raw_hits: int = 0
-    dropped_collisions: int = 0
-    deleted: int = 0  # hits below the commitlog's min offset (removed by retention)
-    unreadable: list[str] = field(default_factory=list)  # hits where no valid message starts
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rawHits": self.raw_hits,
-            "droppedCollisions": self.dropped_collisions,
-            "deletedHits": self.deleted,
-            "unreadableHits": list(self.unreadable),
-        }
-
-
-def _read_hits(
-    store: Store,
-    offsets: list[int],
-    confirm: Callable[[Message], bool],
-    report: HitReport,
-    limit: int | None = None,
-    seen: set[int] | None = None,
-) -> tuple[list[Message], bool]:
-    """Read and confirm hits in the order given; stop after `limit` confirmed. (messages, truncated)."""
-    commitlog = store.commitlog
-    seen = set() if seen is None else seen
-    out: list[Message] = []
-    for i, offset in enumerate(offsets):
-        if offset in seen:
-            continue
-        if limit is not None and len(out) >= limit:
-            return out, any(o not in seen for o in offsets[i:])
-        seen.add(offset)
-        if offset < commitlog.min_offset:
-            report.deleted += 1
-            continue
-        try:
-            msg = commitlog.read_message_at(offset)
-        except MqtoolError as exc:
-            report.unreadable.append(f"{offset}: {exc}")
-            continue
-        if confirm(msg):
-            out.append(msg)
-        else:
-            report.dropped_collisions += 1
-    return out, False
-
-
 def _has_key(msg: Message, key: str) -> bool:
     return msg.uniq_key == key or (bool(msg.keys) and key in msg.keys.split(" "))
 
@@ -328,7 +148,7 @@ class KeyQueryResult:
         return self.hits.raw_hits > MAX_MSGS_NUM_BATCH
 
     def notes(self) -> list[str]:
-        return _hit_notes(self.hits, self.capped_like_broker, self.truncated) + _coverage_notes(
+        return hit_notes(self.hits, self.capped_like_broker, self.truncated) + coverage_notes(
             self.coverage, self.scanned, self.scan_requested
         )
 
@@ -359,13 +179,13 @@ def query_by_key(
     raw = store.index_service.query_offset(topic, key, None, begin, end).phy_offsets
     hits = HitReport(raw_hits=len(raw))
     seen: set[int] = set()
-    found, truncated = _read_hits(
+    found, truncated = read_hits(
         store, raw, lambda m: m.topic == topic and _has_key(m, key), hits, max_num, seen
     )
     coverage = index_coverage(store)
     outcome = None
     if scan or scan_from is not None:
-        outcome = _scan_tail(
+        outcome = scan_tail(
             store,
             coverage,
             scan_from,
@@ -379,76 +199,6 @@ def query_by_key(
         found, truncated = found[-max_num:], True
     requested = scan or scan_from is not None
     return KeyQueryResult(topic, key, begin, end, found, hits, coverage, outcome, truncated, requested)
-
-
-def _scan_tail(
-    store: Store,
-    coverage: IndexCoverage,
-    scan_from: int | None,
-    match: Callable[[Message], bool],
-    advance: Callable[[int], None] | None,
-) -> ScanOutcome | None:
-    start = scan_from if scan_from is not None else coverage.first_unindexed_offset
-    if start is None:
-        return None
-    outcome = scan_commitlog(store, start, match, advance=advance)
-    if scan_from is None:
-        coverage.commitlog_end, coverage.end_exact = outcome.end, True
-    return outcome
-
-
-def _hit_notes(hits: HitReport, capped: bool, truncated: bool) -> list[str]:
-    notes = []
-    if hits.dropped_collisions:
-        n = hits.dropped_collisions
-        notes.append(
-            f"{n} hash collision{'s' if n != 1 else ''} dropped (index hits whose message does not carry "
-            "the key)"
-        )
-    if hits.deleted:
-        notes.append(f"{hits.deleted} index hit(s) point to commitlog data already deleted by retention")
-    for problem in hits.unreadable:
-        notes.append(f"index hit at physical offset {problem}")
-    if capped:
-        notes.append(
-            f"the index returned {hits.raw_hits} raw hits: a live broker would have returned at most "
-            f"{MAX_MSGS_NUM_BATCH}"
-        )
-    if truncated:
-        notes.append("--max stopped the answer: more index hits were not read (the newest are shown)")
-    return notes
-
-
-def _coverage_notes(
-    coverage: IndexCoverage, scanned: ScanOutcome | None, scan_requested: bool = False
-) -> list[str]:
-    notes = []
-    if scan_requested and scanned is None and not coverage.behind and coverage.error is None:
-        notes.append("the index covers the whole commitlog: nothing to scan")
-    if coverage.error:
-        notes.append(coverage.error)
-    if coverage.behind:
-        end = coverage.commitlog_end
-        approx = "" if coverage.end_exact else "about "
-        covered = (
-            "there are no index files"
-            if coverage.index_end_phy_offset is None
-            else f"the index covers up to physical offset {coverage.index_end_phy_offset}"
-        )
-        text = (
-            f"{covered}, but the commitlog goes on to {end}: {approx}{coverage.uncovered_bytes} bytes from "
-            f"{coverage.first_unindexed_offset} are not indexed"
-        )
-        if scanned is None:
-            text += " — rerun with --scan to search them"
-        notes.append(text)
-    if scanned is not None:
-        n = len(scanned.messages)
-        notes.append(
-            f"scanned the commitlog from {scanned.start} to {scanned.end} ({scanned.stop_reason}): "
-            f"{n} matching message{'s' if n != 1 else ''}"
-        )
-    return notes
 
 
 # --- query by id ---------------------------------------------------------------------------------
@@ -476,9 +226,9 @@ class IdQueryResult:
                 else f"{len(self.topics_searched)} topics"
             )
             notes.append(f"looked up as a UNIQ_KEY under {where}")
-            notes += _hit_notes(self.hits, False, False)
+            notes += hit_notes(self.hits, False, False)
         if self.coverage is not None:
-            notes += _coverage_notes(self.coverage, self.scanned, self.scan_requested)
+            notes += coverage_notes(self.coverage, self.scanned, self.scan_requested)
         return notes
 
 
@@ -539,11 +289,11 @@ def query_by_id(
         raw.extend(store.index_service.query_offset(t, ident).phy_offsets)
     hits = HitReport(raw_hits=len(set(raw)))
     seen: set[int] = set()
-    found, _ = _read_hits(store, raw, lambda m: m.uniq_key == ident, hits, None, seen)
+    found, _ = read_hits(store, raw, lambda m: m.uniq_key == ident, hits, None, seen)
     coverage = index_coverage(store)
     outcome = None
     if scan:
-        outcome = _scan_tail(
+        outcome = scan_tail(
             store,
             coverage,
             None,
@@ -756,98 +506,3 @@ def query_by_time(
             result.messages.append(msg)
         matched += 1
     return result
-
-
-# --- message documents, rendering, export --------------------------------------------------------
-
-
-@dataclass
-class BodyView:
-    data: bytes  # decompressed when possible
-    decompressed: bool
-    error: str | None
-    text: str | None  # when `data` is valid UTF-8
-
-
-def body_view(msg: Message) -> BodyView:
-    data, decompressed, error = msg.body, False, None
-    if msg.compression:
-        try:
-            data, decompressed = msg.decompressed_body(), True
-        except BodyNotDecoded as exc:
-            error = str(exc)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    return BodyView(data, decompressed, error, text)
-
-
-def message_document(
-    msg: Message, committed: CommittedOffsets | None = None, *, body_limit: int | None = None
-) -> dict[str, Any]:
-    """Message.to_json plus msgId, the body as text where possible, and consumedBy {group: bool}."""
-    doc = msg.to_json(include_body=True)
-    view = body_view(msg)
-    if body_limit is not None and len(msg.body) > body_limit:
-        doc["body"] = base64.b64encode(msg.body[:body_limit]).decode("ascii")
-    doc["msgId"] = msg.uniq_key or msg.offset_msg_id
-    doc["bodyCompression"] = msg.compression
-    doc["bodyDecompressed"] = view.decompressed
-    if view.error:
-        doc["bodyError"] = view.error
-    text = view.text
-    if text is not None and body_limit is not None and len(text) > body_limit:
-        text = text[:body_limit]
-    doc["bodyText"] = text
-    doc["bodyTruncated"] = body_limit is not None and len(view.data) > body_limit
-    doc["consumedBy"] = (
-        committed.consumed_by(msg.topic, msg.queue_id, msg.queue_offset) if committed is not None else {}
-    )
-    return doc
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9%_.+-]")
-
-
-@dataclass
-class ExportResult:
-    directory: Path
-    files: list[str]
-    manifest: Path
-
-
-def export_messages(
-    messages: list[Message], directory: Path | str, store: Store, committed: CommittedOffsets | None = None
-) -> ExportResult:
-    """Write each body (decompressed when possible) to its own file and a manifest.json describing them.
-
-    Refuses a directory inside the store, and one that already holds a manifest.json.
-    """
-    target = Path(directory).expanduser().resolve()
-    root = store.root.resolve()
-    if target == root or root in target.parents:
-        raise ExportError("refusing to export into the store directory", str(target))
-    manifest = target / "manifest.json"
-    if manifest.exists():
-        raise ExportError("already holds an export (manifest.json); choose another directory", str(target))
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        entries, names = [], []
-        for msg in messages:
-            view = body_view(msg)
-            name = (
-                f"{_UNSAFE.sub('_', msg.topic)}_{msg.queue_id}_{msg.queue_offset}_{msg.physical_offset}.bin"
-            )
-            (target / name).write_bytes(view.data)
-            doc = message_document(msg, committed)
-            for key in ("body", "bodyText"):
-                doc.pop(key, None)
-            doc["file"] = name
-            doc["fileLength"] = len(view.data)
-            entries.append(doc)
-            names.append(name)
-        manifest.write_text(json.dumps(entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ExportError(f"cannot write the export: {exc.strerror or exc}", str(target)) from exc
-    return ExportResult(target, names, manifest)

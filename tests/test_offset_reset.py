@@ -19,18 +19,10 @@ from golden import expect, store_path
 
 from formats.configs import ConsumerOffsetTable, decode_config
 from formats.consumequeue import CqUnit, encode_unit
-from mqtool.offset_reset import (
-    ConfigNotWritableError,
-    PlanOutdatedError,
-    ResetPlanError,
-    apply_plan,
-    export_plan,
-    plan_from_file,
-    plan_offsets_reset,
-    plan_reset,
-    read_plan_file,
-    reset_target,
-)
+from mqtool.offset_reset import plan_from_file, plan_offsets_reset, plan_reset
+from mqtool.reset_apply import ConfigNotWritableError, PlanOutdatedError, apply_plan
+from mqtool.reset_plan import ResetPlanError, reset_target
+from mqtool.reset_plan_file import export_plan, read_plan_file
 from store.consumequeue import ConsumeQueue
 from store.filewrites import CRASH_AT_ENV
 from store.liveness import BrokerRunningError
@@ -461,7 +453,9 @@ def test_a_missing_file_is_created_in_the_5x_shape(tmp_path: Path) -> None:
 CRASH_SCRIPT = """
 import os, signal, sys
 from pathlib import Path
-from mqtool.offset_reset import apply_plan, plan_reset, reset_target
+from mqtool.offset_reset import plan_reset
+from mqtool.reset_apply import apply_plan
+from mqtool.reset_plan import reset_target
 from store.storedir import Store
 
 st = Store.open(Path(sys.argv[1]))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from mqtool.offset_reset import ApplyResult, ResetPlan, ResetRow
 from mqtool.render import Column, RenderContext, emit_rows
+from mqtool.reset_apply import ApplyResult
+from mqtool.reset_plan import ResetPlan, ResetRow
 from mqtool.safety import warn
 
 

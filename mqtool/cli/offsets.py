@@ -139,6 +139,8 @@ def offsets_reset(
     outside [min, max] are clamped with a warning. Dry run unless --execute; never while a broker holds
     the store lock."""
     from mqtool import offset_reset as ops
+    from mqtool.reset_apply import apply_plan
+    from mqtool.reset_plan_file import export_plan
     from mqtool.timeparse import parse_duration, parse_time
 
     s = session(store, fmt, tz)
@@ -164,9 +166,9 @@ def offsets_reset(
 
         offset_reset_render.render_plan(plan, s.ctx)
         if export is not None:
-            ops.export_plan(plan, export)
+            export_plan(plan, export)
             sys.stderr.write(f"mqtool: plan written to {export}\n")
-        result = ops.apply_plan(st, plan, execute)
+        result = apply_plan(st, plan, execute)
         from mqtool.cli import offset_reset_render
 
         offset_reset_render.render_apply(result, plan, s.ctx, execute)

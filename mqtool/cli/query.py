@@ -60,8 +60,8 @@ def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | N
 
 def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str) -> None:
     """Render the messages, print the notes on stderr, export when asked."""
-    from mqtool import query
     from mqtool.consumer_progress import committed_offsets
+    from mqtool.message_view import export_messages
 
     committed = committed_offsets(st)
     from mqtool.cli import query_render
@@ -72,7 +72,7 @@ def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None,
     if not messages:
         note("no message found")
     if export is not None:
-        result = query.export_messages(messages, export, st, committed)
+        result = export_messages(messages, export, st, committed)
         note(f"exported {len(result.files)} bodies and {result.manifest.name} to {result.directory}")
 
 

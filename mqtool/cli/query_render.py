@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from formats.commitlog import Message
 from mqtool.consumer_progress import CommittedOffsets
-from mqtool.query import TABLE_BODY_PREVIEW, body_view, message_document
+from mqtool.message_view import body_view, message_document
+
+TABLE_BODY_PREVIEW = 60  # characters of body text in a table cell
 
 
 def _preview(msg: Message, width: int) -> str:
