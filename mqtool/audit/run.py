@@ -1218,7 +1218,8 @@ def _lag_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 
 
 def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.delay import SCHEDULE_TOPIC, delay_stats
+    from formats.names import SCHEDULE_TOPIC
+    from mqtool.delay.listing import delay_stats
 
     store = plan.store
     if (
