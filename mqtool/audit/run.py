@@ -1253,7 +1253,7 @@ def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.transactions import list_transactions
+    from mqtool.transactions.listing import list_transactions
     from store.messagerebuild import TRANS_HALF_TOPIC
 
     store = plan.store
