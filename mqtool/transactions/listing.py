@@ -1,12 +1,15 @@
-"""`txn list`: every transaction of the half queue(s) and its state, as the broker's check service
-(`TransactionalMessageServiceImpl.check`) and `TransactionalMessageBridge` see them.
+"""`txn list`: every transaction of the half queue(s) and its state, as the broker's check service sees them.
 
-Half messages live in `RMQ_SYS_TRANS_HALF_TOPIC` (queue 0), op messages in `RMQ_SYS_TRANS_OP_HALF_TOPIC`
-(same queue id, tag `d`, body = half queue offsets). A half is *done* when an op names it; *committed* when,
-in addition, a record in its real queue (REAL_TOPIC/REAL_QID) has SYSFLAG type COMMIT and PREPARED
-TRANSACTION OFFSET = the half's commitlog offset; *rolled back* otherwise. A transaction is the original half
-plus the copies the check-back service re-appended, keyed on the original offset; an op naming any of them
-ends it. Halves given up by the check service were copied to `TRANS_CHECK_MAX_TIME_TOPIC` (`discarded`).
+Reading (`TransactionalMessageBridge`, `TransactionalMessageServiceImpl.check`): half messages live in
+`RMQ_SYS_TRANS_HALF_TOPIC` (queue 0), op messages in
+`RMQ_SYS_TRANS_OP_HALF_TOPIC` (same queue id, tag `d`, body = half queue offsets: 4.9.x one decimal
+offset, 5.1+ `h,h,h,` batches). A half is *done* when an op names it; *committed* when, in addition, a
+record in its real queue (REAL_TOPIC/REAL_QID) has SYSFLAG type COMMIT and PREPARED TRANSACTION OFFSET =
+the half's commitlog offset; *rolled back* otherwise. The check-back service re-appends halves it checks
+(TRANSACTION_CHECK_TIMES incremented; 5.x immunity copies carry TRAN_PREPARED_QUEUE_OFFSET = the original
+queue offset), so a transaction is the original half plus its re-put copies, keyed on the original offset;
+an op naming any of them ends it. Halves given up by the check service were copied to
+`TRANS_CHECK_MAX_TIME_TOPIC` (state `discarded`).
 """
 
 from __future__ import annotations
