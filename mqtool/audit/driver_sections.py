@@ -79,7 +79,8 @@ def _lag_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 
 
 def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.delay import SCHEDULE_TOPIC, delay_stats
+    from formats.names import SCHEDULE_TOPIC
+    from mqtool.delay.listing import delay_stats
 
     store = plan.store
     if (
@@ -113,7 +114,7 @@ def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
-    from mqtool.transactions import list_transactions
+    from mqtool.transactions.listing import list_transactions
     from store.messagerebuild import TRANS_HALF_TOPIC
 
     store = plan.store

@@ -58,8 +58,9 @@ def delay_list(
     in delayOffset.json): level, delay, delivery time (the ConsumeQueue tags code), due or not at --now, real
     topic and queue, keys, unique key, store time."""
     from formats.errors import MqtoolError
-    from mqtool import delay
     from mqtool.cli import delay_render as show
+    from mqtool.delay.listing import list_delayed
+    from mqtool.delay.timer import list_timer_messages
 
     if due and pending:
         raise MqtoolError("--due and --pending exclude each other")
@@ -67,10 +68,10 @@ def delay_list(
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         if timer:
-            show.render_timer_list(delay.list_timer_messages(st, now=when), s.ctx, when)
+            show.render_timer_list(list_timer_messages(st, now=when), s.ctx, when)
             return
         only = "due" if due else "pending" if pending else None
-        listing = delay.list_delayed(st, now=when, level=level, only=only)
+        listing = list_delayed(st, now=when, level=level, only=only)
         show.render_list(listing, s.ctx)
     _notes(listing.notes)
 
@@ -94,14 +95,14 @@ def delay_stats(
     """Per delay level: backlog, messages due, the oldest due time and how late it is ("stuck" when due long
     ago), delayOffset.json progress against the queue's min and max; the messageDelayLevel table in use
     (default, or from --broker-config); 5.x timer-wheel messages, when there are any."""
-    from mqtool import delay
     from mqtool.cli import delay_render as show
+    from mqtool.delay.listing import delay_stats as stats
     from mqtool.timeparse import parse_duration
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
-        show.render_stats(delay.delay_stats(st, now=when, stuck_after_ms=parse_duration(stuck_after)), s.ctx)
+        show.render_stats(stats(st, now=when, stuck_after_ms=parse_duration(stuck_after)), s.ctx)
 
 
 @delay_app.command("replay")
@@ -123,14 +124,14 @@ def delay_replay(
     delayOffset.json advances. A message already delivered is recognised and not delivered twice. A --now
     ahead of the clock delivers early (said in a note). Dry run unless --execute; never while a broker holds
     the store lock. Timer-wheel messages are not replayed."""
-    from mqtool import delay
     from mqtool.cli import delay_render as show
+    from mqtool.delay import replay
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
-        plan = delay.plan_replay(st, now=when, level=level, broker_version=broker_version)
-        result = delay.execute_replay(st, plan, execute)
+        plan = replay.plan_replay(st, now=when, level=level, broker_version=broker_version)
+        result = replay.execute_replay(st, plan, execute)
         show.render_plan(plan, result, s.ctx, execute)
 
 

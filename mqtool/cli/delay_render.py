@@ -5,14 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from mqtool.delay import (
-    TIMER_NOT_REPLAYED,
-    DelayListing,
-    DelayStats,
-    ReplayPlan,
-    ReplayResult,
-    TimerRow,
-)
+from mqtool.delay.listing import DelayListing, DelayStats
+from mqtool.delay.replay import ReplayPlan, ReplayResult
+from mqtool.delay.timer import TIMER_NOT_REPLAYED, TimerRow
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import duration_text, format_time, human_duration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtool.sample import SampleSummary
+from mqtool.sample.create import SampleSummary
 
 
 def render_summary(summary: SampleSummary, ctx) -> None:

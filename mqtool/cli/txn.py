@@ -39,14 +39,14 @@ def txn_list(
     topic points back at it, rolled back otherwise; discarded when the check service gave up on it
     (TRANS_CHECK_MAX_TIME_TOPIC). Shows producer group, transaction id, real topic/queue, keys, age, check
     times against transactionCheckMax and the check immunity."""
-    from mqtool import transactions as tx
     from mqtool.cli import txn_render as show
+    from mqtool.transactions.listing import filter_state, list_transactions
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
-        report = tx.list_transactions(st, now=when, broker_version=broker_version)
-        show.render_list(report, tx.filter_state(report, state), s.ctx)
+        report = list_transactions(st, now=when, broker_version=broker_version)
+        show.render_list(report, filter_state(report, state), s.ctx)
 
 
 def _end(
@@ -64,25 +64,26 @@ def _end(
     older_than: str | None = None,
     producer_group: str | None = None,
 ) -> None:
-    from mqtool import transactions as tx
     from mqtool.cli import txn_render as show
     from mqtool.timeparse import parse_duration
+    from mqtool.transactions.end_transaction import execute_end, plan_end, select_for_resolve, select_halves
+    from mqtool.transactions.listing import list_transactions
 
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     older_ms = None if older_than is None else parse_duration(older_than)
 
     def make_plan(st):
-        report = tx.list_transactions(st, now=when, broker_version=broker_version)
+        report = list_transactions(st, now=when, broker_version=broker_version)
         if halves is None:
-            chosen = tx.select_for_resolve(report, older_than_ms=older_ms, producer_group=producer_group)
+            chosen = select_for_resolve(report, older_than_ms=older_ms, producer_group=producer_group)
         else:
-            chosen = tx.select_halves(report, halves, queue)
-        return tx.plan_end(st, report, chosen, action)
+            chosen = select_halves(report, halves, queue)
+        return plan_end(st, report, chosen, action)
 
     with s.open_store(broker_config) as st:
         plan = make_plan(st)
-        result = tx.execute_end(st, plan, execute, replan=make_plan)
+        result = execute_end(st, plan, execute, replan=make_plan)
         show.render_plan(plan, result, s.ctx, execute)
 
 

@@ -126,13 +126,14 @@ def sample_create(
     consumer offsets, checkpoint and lock. Defaults make a small store like the golden ones; pass the
     broker's sizes (--file-size 1073741824 --cq-file-size 6000000 --max-hash-slot-num 5000000
     --max-index-num 20000000) for a benchmark-sized one."""
-    from mqtool import sample
     from mqtool.render import progress
+    from mqtool.sample.create import create_sample
+    from mqtool.sample.options import DEFAULT_START_TIME, SampleOptions
     from mqtool.timeparse import parse_time
 
     s = session(None, fmt, tz)
-    start = sample.DEFAULT_START_TIME if start_time is None else parse_time(start_time, s.ctx.zone)
-    opts = sample.SampleOptions(
+    start = DEFAULT_START_TIME if start_time is None else parse_time(start_time, s.ctx.zone)
+    opts = SampleOptions(
         directory=directory,
         messages=messages,
         seed=seed,
@@ -146,7 +147,7 @@ def sample_create(
         producers=producers,
     )
     with progress(messages, "creating sample store") as advance:
-        summary = sample.create_sample(opts, progress=advance)
+        summary = create_sample(opts, progress=advance)
     from mqtool.cli import sample_render
 
     sample_render.render_summary(summary, s.ctx)

@@ -1,0 +1,68 @@
+"""Delay queue (`mqtool delay`): what waits in SCHEDULE_TOPIC_XXXX, and delivering it as the broker does.
+
+A delayed message is parked in `SCHEDULE_TOPIC_XXXX`, queue `level - 1`, with `REAL_TOPIC`/`REAL_QID`
+(`HookUtils.handleScheduleMessage`); its ConsumeQueue tags code is the delivery time
+(`ScheduleMessageService.computeDeliverTimestamp`). The broker's
+`ScheduleMessageService` runs one `DeliverDelayedMessageTimerTask` per level: from the level's progress in
+`delayOffset.json` it walks the units, stops at the first one not yet due (`correctDeliverTimestamp`), and
+stores each due message again in its real topic/queue with `messageTimeUp`
+(`DeliverDelayedMessageTimerTask.executeOnTimeUp`).
+
+This package reproduces that offline:
+* `listing` — `list_delayed`: every unit at or after its level's progress, with its delivery time and
+  whether it is due at a given time; `delay_stats`: per level backlog, oldest due time, lateness, progress
+  vs queue;
+* `replay` — `plan_replay`: the exact records `executeOnTimeUp` would write now, and the new progress;
+  `execute_replay` appends and dispatches them and advances `delayOffset.json`, under the write safety
+  rules; a second run finds nothing due that was already delivered, so nothing is delivered twice;
+* `timer` — 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, `TimerMessageStore`)
+  are listed (`list_timer_messages`) but never replayed: their state lives in timerlog/timerwheel/timercheck.
+
+The broker's own logic is in `store.schedule` and `store.timer`; the message rebuild and write path it
+shares with `mqtool.transactions` is `store.messagerebuild`.
+"""
+
+from formats.names import SCHEDULE_TOPIC
+from mqtool.delay.listing import DelayListing, DelayRow, DelayStats, LevelStats, delay_stats, list_delayed
+from mqtool.delay.replay import Delivery, ReplayPlan, ReplayResult, execute_replay, plan_replay
+from mqtool.delay.timer import TIMER_NOT_REPLAYED, TimerRow, list_timer_messages
+from store.schedule import (
+    DELAY_OFFSET,
+    DelayError,
+    DelayLevels,
+    correct_deliver_timestamp,
+    delay_levels,
+    effective_start,
+    iter_pending_units,
+    load_delay_progress,
+    message_time_up,
+)
+from store.timer import TIMER_TOPIC
+
+__all__ = [
+    "DELAY_OFFSET",
+    "SCHEDULE_TOPIC",
+    "TIMER_NOT_REPLAYED",
+    "TIMER_TOPIC",
+    "DelayError",
+    "DelayLevels",
+    "DelayListing",
+    "DelayRow",
+    "DelayStats",
+    "Delivery",
+    "LevelStats",
+    "ReplayPlan",
+    "ReplayResult",
+    "TimerRow",
+    "correct_deliver_timestamp",
+    "delay_levels",
+    "delay_stats",
+    "effective_start",
+    "execute_replay",
+    "iter_pending_units",
+    "list_delayed",
+    "list_timer_messages",
+    "load_delay_progress",
+    "message_time_up",
+    "plan_replay",
+]
