@@ -13,9 +13,10 @@ States, as the 5.3.3 code would see the store when it starts (`TimerMessageStore
 - `passed`: the slot was read but no copy was found (its commitlog file deleted, or the put failed).
 - `rolled`: a roll unit (delay past the roll window) whose slot was read: re-put into the timer topic
   with TIMER_ROLL_TIMES + 1 (that newer record carries on).
-- `recalled`: the slot was read together with a recall tombstone for it (TIMER_DEL_UNIQKEY =
-  REAL_TOPIC + "+" + UNIQ_KEY, in the same slot): the dequeue dropped it.
+- `recalled`: a recall tombstone for it (TIMER_DEL_UNIQKEY = REAL_TOPIC + "+" + UNIQ_KEY) sits in the
+  same slot: the dequeue dropped it, or drops it when it reads the slot.
 - `recall`: the record is a tombstone itself (it is never delivered).
+- `unknown`: the store has no timer files (the wheel never ran here, or they were not copied).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from store.timer import (
 if TYPE_CHECKING:
     from store.storedir import Store
 
-STATES = ("not-enqueued", "lost", "waiting", "delivered", "passed", "rolled", "recalled", "recall")
+STATES = ("not-enqueued", "lost", "waiting", "delivered", "passed", "rolled", "recalled", "recall", "unknown")
 REVISE_MAX_STEPS = 20000  # reviseQueueOffset looks back at most this many ConsumeQueue units
 
 
@@ -179,16 +180,22 @@ def _is_copy(msg: Message | None, topic: str, uniq: str | None) -> bool:
     )
 
 
-def timer_messages(store: Store, timer: TimerStore, *, now: int) -> list[TimerMessage]:
-    """Every record of `rmq_sys_wheel_timer`, in queue order, with its state (see the module doc)."""
-    position = enqueue_position(store, timer)
+def timer_messages(store: Store, timer: TimerStore | None, *, now: int) -> list[TimerMessage]:
+    """Every record of `rmq_sys_wheel_timer`, in queue order, with its state (see the module doc);
+    `timer` None (no timer files): every state `unknown`."""
     rows: list[TimerMessage] = []
     for queue_id in store.consume_queues.queue_ids(TIMER_TOPIC):
         for q, phy, size, _tags in store.consume_queue(TIMER_TOPIC, queue_id).units().tolist():
             msg = read_message_or_none(store, phy, size)
-            indexes = timer.units_by_offset_py.get(phy)
-            unit = None if not indexes else timer.walk.unit(indexes[-1])
+            indexes = None if timer is None else timer.units_by_offset_py.get(phy)
+            unit = None if not indexes or timer is None else timer.walk.unit(indexes[-1])
             rows.append(TimerMessage(queue_id, q, phy, size, msg, unit, "", False))
+    if timer is None:
+        for r in rows:
+            r.state = "unknown"
+            r.due = r.deliver_ms is not None and r.deliver_ms <= now
+        return rows
+    position = enqueue_position(store, timer)
     # recall tombstones by slot: the dequeue of a slot drops the messages they name
     tombstones: dict[int, set[str]] = {}
     for r in rows:
@@ -208,7 +215,12 @@ def timer_messages(store: Store, timer: TimerStore, *, now: int) -> list[TimerMe
     copies = _copies(store, wanted, min((r.phy_offset for r in read_normal), default=0)) if wanted else {}
     for r in rows:
         r.state = _state(r, timer, position, tombstones, copies)
-        r.due = r.state in ("waiting", "not-enqueued") and r.deliver_ms is not None and r.deliver_ms <= now
+        r.due = (
+            r.state in ("waiting", "not-enqueued")
+            and r.delete_key is None  # a recall tombstone delivers nothing
+            and r.deliver_ms is not None
+            and r.deliver_ms <= now
+        )
     return rows
 
 
@@ -223,15 +235,21 @@ def _state(
         if r.queue_id != 0 or position is None or r.queue_offset >= position:
             return "not-enqueued"
         return "lost"
+    real_topic = r.real[0]
+    uniq = None if r.message is None else r.message.uniq_key
+    recalled = (
+        r.delete_key is None
+        and not r.unit.roll
+        and bool(real_topic and uniq)
+        and f"{real_topic}+{uniq}" in tombstones.get(r.unit.delayed_time_ms, set())
+    )
     if not timer.slot_read(r.unit.delayed_time_ms):
-        return "waiting"
+        return "recalled" if recalled else "waiting"  # a tombstone in its slot: dropped when read
     if r.delete_key is not None:
         return "recall"
     if r.unit.roll:
         return "rolled"
-    real_topic = r.real[0]
-    uniq = None if r.message is None else r.message.uniq_key
-    if real_topic and uniq and f"{real_topic}+{uniq}" in tombstones.get(r.unit.delayed_time_ms, set()):
+    if recalled:
         return "recalled"
     if real_topic and uniq and (real_topic, uniq) in copies:
         r.copy_phy_offset = copies[(real_topic, uniq)]

@@ -151,7 +151,8 @@ def test_wheel_slots() -> None:
 
 
 def test_timer_listing_agrees_with_the_real_delivery() -> None:
-    """The message the real TimerMessageStore delivered is `passed`; the others wait in the wheel."""
+    """The message the real TimerMessageStore delivered is `delivered`, its copy found where the real
+    dequeue wrote it; the others wait in the wheel."""
     messages = expect()["messages"]
     timer_msgs = [m for m in messages if m.get("topic") == TIMER_TOPIC]
     delivered = {m["uniqKey"] for m in messages if "TIMER_DEQUEUE_MS" in m.get("properties", {})}
@@ -166,5 +167,13 @@ def test_timer_listing_agrees_with_the_real_delivery() -> None:
         assert r.deliver_timestamp == int(m["properties"]["TIMER_OUT_MS"])
         props = m["properties"]
         assert (r.real_topic, r.real_queue_id) == (props["REAL_TOPIC"], int(props["REAL_QID"]))
-        assert r.state == ("passed" if m["uniqKey"] in delivered else "waiting"), r
+        assert r.state == ("delivered" if m["uniqKey"] in delivered else "waiting"), r
+        copies = [
+            c["physicalOffset"]
+            for c in messages
+            if c.get("topic") == props["REAL_TOPIC"]
+            and c.get("uniqKey") == m["uniqKey"]
+            and "TIMER_DEQUEUE_MS" in c["properties"]
+        ]
+        assert r.copy_phy_offset == (copies[0] if copies else None)
         assert r.due == (r.state == "waiting" and r.deliver_timestamp <= check["lastReadTimeMs"])

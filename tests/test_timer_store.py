@@ -160,8 +160,10 @@ def test_due_is_the_deliver_time_against_now() -> None:
     store, timer = open_timer("store-timer-states")
     with store:
         late = timer_messages(store, timer, now=2**62)
-    assert all(r.due == (r.state in ("waiting", "not-enqueued")) for r in late)
+    pending = ("waiting", "not-enqueued")
+    assert all(r.due == (r.state in pending and r.delete_key is None) for r in late)
     assert any(r.due for r in late)
+    assert any(r.state in pending and r.delete_key is not None for r in late)  # a tombstone is never due
 
 
 # --- damaged files: the walk stops where the recovery would, never loops -----------------------
@@ -338,3 +340,51 @@ def test_verify_reports_a_wheel_of_the_wrong_length(tmp_path: Path) -> None:
         fh.truncate(1000)
     clean, rows = _verify_timer(root)
     assert not clean and rows[0]["kind"] == "timer_file" and rows[0]["file"] == "timerwheel"
+
+
+# --- delay list --timer / delay stats on the real timer store -------------------------------------
+
+
+def test_delay_stats_timer_backlog_and_stuck() -> None:
+    from mqtool.delay.timer import STUCK_AFTER_MS, timer_summary
+
+    exp = expect("store-timer-states")
+    read = exp["timercheck"]["lastReadTimeMs"]
+    with Store.open(GOLDEN / "store-timer-states") as store:
+        at_stop = timer_summary(store, now=read)
+        later = timer_summary(store, now=read + 2 * 3_600_000)
+        week = timer_summary(store, now=read + 8 * 86_400_000)
+        rows = timer_messages(store, TimerStore.open(store), now=read + 2 * 3_600_000)
+    assert at_stop is not None and later is not None and week is not None
+    pending = [r for r in rows if r.state in ("waiting", "not-enqueued") and r.delete_key is None]
+    assert later.backlog["overdue"] == len(pending) == later.due > 0
+    assert later.oldest_overdue_ms == min(r.deliver_ms for r in pending)
+    assert later.late_ms == read + 2 * 3_600_000 - later.oldest_overdue_ms
+    assert later.stuck and later.read_behind_ms == 2 * 3_600_000 > STUCK_AFTER_MS
+    assert not at_stop.stuck and at_stop.backlog["overdue"] == 0
+    assert sum(at_stop.states.values()) == at_stop.messages == len(rows)
+    # started more than the wheel's 7 days later, the broker reads past the waiting slots
+    assert week.skipped_on_restart == sum(r.state == "waiting" for r in rows) > 0
+
+
+def test_delay_list_timer_json() -> None:
+    import json
+    import subprocess
+    import sys
+
+    exp = expect("store-timer-states")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mqtool.cli", "--store", str(GOLDEN / "store-timer-states"), "delay", "list",
+         "--timer", "--now", str(exp["timercheck"]["lastReadTimeMs"]), "--format", "json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    rows = json.loads(proc.stdout)
+    units = {u["offsetPy"]: u for u in exp["timerLog"]}
+    assert [r["phyOffset"] for r in rows] == [
+        m["physicalOffset"] for m in exp["messages"] if m.get("topic") == TIMER_TOPIC
+    ]
+    for r in rows:
+        unit = units.get(r["phyOffset"])
+        assert r["timerLogPosition"] == (None if unit is None else unit["position"])
+        assert r["slotTimestamp"] == (None if unit is None else unit["delayedTimeMs"])
+    assert {r["timerState"] for r in rows} >= {"delivered", "recalled", "rolled", "waiting", "not-enqueued"}

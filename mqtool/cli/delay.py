@@ -46,7 +46,12 @@ def delay_list(
     due: Annotated[bool, typer.Option("--due", help="Only messages due at --now.")] = False,
     pending: Annotated[bool, typer.Option("--pending", help="Only messages not yet due at --now.")] = False,
     timer: Annotated[
-        bool, typer.Option("--timer", help="List 5.x timer-wheel messages (rmq_sys_wheel_timer) instead.")
+        bool,
+        typer.Option(
+            "--timer",
+            help="List 5.x timer-wheel messages (rmq_sys_wheel_timer) instead, each with its state in the "
+            "timer store (not-enqueued, waiting, delivered, rolled, recalled, ...).",
+        ),
     ] = False,
     now: NowOpt = None,
     store: StoreOpt = None,
@@ -94,7 +99,8 @@ def delay_stats(
 ) -> None:
     """Per delay level: backlog, messages due, the oldest due time and how late it is ("stuck" when due long
     ago), delayOffset.json progress against the queue's min and max; the messageDelayLevel table in use
-    (default, or from --broker-config); 5.x timer-wheel messages, when there are any."""
+    (default, or from --broker-config); on a 5.x store the timer wheel: messages by state, the backlog by
+    deliver time, the oldest overdue, stuck when its read time lags --now while messages are due."""
     from mqtool.cli import delay_render as show
     from mqtool.delay.listing import delay_stats as stats
     from mqtool.timeparse import parse_duration

@@ -74,17 +74,40 @@ def render_stats(stats: DelayStats, ctx: RenderContext) -> None:
         emit_rows(rows, _STATS_COLUMNS, ctx, title="Levels", empty="(no delay levels used)")
         if stats.timer is not None:
             t = stats.timer
-            emit_fields(
-                [
-                    ("messages in rmq_sys_wheel_timer", t.messages, "int"),
-                    ("not yet in the timer wheel", t.not_enqueued, "int"),
-                    ("waiting in the timer wheel", t.waiting, "int"),
-                    ("due now (not replayed offline)", t.due, "int"),
-                    ("timercheck lastReadTimeMs", t.last_read_time_ms, "time"),
-                ],
-                ctx,
-                title="5.x timer-wheel messages",
-            )
+            states = ", ".join(f"{n} {state}" for state, n in t.states.items()) or "none"
+            backlog = t.backlog
+            pairs: list[tuple[str, Any, str]] = [
+                ("messages in rmq_sys_wheel_timer", t.messages, "int"),
+                ("by state", states, "text"),
+                ("not yet in the timer wheel", t.not_enqueued, "int"),
+                ("waiting in the timer wheel", t.waiting, "int"),
+                ("due now (not replayed offline)", t.due, "int"),
+                (
+                    "backlog by deliver time",
+                    f"{backlog.get('overdue', 0)} overdue, {backlog.get('nextHour', 0)} in the next hour, "
+                    f"{backlog.get('nextDay', 0)} in the next day, {backlog.get('later', 0)} later",
+                    "text",
+                ),
+                ("timercheck lastReadTimeMs", t.last_read_time_ms, "time"),
+            ]
+            if t.oldest_overdue_ms is not None:
+                pairs.append(("oldest overdue", t.oldest_overdue_ms, "time"))
+                pairs.append(("late by", human_duration(t.late_ms or 0), "text"))
+            if t.stuck:
+                behind = human_duration(t.read_behind_ms or 0)
+                pairs.append(
+                    ("STUCK", f"the wheel's read time is {behind} behind while messages are due", "text")
+                )
+            if t.skipped_on_restart:
+                pairs.append(
+                    (
+                        "skipped on restart",
+                        f"{t.skipped_on_restart} waiting messages sit in slots older than the wheel: a "
+                        "broker started now moves its read time past them (TimerMessageStore.recover)",
+                        "text",
+                    )
+                )
+            emit_fields(pairs, ctx, title="5.x timer-wheel messages")
         for note in stats.notes:
             ctx.out.write(f"note: {note}\n")
 
@@ -96,6 +119,7 @@ _TIMER_COLUMNS = [
     Column("deliverTimestamp", "deliver at (TIMER_OUT_MS)", kind="time"),
     Column("due", kind="bool"),
     Column("timerState", "timer state"),
+    Column("slotTimestamp", "wheel slot", kind="time"),
     Column("realTopic", "real topic", max_width=40),
     Column("realQueueId", "queue", kind="int"),
     Column("keys", max_width=30),

@@ -1,22 +1,17 @@
-"""5.x timer-wheel messages (`rmq_sys_wheel_timer`, TimerMessageStore): listed with their TIMER_* properties
-and where config/timercheck says the timer store is, but never replayed offline (`TIMER_NOT_REPLAYED`)."""
+"""5.x timer-wheel messages (`rmq_sys_wheel_timer`, TimerMessageStore): each with its state in the timer
+store (`store.timer_messages`: not-enqueued, waiting, delivered, rolled, recalled, ...), and the wheel's
+backlog for `delay stats`. They are not replayed offline yet (`TIMER_NOT_REPLAYED`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
-from formats.commitlog import java_parse_int
-from store.messagerebuild import read_message_or_none
-from store.schedule import real_queue
+from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS
 from store.storedir import Store
-from store.timer import (
-    PROPERTY_TIMER_DEL_UNIQKEY,
-    PROPERTY_TIMER_OUT_MS,
-    PROPERTY_TIMER_ROLL_TIMES,
-    TIMER_TOPIC,
-    read_timercheck,
-)
+from store.timer import TIMER_TOPIC, TimerStore
+from store.timer_messages import STATES, TimerMessage, timer_messages
 
 TIMER_NOT_REPLAYED = (
     "5.x timer-wheel messages are not replayed offline: their delivery state lives in timerlog, "
@@ -24,6 +19,9 @@ TIMER_NOT_REPLAYED = (
     "offline edits is not established yet), so a copy appended to the real topic would be "
     "delivered a second time when the broker's TimerMessageStore reaches its slot"
 )
+PENDING = ("waiting", "not-enqueued")  # states the broker will still deliver from
+STUCK_AFTER_MS = 5 * 60_000  # the wheel's read time this far behind now, with messages due: stuck
+HOUR_MS, DAY_MS = 3_600_000, 86_400_000
 
 
 @dataclass
@@ -39,8 +37,34 @@ class TimerRow:
     store_timestamp: int | None
     roll_times: int | None
     delete_marker: str | None
-    state: str  # not-enqueued / waiting / passed / unknown
+    state: str  # one of store.timer_messages.STATES
     due: bool
+    slot_timestamp: int | None = None  # the wheel slot its timerlog unit sits in
+    timer_log_position: int | None = None
+    copy_phy_offset: int | None = None  # the delivered copy in the real topic
+
+    @classmethod
+    def of(cls, m: TimerMessage) -> TimerRow:
+        msg = m.message
+        real_topic, real_qid = m.real
+        return cls(
+            m.queue_offset,
+            m.phy_offset,
+            m.size,
+            m.deliver_ms,
+            real_topic,
+            real_qid,
+            None if msg is None else msg.uniq_key,
+            None if msg is None else msg.keys,
+            None if msg is None else msg.store_timestamp,
+            m.roll_times,
+            m.delete_key,
+            m.state,
+            m.due,
+            m.slot_ms,
+            None if m.unit is None else m.unit.position,
+            m.copy_phy_offset,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,17 +82,34 @@ class TimerRow:
             "rollTimes": self.roll_times,
             "deleteUniqKey": self.delete_marker,
             "timerState": self.state,
+            "slotTimestamp": self.slot_timestamp,
+            "timerLogPosition": self.timer_log_position,
+            "copyPhyOffset": self.copy_phy_offset,
         }
 
 
 @dataclass
 class TimerSummary:
+    """The wheel at `now`: messages by state, the backlog by deliver time, and whether it is stuck."""
+
     messages: int
     not_enqueued: int
     waiting: int
     due: int
     last_read_time_ms: int | None
     last_timer_queue_offset: int | None
+    states: dict[str, int] = field(default_factory=dict)
+    backlog: dict[str, int] = field(default_factory=dict)  # overdue, nextHour, nextDay, later
+    oldest_overdue_ms: int | None = None
+    read_behind_ms: int | None = None
+    stuck: bool = False
+    skipped_on_restart: int = 0
+    now_ms: int = 0
+
+    @property
+    def late_ms(self) -> int | None:
+        """How late the oldest overdue message is at `now_ms`."""
+        return None if self.oldest_overdue_ms is None else self.now_ms - self.oldest_overdue_ms
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,71 +119,73 @@ class TimerSummary:
             "due": self.due,
             "lastReadTimeMs": self.last_read_time_ms,
             "lastTimerQueueOffset": self.last_timer_queue_offset,
+            "states": self.states,
+            "backlog": self.backlog,
+            "oldestOverdueMs": self.oldest_overdue_ms,
+            "lateMs": self.late_ms,
+            "readBehindMs": self.read_behind_ms,
+            "stuck": self.stuck,
+            "skippedOnRestart": self.skipped_on_restart,
             "replay": TIMER_NOT_REPLAYED,
         }
 
 
 def list_timer_messages(store: Store, *, now: int) -> list[TimerRow]:
-    """Messages of `rmq_sys_wheel_timer` (every queue), with TIMER_OUT_MS and where the timer store is.
-
-    `state`: `not-enqueued` (at or after timercheck's lastTimerQueueOffset: the timer store has not read
-    it yet), `passed` (its slot time is before lastReadTimeMs: delivered or rolled), `waiting` (in the
-    wheel), `unknown` (no timercheck file).
-    """
-    check = read_timercheck(store)
-    rows: list[TimerRow] = []
-    for queue_id in store.consume_queues.queue_ids(TIMER_TOPIC):
-        cq = store.consume_queue(TIMER_TOPIC, queue_id)
-        for q, phy, size, _tags in cq.units().tolist():
-            msg = read_message_or_none(store, phy, size)
-            props = msg.properties if msg is not None else {}
-            out_ms = (
-                java_parse_int(props.get(PROPERTY_TIMER_OUT_MS, "x"))
-                if PROPERTY_TIMER_OUT_MS in props
-                else None
-            )
-            if out_ms is None and PROPERTY_TIMER_OUT_MS in props and props[PROPERTY_TIMER_OUT_MS].isdigit():
-                out_ms = int(props[PROPERTY_TIMER_OUT_MS])  # a long beyond int range
-            real_topic, real_qid = real_queue(msg) if msg is not None else (None, None)
-            roll = props.get(PROPERTY_TIMER_ROLL_TIMES)
-            if check is None:
-                state = "unknown"
-            elif q >= check.last_timer_queue_offset:
-                state = "not-enqueued"
-            elif out_ms is not None and out_ms < check.last_read_time_ms:
-                state = "passed"
-            else:
-                state = "waiting"
-            rows.append(
-                TimerRow(
-                    q,
-                    phy,
-                    size,
-                    out_ms,
-                    real_topic,
-                    real_qid,
-                    None if msg is None else msg.uniq_key,
-                    None if msg is None else msg.keys,
-                    None if msg is None else msg.store_timestamp,
-                    None if roll is None else java_parse_int(roll),
-                    props.get(PROPERTY_TIMER_DEL_UNIQKEY),
-                    state,
-                    state != "passed" and out_ms is not None and out_ms <= now,
-                )
-            )
-    return rows
+    """Messages of `rmq_sys_wheel_timer` (every queue) with their state in the timer store (see
+    `store.timer_messages`; `unknown` when the store has no timer files) and whether they are due."""
+    return [TimerRow.of(m) for m in timer_messages(store, TimerStore.open(store), now=now)]
 
 
 def timer_summary(store: Store, *, now: int) -> TimerSummary | None:
+    """None when the store has no timer topic."""
     if not store.consume_queues.queue_ids(TIMER_TOPIC):
         return None
-    rows = list_timer_messages(store, now=now)
-    check = read_timercheck(store)
+    timer = TimerStore.open(store)
+    messages = timer_messages(store, timer, now=now)
+    check = None if timer is None else timer.check
+    states = Counter(m.state for m in messages)
+    backlog = Counter()
+    overdue: list[int] = []
+    for m in messages:
+        if m.state not in PENDING or m.deliver_ms is None or m.delete_key is not None:
+            continue
+        ahead = m.deliver_ms - now
+        bucket = (
+            "overdue"
+            if ahead <= 0
+            else "nextHour"
+            if ahead <= HOUR_MS
+            else "nextDay"
+            if ahead <= DAY_MS
+            else "later"
+        )
+        backlog[bucket] += 1
+        if ahead <= 0:
+            overdue.append(m.deliver_ms)
+    read_behind = None if check is None else now - check.last_read_time_ms
+    # TimerMessageStore.recover moves the read time up to now less the wheel (7 days) plus 60 slots:
+    # messages in slots before that are never read when the broker starts at `now`
+    skipped = 0
+    if timer is not None:
+        horizon = now - (TIMER_WHEEL_SLOTS - TIMER_BLANK_SLOTS) * timer.precision_ms
+        skipped = sum(
+            m.state == "waiting" and m.slot_ms is not None and m.slot_ms < horizon for m in messages
+        )
     return TimerSummary(
-        len(rows),
-        sum(r.state == "not-enqueued" for r in rows),
-        sum(r.state == "waiting" for r in rows),
-        sum(r.due for r in rows),
+        len(messages),
+        states["not-enqueued"],
+        states["waiting"],
+        sum(m.due for m in messages),
         None if check is None else check.last_read_time_ms,
         None if check is None else check.last_timer_queue_offset,
+        states={s: states[s] for s in STATES if states[s]},
+        backlog={b: backlog[b] for b in ("overdue", "nextHour", "nextDay", "later")},
+        oldest_overdue_ms=min(overdue) if overdue else None,
+        read_behind_ms=read_behind,
+        stuck=bool(overdue) and read_behind is not None and read_behind > STUCK_AFTER_MS,
+        skipped_on_restart=skipped,
+        now_ms=now,
     )
+
+
+__all__ = ["TIMER_NOT_REPLAYED", "TimerRow", "TimerSummary", "list_timer_messages", "timer_summary"]
