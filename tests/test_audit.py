@@ -543,3 +543,17 @@ def test_timer_checks_equal_verify_on_a_damaged_timer_store(spark, tmp_path):
     got = sorted(_problem_key(p) for p in doc["problems"])
     assert got == want
     assert {"timer_slot_chain", "timer_recovery"} <= {p[0] for p in got}
+    # the timer backlog, as `delay stats` computes it (NOW is years after the store's times: all overdue)
+    from mqtool.delay.timer import timer_summary
+
+    with Store.open(root) as st:
+        summary = timer_summary(st, now=NOW).to_json()
+    (row,) = doc["timer"]
+    assert row["store"] == str(root) and row["messages"] == summary["messages"] == 19
+    assert (row["waiting"], row["notEnqueued"], row["overdue"], row["stuck"]) == (
+        summary["waiting"],
+        summary["notEnqueued"],
+        summary["backlog"]["overdue"],
+        True,
+    )
+    assert row["skippedOnRestart"] == summary["waiting"] > 0  # years later: every waiting slot is skipped

@@ -1,7 +1,8 @@
 """The audit's driver-side sections, computed from the small config files and system queues with the
 single-process library while the executors scan: consumer lag per group and queue
 (`mqtool.consumer_progress`, plus the store time of the first unconsumed message), delay backlog per
-ScheduleMessageService level (`mqtool.delay.delay_stats`) and transaction states
+ScheduleMessageService level (`mqtool.delay.delay_stats`), the 5.x timer wheel's backlog
+(`mqtool.delay.timer.timer_summary`) and transaction states
 (`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats` and
 `txn list` print.
 """
@@ -18,11 +19,12 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     now = opts.now if opts.now is not None else now_ms()
     document["now"] = now
     notes = document.setdefault("notes", [])
-    lag, delay, txns = [], [], []
+    lag, delay, timer, txns = [], [], [], []
     for plan in plans:
         for name, fn, sink in (
             ("lag", _lag_rows, lag),
             ("delay", _delay_rows, delay),
+            ("timer", _timer_rows, timer),
             ("transactions", _transaction_rows, txns),
         ):
             try:
@@ -34,6 +36,7 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
             notes.extend(f"{plan.label}: {n}" for n in more)
     document["lag"] = lag
     document["delay"] = delay
+    document["timer"] = timer
     document["transactions"] = txns
 
 
@@ -111,6 +114,37 @@ def _delay_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
             }
         )
     return rows, stats.notes
+
+
+def _timer_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    """One row per store with a timer topic: its messages by state and backlog, as `delay stats` shows."""
+    from mqtool.delay.timer import timer_summary
+
+    summary = timer_summary(plan.store, now=now)
+    if summary is None:
+        return [], []
+    doc = summary.to_json()
+    backlog = doc["backlog"]
+    return [
+        {
+            "store": plan.label,
+            "messages": doc["messages"],
+            "notEnqueued": doc["notEnqueued"],
+            "waiting": doc["waiting"],
+            "due": doc["due"],
+            "overdue": backlog["overdue"],
+            "nextHour": backlog["nextHour"],
+            "nextDay": backlog["nextDay"],
+            "later": backlog["later"],
+            "oldestOverdueMs": doc["oldestOverdueMs"],
+            "lateMs": doc["lateMs"],
+            "lastReadTimeMs": doc["lastReadTimeMs"],
+            "readBehindMs": doc["readBehindMs"],
+            "stuck": doc["stuck"],
+            "skippedOnRestart": doc["skippedOnRestart"],
+            "states": ", ".join(f"{state} {n}" for state, n in doc["states"].items()),
+        }
+    ], []
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:

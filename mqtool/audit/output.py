@@ -75,6 +75,24 @@ TABLES = {
         "lateMs",
         "stuck",
     ),
+    "timer": (
+        "store",
+        "messages",
+        "notEnqueued",
+        "waiting",
+        "due",
+        "overdue",
+        "nextHour",
+        "nextDay",
+        "later",
+        "oldestOverdueMs",
+        "lateMs",
+        "lastReadTimeMs",
+        "readBehindMs",
+        "stuck",
+        "skippedOnRestart",
+        "states",
+    ),
     "duplicates": ("store", "by", "topic", "key", "messages", "firstPhyOffset", "lastPhyOffset"),
     "retry": ("store", "group", "topic", "kind", "reconsumeTimes", "messages"),
     "transactions": (
@@ -103,7 +121,7 @@ _STRING_COLUMNS = {
     "cqError",
     "realTopic",
 }
-_STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key"}
+_STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key", "states"}
 
 
 # --- the output directory ----------------------------------------------------------------------------
@@ -197,6 +215,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "problems",
         "lag",
         "delay",
+        "timer",
         "transactions",
         "duplicates",
         "retry",

@@ -2,8 +2,8 @@
 
 One file, no network, no JavaScript: inline CSS and inline SVG plots drawn here from the audit document
 (`mqtool.audit`): message rate per topic over time, consumer lag per group, disk used per topic, body
-size distribution, problems by kind, then the tables (stores, problems, queues, lag, delay backlog,
-transactions, duplicates, retry/DLQ). It opens in any browser offline.
+size distribution, problems by kind, then the tables (stores, problems, queues, lag, delay backlog, the
+5.x timer wheel, transactions, duplicates, retry/DLQ). It opens in any browser offline.
 """
 
 from __future__ import annotations
@@ -362,6 +362,27 @@ def render_html(doc: dict[str, Any]) -> str:
                 ("oldestDeliverTimestamp", "oldest", "time"),
             ],
             empty="no delay queue",
+        )
+    )
+    parts.append("<h2>Timer wheel (5.x)</h2>")
+    parts.append(
+        table(
+            doc.get("timer", []),
+            [
+                ("store", "store", "text"),
+                ("messages", "messages", "int"),
+                ("notEnqueued", "not enqueued", "int"),
+                ("waiting", "waiting", "int"),
+                ("overdue", "overdue", "int"),
+                ("nextHour", "next hour", "int"),
+                ("nextDay", "next day", "int"),
+                ("later", "later", "int"),
+                ("oldestOverdueMs", "oldest overdue", "time"),
+                ("lastReadTimeMs", "wheel read time", "time"),
+                ("stuck", "stuck", "text"),
+                ("states", "by state", "text"),
+            ],
+            empty="no timer wheel",
         )
     )
     parts.append("<h2>Transactions</h2>")

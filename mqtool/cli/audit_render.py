@@ -121,6 +121,22 @@ def render_audit(result: AuditResult, ctx) -> None:
             title="Delay backlog",
             empty="(no delay queue)",
         )
+        if doc.get("timer"):
+            emit_table(
+                doc["timer"],
+                [
+                    Column("store", max_width=24),
+                    Column("messages", kind="int"),
+                    Column("waiting", kind="int"),
+                    Column("notEnqueued", "not enqueued", "int"),
+                    Column("overdue", kind="int"),
+                    Column("oldestOverdueMs", "oldest overdue", "time"),
+                    Column("stuck", kind="bool"),
+                    Column("states", "by state", max_width=60),
+                ],
+                ctx,
+                title="Timer wheel (5.x)",
+            )
         counts: dict[tuple[str, str], int] = {}
         for t in doc["transactions"]:
             counts[(t["store"], t["state"])] = counts.get((t["store"], t["state"]), 0) + 1
