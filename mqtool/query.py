@@ -29,6 +29,7 @@ from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
 from formats.msgid import OffsetMsgId, decode_offset_msg_id, looks_like_offset_msg_id
+from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from mqtool.consumer_progress import store_time_of
 from mqtool.index_lookup import (
     HitReport,
@@ -48,13 +49,9 @@ from mqtool.message_view import (  # noqa: F401 (the library surface of `from mq
 )
 from store.index import MAX_MSGS_NUM_BATCH
 from store.storedir import Store
+from store.timer import TIMER_TOPIC
 
-SYSTEM_TOPICS = (
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "SCHEDULE_TOPIC_XXXX",
-    "rmq_sys_wheel_timer",
-)
+SYSTEM_TOPICS = (TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, SCHEDULE_TOPIC, TIMER_TOPIC)
 
 
 class UnknownTopicError(MqtoolError):

@@ -20,6 +20,7 @@ from formats.commitlog import SCHEDULE_TOPIC, Message
 from formats.consumequeue import FILLER_SIZE
 from formats.errors import FormatError, MqtoolError
 from formats.javahash import java_hashmap_order as _java_hashmap_order
+from formats.names import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.properties import (
     decode_properties,
     encode_properties,
@@ -28,10 +29,6 @@ from formats.structs import CQ_STORE_UNIT_SIZE
 from store.consumequeue import native_unit_dtype
 from store.storedir import Store
 from store.version import BrokerVersion
-
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-
 
 MAX_TOPIC_LENGTH_V1 = 127  # 4.9.x refuses longer topics (no V2 records)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
 from formats.indexfile import IndexGeometry
 from formats.names import SCHEDULE_TOPIC
 from mqtool.sample.options import (
@@ -27,8 +28,7 @@ from store.appender import CommitLogAppender, NewMessage
 
 DELAY_LEVELS_USED = (1, 1, 2, 2, 3, 4, 5, 16, 18)
 MAX_RECONSUME = 16
-DELAY_MS = (1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000, 420000, 480000,
-            540000, 600000, 1200000, 1800000, 3600000, 7200000)  # fmt: skip
+DELAY_MS = DEFAULT_DELAY_LEVELS_MS  # the broker's default messageDelayLevel
 
 
 class _SampleWriter(_ProducerTraffic):

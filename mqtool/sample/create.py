@@ -24,7 +24,7 @@ from formats.configs import (
     TopicConfigTable,
     java_hash_order,
 )
-from formats.names import INIT_SUBSCRIPTION_GROUPS, SCHEDULE_TOPIC
+from formats.names import INIT_SUBSCRIPTION_GROUPS, SCHEDULE_TOPIC, TRANS_GROUP
 from mqtool.sample.broker import _SampleWriter
 from mqtool.sample.options import (
     BROKER_NAME,
@@ -35,7 +35,6 @@ from mqtool.sample.options import (
     HALF_TOPIC,
     OP_TOPIC,
     RETRY_A,
-    TRANS_GROUP,
     SampleError,
     SampleOptions,
 )

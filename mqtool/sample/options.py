@@ -8,6 +8,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from formats.errors import MqtoolError
+from formats.names import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
 DEFAULT_MESSAGES = 10_000
 DEFAULT_SEED = 20240601
@@ -21,9 +22,7 @@ DEFAULT_PRODUCERS = 3
 BROKER_NAME = "broker-a"
 CLUSTER = "DefaultCluster"
 STORE_HOST = (bytes([192, 168, 0, 10]), 10911)
-HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-TRANS_GROUP = "CID_RMQ_SYS_TRANS"
+HALF_TOPIC, OP_TOPIC = TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 GROUP_A, GROUP_B = "groupA", "groupB"
 RETRY_A, DLQ_A = "%RETRY%groupA", "%DLQ%groupA"
 PRODUCER_GROUP = "txProducerGroup"

@@ -23,14 +23,13 @@ import numpy as np
 from formats.commitlog import Message, java_parse_int
 from formats.errors import MqtoolError
 from formats.javahash import tags_code as tags_hash
+from formats.names import TRANS_GROUP, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.properties import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
 )
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
 from store.messagerebuild import (
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
     broker_major,
     read_message_or_none,
     units_after,
@@ -41,7 +40,6 @@ from store.transaction import (
     PROPERTY_CHECK_IMMUNITY,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_ID,
-    TRANS_GROUP,
     TRANSACTION_TIMEOUT_MS,
     HalfRecord,
     OpRecord,
