@@ -1,9 +1,14 @@
-"""Paths of the golden stores under tests/data and a cached loader of their expect.json."""
+"""Paths of the golden stores under tests/data, a cached loader of their expect.json, and what the
+tests that write share: store copies, snapshots, the lock holder, the CLI run as a new process."""
 
 from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 GOLDEN = Path(__file__).parent / "data"
@@ -20,3 +25,66 @@ def expect(store: str) -> dict:
 def store_path(store: str) -> Path:
     """The directory of a golden store."""
     return GOLDEN / store
+
+
+# --- copies, snapshots, the CLI as a new process: what the tests that write share ------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# a script that holds the broker's store lock (lockf on `lock`, as the broker does) until stdin closes
+LOCK_HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def copy_store(
+    name: str, dest: Path, *, parts: tuple[str, ...] | None = None, drop: tuple[str, ...] = ()
+) -> Path:
+    """A copy of golden store `name` at `dest`: every file, or only the top-level `parts`; less `drop`."""
+    src = store_path(name)
+    if parts is None:
+        shutil.copytree(src, dest)
+    else:
+        dest.mkdir(parents=True, exist_ok=True)
+        for part in parts:
+            if (src / part).is_dir():
+                shutil.copytree(src / part, dest / part)
+            elif (src / part).exists():
+                shutil.copy2(src / part, dest / part)
+    for name_ in drop:
+        shutil.rmtree(dest / name_)
+    return dest
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """The bytes of every file under `root`."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def snapshot_config(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Bytes and mtimes of every file under config/ and the store root."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted([*root.glob("config/*"), *root.glob("*")])
+        if p.is_file()
+    }
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child Python process: this checkout on PYTHONPATH, `extra` added."""
+    return dict(os.environ, PYTHONPATH=str(ROOT), **extra)
+
+
+def run_mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m mqtool.cli ARGS` in a new process (`child_env(**env)`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mqtool.cli", *args],
+        capture_output=True,
+        text=True,
+        env=child_env(**env),
+        timeout=120,
+    )

@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from golden import expect, store_path
+from golden import copy_store, expect, store_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,12 +58,6 @@ class Clock:
     def __call__(self) -> int:
         self.now += self.step
         return self.now
-
-
-def copy_store(store: str, tmp_path: Path) -> Path:
-    dst = tmp_path / store
-    shutil.copytree(store_path(store), dst)
-    return dst
 
 
 def messages_of(root: Path) -> list[Message]:
@@ -174,7 +168,7 @@ def test_fast_encoder_equals_encode_message(topic, body, props, born, store, int
 def test_detect_broker_version(store, major, tmp_path):
     assert detect_broker_version(store_path(store)).major == major
     # without the 5.x-only files the record and the config files still tell
-    root = copy_store(store, tmp_path)
+    root = copy_store(store, tmp_path / store)
     for name in ("abort.bak", "abort"):
         (root / name).unlink(missing_ok=True)
     last = messages_of(root)[-1] if store != "store-c" else None
@@ -191,7 +185,7 @@ def test_detect_broker_version_of_an_empty_directory(tmp_path):
 
 @pytest.mark.parametrize("store", ["store-a", "store-49a"])
 def test_append_continues_the_store_like_the_broker(store, tmp_path):
-    root = copy_store(store, tmp_path)
+    root = copy_store(store, tmp_path / store)
     before = messages_of(root)
     last = before[-1]
     queue_max = {(t, q): ConsumeQueue(root, t, q).max_offset for t, q in [("TopicTest", i) for i in range(4)]}
@@ -232,7 +226,7 @@ def test_append_continues_the_store_like_the_broker(store, tmp_path):
 
 
 def test_append_rolls_files_with_a_blank_record(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     before = CommitLog.open(root)
     last_file = before.files[-1]
     before.close()
@@ -259,7 +253,7 @@ def test_append_rolls_files_with_a_blank_record(tmp_path):
 
 
 def test_transaction_types_and_delay_tags_code(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     clock = Clock()
     specs = [
         NewMessage("TopicTest", b"prepared", {"KEYS": "tx-prepared"}, sys_flag=TRANSACTION_PREPARED_TYPE),
@@ -323,7 +317,7 @@ def test_new_store_from_nothing(tmp_path):
 
 def test_v2_topics_5x_only_and_topic_rules(tmp_path):
     long_retry = "%RETRY%" + "g" * 130
-    root5 = copy_store("store-a", tmp_path)
+    root5 = copy_store("store-a", tmp_path / "store-a")
     with CommitLogAppender(root5, now=Clock()) as ap:
         res = ap.append(NewMessage(long_retry, b"v2", {"KEYS": "k"}))
         with pytest.raises(AppendError, match="only for %RETRY%"):
@@ -332,21 +326,21 @@ def test_v2_topics_5x_only_and_topic_rules(tmp_path):
             ap.append(NewMessage("%RETRY%" + "g" * 250, b"x"))
     with CommitLog.open(root5) as cl:
         assert cl.read_message_at(res.physical_offset).magic_code == MAGIC_V2
-    root4 = copy_store("store-49a", tmp_path)
+    root4 = copy_store("store-49a", tmp_path / "store-49a")
     with CommitLogAppender(root4, now=Clock()) as ap, pytest.raises(AppendError, match="V2"):
         ap.append(NewMessage(long_retry, b"v2"))
 
 
 def test_refusals(tmp_path):
     # a crashed store: abort present, and a torn tail record
-    root = copy_store("store-c", tmp_path)
+    root = copy_store("store-c", tmp_path / "store-c")
     with pytest.raises(AppendError, match="abort"):
         CommitLogAppender(root)
     with pytest.raises(AppendError, match="torn") as err:
         CommitLogAppender(root, allow_unclean=True)
     assert err.value.offset == 4412507
     # records never dispatched: their queue offsets are unknown
-    root = copy_store("store-a", tmp_path / "undispatched")
+    root = copy_store("store-a", tmp_path / "undispatched" / "store-a")
     with CommitLogAppender(root, now=Clock(), dispatch=False) as ap:
         ap.append(NewMessage("TopicTest", b"only in the commitlog"))
     assert (root / "abort").exists()  # commitlog-only appends leave the broker's recovery to dispatch
@@ -355,13 +349,15 @@ def test_refusals(tmp_path):
         CommitLogAppender(root)
     # a commitlog file size that is not the store's
     with pytest.raises(AppendError, match="1048576"):
-        CommitLogAppender(copy_store("store-49a", tmp_path / "size"), file_size=2 * 1048576)
+        CommitLogAppender(copy_store("store-49a", tmp_path / "size" / "store-49a"), file_size=2 * 1048576)
     with pytest.raises(AppendError, match="maxHashSlotNum"):
-        CommitLogAppender(copy_store("store-49a", tmp_path / "geo"), index_geometry=IndexGeometry(128, 2500))
+        CommitLogAppender(
+            copy_store("store-49a", tmp_path / "geo" / "store-49a"), index_geometry=IndexGeometry(128, 2500)
+        )
 
 
 def test_stale_bytes_after_the_end_are_zeroed(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     last = root / "commitlog" / "00000000000002097152"
     end = expect("store-a")["maxPhyOffset"] - 2097152
     with open(last, "r+b") as fh:  # an old record left behind after a truncation
@@ -377,7 +373,7 @@ def test_stale_bytes_after_the_end_are_zeroed(tmp_path):
 
 
 def test_index_file_is_replaced_copy_on_write(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     last = root / "index" / list_index_files(root / "index")[-1]
     inode = last.stat().st_ino
     with CommitLogAppender(root, now=Clock()) as ap:
@@ -389,7 +385,7 @@ def test_index_file_is_replaced_copy_on_write(tmp_path):
 
 
 def test_zero_length_last_file_is_replaced(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     (root / "commitlog" / "00000000000003145728").touch()  # 5.x leaves such a file; it is ignored
     specs = bulk(1800, body=700)
     with CommitLogAppender(root, now=Clock()) as ap:
@@ -400,7 +396,7 @@ def test_zero_length_last_file_is_replaced(tmp_path):
 
 
 def test_abort_marker_exists_while_writing(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     seen = []
     with CommitLogAppender(root, now=Clock(), batch_bytes=1) as ap:
         original = ap.dispatcher.commit
@@ -417,7 +413,7 @@ def test_abort_marker_exists_while_writing(tmp_path):
 
 
 def test_crash_hook_counts_writes(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     set_crash_after(10**9)
     try:
         with CommitLogAppender(root, now=Clock()) as ap:
@@ -534,7 +530,7 @@ def test_fast_dispatch_reader_equals_decoder():
 
 
 def test_checkpoint_fields_never_go_back(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     before = decode_checkpoint((root / "checkpoint").read_bytes())
     with CommitLogAppender(root, now=Clock(start=1_000)) as ap:  # a clock far in the past
         ap.append(NewMessage("TopicTest", b"x"))
@@ -545,7 +541,7 @@ def test_checkpoint_fields_never_go_back(tmp_path):
 
 
 def test_records_decode_with_the_foundation_decoder(tmp_path):
-    root = copy_store("store-49a", tmp_path)
+    root = copy_store("store-49a", tmp_path / "store-49a")
     with CommitLogAppender(root, now=Clock()) as ap:
         results = [ap.append(m) for m in bulk(5)]
     with CommitLog.open(root) as cl:

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
-from golden import expect, store_path
+from golden import expect, run_mqtool, store_path
 
 STORES = ("store-a", "store-c", "store-49a")
 
 
 def mqtool(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, MQTOOL_STORE="/nonexistent-default-store")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mqtool.cli", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    proc = run_mqtool(*args, MQTOOL_STORE="/nonexistent-default-store")
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc

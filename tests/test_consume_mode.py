@@ -4,13 +4,15 @@ mqadmin setConsumeMode under the write safety rules."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from golden import LOCK_HOLDER as HOLDER
+from golden import copy_store as _copy_store
+from golden import run_mqtool as mqtool
+from golden import snapshot_config as snapshot
 from golden import store_path
 
 from formats.configs import MessageRequestModeTable, decode_config
@@ -26,32 +28,10 @@ from store.liveness import BrokerRunningError
 from store.storedir import Store
 
 COPIED = ("commitlog", "consumequeue", "config", "checkpoint", "lock", "abort", "abort.bak")
-HOLDER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("held", flush=True)
-sys.stdin.read()
-"""
 
 
 def copy_store(name: str, dest: Path) -> Path:
-    src = store_path(name)
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in COPIED:
-        if (src / part).is_dir():
-            shutil.copytree(src / part, dest / part)
-        elif (src / part).exists():
-            shutil.copy2(src / part, dest / part)
-    return dest
-
-
-def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {
-        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
-        for p in sorted([*root.glob("config/*"), *root.glob("*")])
-        if p.is_file()
-    }
+    return _copy_store(name, dest, parts=COPIED)
 
 
 def modes_file(root: Path) -> MessageRequestModeTable:
@@ -220,13 +200,6 @@ def test_held_lock_refuses(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
-
-
-def mqtool(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    return subprocess.run(
-        [sys.executable, "-m", "mqtool.cli", *args], capture_output=True, text=True, env=env, timeout=120
-    )
 
 
 def test_cli(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ consistent with a rebuild of the ConsumeQueues and index)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -14,7 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from golden import expect, store_path
+from golden import LOCK_HOLDER as HOLDER
+from golden import copy_store as _copy_store
+from golden import expect, snapshot, store_path
+from golden import run_mqtool as mqtool
 
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
 from formats.javahash import tags_code
@@ -50,18 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_store(name: str, dest: Path) -> Path:
-    src = store_path(name)
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in COPIED:
-        if (src / part).is_dir():
-            shutil.copytree(src / part, dest / part)
-        elif (src / part).exists():
-            shutil.copy2(src / part, dest / part)
-    return dest
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return _copy_store(name, dest, parts=COPIED)
 
 
 def golden_messages(name: str) -> dict[int, dict]:
@@ -410,30 +401,7 @@ def test_replay_refuses_a_crashed_store(tmp_path: Path) -> None:
     assert snapshot(root) == before
 
 
-HOLDER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
 # --- crashes ----------------------------------------------------------------------------------------
-
-
-def _env(**extra: str) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(ROOT), **extra)
-
-
-def mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mqtool.cli", *args],
-        capture_output=True,
-        text=True,
-        env=_env(**env),
-        timeout=120,
-    )
 
 
 def _uniq_counts(root: Path, topic: str = "TopicTest") -> dict[str, int]:

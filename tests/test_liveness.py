@@ -7,16 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from golden import LOCK_HOLDER as HOLDER
 
 from store.liveness import BrokerRunningError, check_liveness, hold_store_lock, lock_holder
-
-HOLDER = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("held", flush=True)
-sys.stdin.read()
-"""
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import random
 import shutil
 import signal
@@ -15,7 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from golden import LOCK_HOLDER as HOLDER
+from golden import child_env as _env
+from golden import copy_store as _copy_store
 from golden import expect, store_path
+from golden import run_mqtool as mqtool
+from golden import snapshot_config as snapshot
 
 from formats.configs import ConsumerOffsetTable, decode_config
 from formats.consumequeue import CqUnit, encode_unit
@@ -31,25 +35,10 @@ from store.version import detect_broker_version
 
 UNITS_KEY = "units[queueOffset,phyOffset,size,tagsCode]"
 COPIED = ("commitlog", "consumequeue", "config", "checkpoint", "lock", "abort", "abort.bak")
-HOLDER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-print("held", flush=True)
-sys.stdin.read()
-"""
 
 
 def copy_store(name: str, dest: Path) -> Path:
-    """The parts of a golden store the planner reads and writes (not expect.json)."""
-    src = store_path(name)
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in COPIED:
-        if (src / part).is_dir():
-            shutil.copytree(src / part, dest / part)
-        elif (src / part).exists():
-            shutil.copy2(src / part, dest / part)
-    return dest
+    return _copy_store(name, dest, parts=COPIED)
 
 
 def offsets_text(root: Path) -> str:
@@ -58,15 +47,6 @@ def offsets_text(root: Path) -> str:
 
 def offsets_model(root: Path, name: str = "consumerOffset.json") -> ConsumerOffsetTable:
     return decode_config(ConsumerOffsetTable, (root / "config" / name).read_text(encoding="utf-8"))
-
-
-def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
-    """Bytes and mtimes of every file under config/ and the store root."""
-    out = {}
-    for path in sorted([*root.glob("config/*"), *root.glob("*")]):
-        if path.is_file():
-            out[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -510,10 +490,6 @@ def crash_expectation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Consume
     return old, offsets_model(root).offset_table
 
 
-def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-
-
 def test_kill_at_every_step_inside_the_write(tmp_path: Path, crash_expectation) -> None:
     """SIGKILL before/after each os.write/fsync/replace of the write: always the old or the new file."""
     old, new = crash_expectation
@@ -606,12 +582,6 @@ def test_kill_at_random_times(tmp_path: Path, crash_expectation) -> None:
 
 
 # --- command line --------------------------------------------------------------------------------
-
-
-def mqtool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mqtool.cli", *args], capture_output=True, text=True, env=_env(), timeout=120
-    )
 
 
 def test_cli_json_plan_and_execute(tmp_path: Path) -> None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from golden import expect, store_path
+from golden import copy_store, expect, store_path
 
 from formats.checkpoint import decode_checkpoint
 from formats.consumequeue import FILLER_UNIT, decode_unit
@@ -34,14 +33,6 @@ SETTINGS = {
     "store-49a": {"cq_file_size": 6000, "hash_slot_num": 64, "index_num": 2500},
     "store-c": {"cq_file_size": 1280, "hash_slot_num": 64, "index_num": 1000},
 }
-
-
-def copy_store(store: str, tmp_path: Path, *, drop: tuple[str, ...] = ()) -> Path:
-    root = tmp_path / store
-    shutil.copytree(store_path(store), root)
-    for name in drop:
-        shutil.rmtree(root / name)
-    return root
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -63,7 +54,7 @@ def quiet(_: str) -> None:
 
 @pytest.mark.parametrize("store", ["store-a", "store-49a"])
 def test_rebuild_after_losing_consume_queues_and_index(store, tmp_path):
-    root = copy_store(store, tmp_path, drop=("consumequeue", "index"))
+    root = copy_store(store, tmp_path / store, drop=("consumequeue", "index"))
     with Store.open(root) as st:
         plan = rebuild(st, "all", **SETTINGS[store], note=quiet)
     assert not plan.executed and plan.changes
@@ -99,7 +90,7 @@ def test_dry_run_on_the_golden_store_is_a_clean_check(store):
 
 
 def test_rebuild_only_the_index(tmp_path):
-    root = copy_store("store-a", tmp_path, drop=("index",))
+    root = copy_store("store-a", tmp_path / "store-a", drop=("index",))
     cq_before = tree(root / "consumequeue")
     with Store.open(root) as st:
         report = rebuild(st, "index", execute=True, hash_slot_num=64, index_num=4000, note=quiet)
@@ -112,7 +103,7 @@ def test_rebuild_only_the_index(tmp_path):
 
 
 def test_repair_of_a_corrupt_consume_queue(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     path = root / "consumequeue" / "TopicTest" / "2" / "00000000000000006000"
     data = bytearray(path.read_bytes())
     data[20 * 7 + 8 : 20 * 7 + 12] = (999).to_bytes(4, "big")  # unit 307: wrong size
@@ -132,7 +123,7 @@ def test_repair_of_a_corrupt_consume_queue(tmp_path):
 
 
 def test_rebuild_of_a_crashed_store_with_deleted_prefix(tmp_path):
-    root = copy_store("store-c", tmp_path, drop=("consumequeue", "index"))
+    root = copy_store("store-c", tmp_path / "store-c", drop=("consumequeue", "index"))
     notes: list[str] = []
     with Store.open(root) as st:
         report = rebuild(st, "all", execute=True, **SETTINGS["store-c"], note=notes.append)
@@ -174,7 +165,7 @@ def test_rebuild_of_a_crashed_store_with_deleted_prefix(tmp_path):
 
 
 def test_queue_without_live_records_keeps_its_files(tmp_path):
-    root = copy_store("store-c", tmp_path)
+    root = copy_store("store-c", tmp_path / "store-c")
     with Store.open(root) as st:
         report = rebuild(st, "cq", execute=True, note=quiet)
     kept = [q for q in report.queues if q.status == "kept"]
@@ -189,7 +180,7 @@ def test_queue_without_live_records_keeps_its_files(tmp_path):
 
 
 def test_refused_while_a_broker_holds_the_lock(tmp_path):
-    root = copy_store("store-a", tmp_path, drop=("index",))
+    root = copy_store("store-a", tmp_path / "store-a", drop=("index",))
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -217,7 +208,7 @@ def test_refused_while_a_broker_holds_the_lock(tmp_path):
 
 
 def test_unsupported_layouts_are_refused(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     (root / "consumequeue_ext").mkdir()
     with Store.open(root) as st, pytest.raises(RebuildRefused, match="consumequeue_ext"):
         rebuild(st, "cq", note=quiet)
@@ -232,7 +223,7 @@ def test_unsupported_layouts_are_refused(tmp_path):
 
 
 def test_interrupted_two_rename_swap_is_undone(tmp_path):
-    root = copy_store("store-a", tmp_path)
+    root = copy_store("store-a", tmp_path / "store-a")
     staging = root / STAGING_NAME
     staging.mkdir()
     (staging / "SWAPPING-index").touch()
@@ -242,7 +233,7 @@ def test_interrupted_two_rename_swap_is_undone(tmp_path):
 
 
 def test_settings_from_broker_conf(tmp_path):
-    root = copy_store("store-49a", tmp_path, drop=("consumequeue", "index"))
+    root = copy_store("store-49a", tmp_path / "store-49a", drop=("consumequeue", "index"))
     conf = tmp_path / "broker.conf"
     conf.write_text(
         "brokerName=broker-a\nmappedFileSizeConsumeQueue=6000\nmaxHashSlotNum = 64\nmaxIndexNum=2500\n"
@@ -259,7 +250,7 @@ def test_a_slot_table_too_big_for_memory_is_a_named_error(tmp_path):
     memory the error names the index file being built and the setting, not just "out of memory"."""
     import resource
 
-    root = copy_store("store-a", tmp_path, drop=("index",))
+    root = copy_store("store-a", tmp_path / "store-a", drop=("index",))
     conf = tmp_path / "broker.conf"
     conf.write_text("maxHashSlotNum=400000000\nmaxIndexNum=4\n")
     limit = 1 << 30
@@ -286,7 +277,7 @@ def test_a_slot_table_too_big_for_memory_is_a_named_error(tmp_path):
 def test_cli_dry_run_and_execute(tmp_path):
     from typer.testing import CliRunner
 
-    root = copy_store("store-a", tmp_path, drop=("consumequeue", "index"))
+    root = copy_store("store-a", tmp_path / "store-a", drop=("consumequeue", "index"))
     runner = CliRunner()
     args = ["rebuild", "all", "--store", str(root), "--max-hash-slot-num", "64", "--max-index-num", "4000",
             "--mapped-file-size-consume-queue", "6000", "--format", "json"]  # fmt: skip

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from golden import GOLDEN, expect
+from golden import GOLDEN, expect, run_mqtool
 
 TORN = expect("store-c")["asWritten"]["tornRecordOffset"]
 TORN_FILE = "00000000000004194304"
@@ -19,9 +18,7 @@ FAR_FUTURE = "2030-01-01T00:00:00Z"  # every delayed message is due
 
 
 def mqtool(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mqtool.cli", "--store", str(root), *args], capture_output=True, text=True
-    )
+    return run_mqtool("--store", str(root), *args)
 
 
 @pytest.fixture

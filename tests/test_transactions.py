@@ -5,17 +5,16 @@ commit/rollback/resolve --execute (idempotent, crash-safe, consistent with a reb
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from golden import expect, store_path
+from golden import copy_store as _copy_store
+from golden import expect, snapshot, store_path
+from golden import run_mqtool as mqtool
 
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
 from formats.properties import decode_properties, encode_properties
@@ -46,18 +45,7 @@ OP = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
 def copy_store(name: str, dest: Path) -> Path:
-    src = store_path(name)
-    dest.mkdir(parents=True, exist_ok=True)
-    for part in COPIED:
-        if (src / part).is_dir():
-            shutil.copytree(src / part, dest / part)
-        elif (src / part).exists():
-            shutil.copy2(src / part, dest / part)
-    return dest
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return _copy_store(name, dest, parts=COPIED)
 
 
 def events(name: str, kind: str) -> dict[int, int]:
@@ -358,20 +346,6 @@ def test_check_copies_immunity_and_discards(tmp_path: Path) -> None:
 
 
 # --- crashes ----------------------------------------------------------------------------------------
-
-
-def _env(**extra: str) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(ROOT), **extra)
-
-
-def mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mqtool.cli", *args],
-        capture_output=True,
-        text=True,
-        env=_env(**env),
-        timeout=120,
-    )
 
 
 def _commit_copies_of(root: Path, half_phys: set[int]) -> dict[int, int]:
