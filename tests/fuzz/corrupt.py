@@ -22,6 +22,10 @@ File types (`KINDS`):
   tables, odd encodings, deep nesting; empty, blank and `null` files.
 * `layout` — empty files, directories where files should be (and files where directories should be),
   missing parts, symlink loops, stray files, permission denied, `lock`/`abort` oddities.
+* `timer` (5.x stores with the timer wheel) — timerlog units with every field at interesting values, bit
+  flips, blanks in odd places, truncation at and inside units, missing/extra/misnamed files; wheel slots
+  pointing anywhere (cycles, past the log), times of other slots, counts, a wheel of the wrong length;
+  timercheck garbage, truncation and odd values.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout")
+KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout", "timer")
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -176,6 +180,9 @@ class StoreLayout:
     has_checkpoint: bool
     all_files: list[str]
     all_dirs: list[str]
+    timer_files: list[tuple[str, int]] = field(default_factory=list)  # timerlog/*, timerwheel, timercheck
+    timer_units: int = 0  # units in the first timerlog file before the zeros
+    timer_slots: list[int] = field(default_factory=list)  # indexes of the non-empty wheel slots
     cache: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # pristine bytes
 
     @property
@@ -293,6 +300,18 @@ def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> Stor
     configs = {}
     for rel, _size in _files(root, "config"):
         configs[rel] = (root / rel).read_bytes()
+    timer_files = _files(root, "timerlog")
+    timer_units, timer_slots = 0, []
+    if timer_files:
+        log = (root / timer_files[0][0]).read_bytes()
+        while (timer_units + 1) * 52 <= len(log) and _i32(log, timer_units * 52) == 52:
+            timer_units += 1
+    for rel in ("timerwheel", "config/timercheck"):
+        if (root / rel).is_file():
+            timer_files.append((rel, (root / rel).stat().st_size))
+    if (root / "timerwheel").is_file():
+        wheel = (root / "timerwheel").read_bytes()
+        timer_slots = [i // 32 for i in range(0, len(wheel), 32) if wheel[i : i + 24].strip(b"\0")]
     all_files, all_dirs = [], []
     for dirpath, dirs, files in os.walk(root):
         rel = Path(dirpath).relative_to(root)
@@ -309,6 +328,9 @@ def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> Stor
         has_checkpoint=(root / "checkpoint").is_file(),
         all_files=sorted(all_files),
         all_dirs=sorted(all_dirs),
+        timer_files=timer_files,
+        timer_units=timer_units,
+        timer_slots=timer_slots,
     )
 
 
@@ -1519,6 +1541,180 @@ def lay_fifo(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     return _c("layout", "fifo", f"a FIFO where {rel} should be", Op("fifo", rel))
 
 
+# timer (5.x timer wheel) ------------------------------------------------------------------------------
+
+TIMER_LOG = "timerlog/00000000000000000000"
+# a unit: size int, prevPos long, magic int, currWriteTimeMs long, delayedTime int, offsetPy long, sizePy int,
+# hashCodeOfRealTopic int, reserved long
+TIMER_UNIT_FIELDS = (
+    ("size", 0, 4),
+    ("prevPos", 4, 8),
+    ("magic", 12, 4),
+    ("currWriteTimeMs", 16, 8),
+    ("delayedTime", 24, 4),
+    ("offsetPy", 28, 8),
+    ("sizePy", 36, 4),
+    ("hash", 40, 4),
+)
+TIMER_SLOT_FIELDS = (
+    ("timeSecs", 0, 8),
+    ("firstPos", 8, 8),
+    ("lastPos", 16, 8),
+    ("num", 24, 4),
+    ("magic", 28, 4),
+)
+TIMER_BLANK = (16).to_bytes(4, "big") + bytes(8) + BLANK_MAGIC.to_bytes(4, "big")
+
+
+def _has_timer(layout: StoreLayout) -> bool:
+    return layout.timer_units > 0 and (layout.root / "timerwheel").is_file()
+
+
+def tm_log_field(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout):
+        return None
+    unit = rng.randrange(layout.timer_units)
+    name, at, width = rng.choice(TIMER_UNIT_FIELDS)
+    near = (52, unit * 52, (unit + 1) * 52, 0xF, 1, 3, 5, 7) if name in ("size", "prevPos", "magic") else ()
+    data = interesting(rng, width, near)
+    return _c("timer", "log-field", f"timerlog unit {unit} {name} := {data.hex()}",
+              Op("write", TIMER_LOG, offset=unit * 52 + at, data=data))  # fmt: skip
+
+
+def tm_log_bytes(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout):
+        return None
+    log = _read(layout, TIMER_LOG)
+    end = layout.timer_units * 52
+    mode = rng.choice(("flip", "blank", "zero", "garbage", "truncate", "cycle"))
+    if mode == "flip":
+        lo = rng.randrange(max(end, 1))
+        chunk = log[lo : lo + 52]
+        flipped = bitflip(chunk, rng, rng.choice((1, 2, 8)))
+        return _c(
+            "timer",
+            "log-bytes",
+            f"timerlog: bit flips at {lo}",
+            Op("write", TIMER_LOG, offset=lo, data=flipped),
+        )
+    if mode == "blank":
+        at = rng.randrange(layout.timer_units + 1) * 52 + rng.choice((0, 0, 0, 1, 16))
+        return _c(
+            "timer",
+            "log-bytes",
+            f"timerlog: a blank at {at}",
+            Op("write", TIMER_LOG, offset=at, data=TIMER_BLANK),
+        )
+    if mode == "zero":
+        at = rng.randrange(layout.timer_units) * 52
+        return _c(
+            "timer",
+            "log-bytes",
+            f"timerlog: unit at {at} zeroed",
+            Op("write", TIMER_LOG, offset=at, data=bytes(52)),
+        )
+    if mode == "garbage":
+        at = rng.randrange(max(end, 1))
+        data = bytes(rng.getrandbits(8) for _ in range(rng.choice((4, 52, 200))))
+        return _c(
+            "timer", "log-bytes", f"timerlog: garbage at {at}", Op("write", TIMER_LOG, offset=at, data=data)
+        )
+    if mode == "truncate":
+        size = rng.choice((0, 1, 16, 51, 52, 53, end - 1, end, end + 7, rng.randrange(end + 1)))
+        return _c(
+            "timer",
+            "log-bytes",
+            f"truncate the timerlog to {size}",
+            Op("truncate", TIMER_LOG, size=max(size, 0)),
+        )
+    a, b = rng.randrange(layout.timer_units), rng.randrange(layout.timer_units)
+    return _c("timer", "log-bytes", f"timerlog: unit {a} prevPos := unit {b}",
+              Op("write", TIMER_LOG, offset=a * 52 + 4, data=_pack(b * 52, 8)))  # fmt: skip
+
+
+def tm_wheel_slot(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout):
+        return None
+    slot = (
+        rng.choice(layout.timer_slots)
+        if layout.timer_slots and rng.random() < 0.8
+        else rng.randrange(1209600)
+    )
+    name, at, width = rng.choice(TIMER_SLOT_FIELDS)
+    near = (0, -1, layout.timer_units * 52, (layout.timer_units - 1) * 52, 26, slot, slot + 1209600)
+    data = interesting(rng, width, near)
+    return _c("timer", "wheel-slot", f"wheel slot {slot} {name} := {data.hex()}",
+              Op("write", "timerwheel", offset=slot * 32 + at, data=data))  # fmt: skip
+
+
+def tm_wheel_size(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout):
+        return None
+    choice = rng.randrange(4)
+    if choice == 0:
+        size = rng.choice((0, 1, 31, 32, 38707199, rng.randrange(38707200)))
+        return _c(
+            "timer", "wheel-size", f"truncate the wheel to {size}", Op("truncate", "timerwheel", size=size)
+        )
+    if choice == 1:
+        return _c("timer", "wheel-size", "the wheel grows by 32", Op("append", "timerwheel", data=bytes(32)))
+    if choice == 2:
+        return _c("timer", "wheel-size", "no timerwheel", Op("remove", "timerwheel"))
+    return _c("timer", "wheel-size", "timerwheel is a directory", Op("mkdir", "timerwheel"))
+
+
+def tm_check(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout) or not (layout.root / "config/timercheck").is_file():
+        return None
+    choice = rng.randrange(4)
+    rel = "config/timercheck"
+    if choice == 0:
+        i = rng.randrange(7)
+        data = interesting(rng, 8, (layout.timer_units * 52, 0, -1, 10**13))
+        return _c(
+            "timer",
+            "check",
+            f"timercheck field {i} := {data.hex()}",
+            Op("write", rel, offset=8 * i, data=data),
+        )
+    if choice == 1:
+        size = rng.choice((0, 1, 8, 55, 56, 57, 4095))
+        return _c("timer", "check", f"truncate timercheck to {size}", Op("truncate", rel, size=size))
+    if choice == 2:
+        return _c(
+            "timer",
+            "check",
+            "timercheck garbage",
+            Op("replace", rel, data=bytes(rng.getrandbits(8) for _ in range(4096))),
+        )
+    return _c("timer", "check", "no timercheck", Op("remove", rel))
+
+
+def tm_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout):
+        return None
+    choice = rng.randrange(5)
+    if choice == 0:
+        return _c("timer", "files", "no timerlog directory", Op("remove", "timerlog"))
+    if choice == 1:
+        return _c(
+            "timer", "files", "a stray file in timerlog/", Op("replace", "timerlog/notes.txt", data=b"x")
+        )
+    if choice == 2:
+        size = rng.choice((52, 1048576, 2 * 1048576))
+        log = _read(layout, TIMER_LOG)
+        data = log[: rng.choice((0, 52, 104, len(log)))]
+        return _c(
+            "timer",
+            "files",
+            f"a second timerlog file at {size}",
+            Op("replace", f"timerlog/{size:020d}", data=data),
+        )
+    if choice == 3:
+        return _c("timer", "files", "the timerlog file is empty", Op("truncate", TIMER_LOG, size=0))
+    return _c("timer", "files", "timerlog is a file", Op("replace", "timerlog", data=b"\0" * 52))
+
+
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "commitlog": (
         cl_truncate_boundary,
@@ -1534,6 +1730,7 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "consumequeue": (cq_phy_offset, cq_size, cq_tags_code, cq_unit_bytes, cq_truncate, cq_files),
     "index": (ix_header, ix_slot, ix_entry, ix_cycle, ix_truncate, ix_files),
     "checkpoint": (cp_field, cp_garbage, cp_size),
+    "timer": (tm_log_field, tm_log_bytes, tm_wheel_slot, tm_wheel_size, tm_check, tm_files),
     "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
     "layout": (
         lay_empty_file,

@@ -59,7 +59,7 @@ SAMPLES: dict[str, list[str]] = {
     "small5": ["-n", "300", "--seed", "13", "--file-size", "65536", "--cq-file-size", "600",
                "--max-hash-slot-num", "64", "--max-index-num", "100"],
 }  # fmt: skip
-GOLDEN_STORES = ("store-a", "store-c", "store-49a")
+GOLDEN_STORES = ("store-a", "store-c", "store-49a", "store-timer-states", "store-timer5")
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown")
 
@@ -99,7 +99,8 @@ def _find_targets(root: Path) -> Targets:
     topic_msgs = [m for m in msgs if m.topic == "TopicTest"] or msgs
     with_key = [m for m in topic_msgs if m.keys] or topic_msgs
     m = with_key[len(with_key) // 2]
-    offsets = (root / "config" / "consumerOffset.json").read_text(encoding="utf-8")
+    offsets_file = root / "config" / "consumerOffset.json"
+    offsets = offsets_file.read_text(encoding="utf-8") if offsets_file.is_file() else ""
     groups = re.findall(r'"[^"@]+@([^"]+)"', offsets)
     group = "groupA" if "groupA" in groups else (groups[0] if groups else "groupA")
     index = sorted(p.name for p in (root / "index").iterdir()) if (root / "index").is_dir() else []
@@ -164,7 +165,7 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY = KINDS
+CL, CQ, IX, CP, CFG, LAY, TM = KINDS
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("dump checkpoint", frozenset({CP, LAY}), lambda t, k, f: ["dump", "checkpoint"]),
     Command("dump config", frozenset({CFG, LAY}), lambda t, k, f: ["dump", "config", _config_name(k, f)]),
+    Command("dump timerlog", frozenset({TM}), lambda t, k, f: ["dump", "timerlog"]),
+    Command("dump timerwheel", frozenset({TM}), lambda t, k, f: ["dump", "timerwheel"]),
+    Command("dump timercheck", frozenset({TM}), lambda t, k, f: ["dump", "timercheck"]),
     Command(
         "dump config --bak", frozenset({CFG}), lambda t, k, f: ["dump", "config", _config_name(k, f), "--bak"]
     ),
@@ -238,11 +242,13 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "delay list --timer",
-        frozenset({CL, LAY}),
+        frozenset({CL, LAY, TM}),
         lambda t, k, f: ["delay", "list", "--timer", "--now", str(t.end)],
     ),
     Command(
-        "delay stats", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["delay", "stats", "--now", str(t.end)]
+        "delay stats",
+        frozenset({CL, CQ, CFG, LAY, TM}),
+        lambda t, k, f: ["delay", "stats", "--now", str(t.end)],
     ),
     Command("txn list", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["txn", "list", "--now", str(t.end)]),
     Command("verify", ALL, lambda t, k, f: ["verify"]),
@@ -865,6 +871,11 @@ class Fuzzer:
         return result
 
 
+def kind_applies(base: Base, kind: str) -> bool:
+    """Timer corruptions need a store with the timer wheel; every other kind applies to every base."""
+    return kind != TM or bool(base.layout.timer_units)
+
+
 def make_tasks(
     bases: list[Base],
     kinds: Iterable[str],
@@ -884,7 +895,14 @@ def make_tasks(
     by_name = {b.name: b for b in bases}
     for i in range(per_kind):  # file types interleaved, so a run stopped early has some of each
         for kind in kinds:
-            base = by_name[rng.choices(names, w)[0]] if not cycle_strategies else bases[i % len(bases)]
+            eligible = [n for n in names if kind_applies(by_name[n], kind)]
+            if not eligible:
+                continue
+            base = (
+                by_name[rng.choices(eligible, [w[names.index(n)] for n in eligible])[0]]
+                if not cycle_strategies
+                else by_name[eligible[i % len(eligible)]]
+            )
             corruption = generate(
                 kind, base.layout, random.Random(rng.getrandbits(64)), i if cycle_strategies else None
             )

@@ -50,6 +50,11 @@ from .harness import (
 )
 
 SAMPLE_BASES = ("tiny5", "tiny4")
+TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store where the real timer ran
+
+
+def bases_for(kind: str) -> tuple[str, ...]:
+    return TIMER_BASES if kind == "timer" else SAMPLE_BASES
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +68,7 @@ def workdir():
 
 @pytest.fixture(scope="module")
 def bases(workdir) -> dict[str, Base]:
-    return {b.name: b for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c"])}
+    return {b.name: b for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES])}
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +95,11 @@ FORMATS = ("json", "plain", "csv", "json", "jsonl", "markdown", "json", "plain",
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_strategy(fuzzer, bases, kind: str) -> None:
-    """Each strategy of the file type on each sample store (5.x and 4.9.x), output formats in turn."""
+    """Each strategy of the file type on each sample store (5.x and 4.9.x; the timer types on the real
+    timer store), output formats in turn."""
     tasks = []
     for s in range(len(STRATEGIES[kind])):
-        for b, name in enumerate(SAMPLE_BASES):
+        for b, name in enumerate(bases_for(kind)):
             rng = random.Random(f"{kind}-{s}-{name}")
             fmt = FORMATS[(2 * s + b + KINDS.index(kind)) % len(FORMATS)]
             tasks.append(_task(bases[name], kind, rng, s, fmt))
@@ -111,7 +117,7 @@ def test_hypothesis_drawn(fuzzer, bases, kind: str) -> None:
         suppress_health_check=list(HealthCheck),
     )
     @given(
-        base=st.sampled_from(SAMPLE_BASES),
+        base=st.sampled_from(bases_for(kind)),
         strategy=st.integers(0, len(STRATEGIES[kind]) - 1),
         rng=st.randoms(use_true_random=False),
     )
