@@ -19,14 +19,12 @@ would make of timerlog, timerwheel and timercheck.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from formats.structs import TIMER_WHEEL_SLOT_SIZE
-from formats.timer import MAGIC_DELETE
 from store.checks.problems import ProblemList
 from store.timer import TIMER_TOPIC, TimerStore, chain
 
@@ -83,7 +81,6 @@ def check_timer(
     slots_checked = 0
     if timer.wheel is not None:
         read_ms = timer.check.last_read_time_ms if timer.check is not None else None
-        magic_by_pos = dict(zip(units["position"].tolist(), units["magic"].tolist(), strict=True))
         for s in timer.wheel.non_empty():
             slots_checked += 1
             if not s.placed:
@@ -106,8 +103,8 @@ def check_timer(
                     "the messages behind it are never delivered",
                 )
                 continue
-            kinds = Counter(bool(magic_by_pos[p] & MAGIC_DELETE) for p in positions)  # doEnqueue: delete -1
-            expected = kinds[False] - kinds[True]
+            deletes = sum(walk.at(p).delete for p in positions)  # doEnqueue counts a recall -1
+            expected = len(positions) - 2 * deletes
             if s.num != expected:
                 problems.add(
                     "timer_slot_count",
