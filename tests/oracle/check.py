@@ -20,7 +20,7 @@ DATA = REPO / "tests" / "data"
 OUT = REPO / "build" / "oracle" / "check"
 MQTOOL = REPO / ".venv" / "bin" / "mqtool"
 LOAD = REPO / "tests" / "oracle" / "run.sh"
-STORES = ("store-a", "store-49a", "store-c", "store-timer5")
+STORES = ("store-a", "store-49a", "store-c", "store-timer5", "store-timer-states")
 CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
 
 
@@ -33,8 +33,10 @@ def oracles(store: str) -> list[str]:
 
 def commands(store: str) -> list[tuple[str, list[str]]]:
     """The write commands, in the order they run on one copy of the store."""
-    topic = {"store-timer5": "TimerTopic", "store-c": "OrderTopic"}.get(store, "TopicTest")
-    new_group = ["--allow-new-group"] if store in ("store-timer5", "store-c") else []
+    topic = {"store-timer5": "TimerTopic", "store-timer-states": "TimerTopic", "store-c": "OrderTopic"}.get(
+        store, "TopicTest"
+    )
+    new_group = ["--allow-new-group"] if store in ("store-timer5", "store-timer-states", "store-c") else []
     return [
         (
             "offsets reset --to-earliest",
@@ -170,11 +172,12 @@ def judge_all(
     return all(ok for _, ok, _, _ in results), problems, results[-1][3]
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """`check.py [STORE ...]`: the named golden stores (default: all of STORES)."""
     OUT.mkdir(parents=True, exist_ok=True)
     lines = []
     failed = 0
-    for store in STORES:
+    for store in argv or STORES:
         config = json.loads((DATA / store / "expect.json").read_text())["config"]
         geometry = (config["maxHashSlotNum"], config["maxIndexNum"])
         with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
@@ -216,4 +219,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
