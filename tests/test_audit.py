@@ -537,7 +537,8 @@ def test_timer_checks_equal_verify_on_a_damaged_timer_store(spark, tmp_path):
     with open(root / "timerwheel", "r+b") as fh:
         fh.seek(waiting[-1]["index"] * 32 + 16)
         fh.write((999_999).to_bytes(8, "big"))
-    doc = run_audit(AuditOptions(stores=[str(root)], now=NOW), spark=spark).document
+    out = tmp_path / "out"
+    doc = run_audit(AuditOptions(stores=[str(root)], now=NOW, output=out), spark=spark).document
     with Store.open(root) as st:
         want = sorted(_problem_key(p) for p in verify_store(st).problems.to_pylist())
     got = sorted(_problem_key(p) for p in doc["problems"])
@@ -557,3 +558,7 @@ def test_timer_checks_equal_verify_on_a_damaged_timer_store(spark, tmp_path):
         True,
     )
     assert row["skippedOnRestart"] == summary["waiting"] > 0  # years later: every waiting slot is skipped
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "timer.parquet").to_pylist() == doc["timer"]
+    assert "Timer wheel (5.x)" in (out / "report.html").read_text(encoding="utf-8")
