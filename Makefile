@@ -51,6 +51,11 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh timer-states build/oracle/store-timer-states 20261126
 	find tests/data/store-timer-states -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-timer-states && cp -r build/oracle/store-timer-states/. tests/data/store-timer-states/
+	rm -rf build/oracle/store-timer-crash
+	tests/oracle/run.sh timer-crash build/oracle/store-timer-crash 20261126 || true  # it halts on purpose
+	tests/oracle/run.sh timer-crash-expect build/oracle/store-timer-crash
+	find tests/data/store-timer-crash -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-timer-crash && cp -r build/oracle/store-timer-crash/. tests/data/store-timer-crash/
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

@@ -241,7 +241,10 @@ def check_timer_files(store: Store, problems: ProblemList, *, commitlog_min: int
         for queue_id in store.consume_queues.queue_ids(TIMER_TOPIC):
             queue = store.consume_queue(TIMER_TOPIC, queue_id)
             units = queue.units()
-            targets.extend(zip(units["phyOffset"].tolist(), units["size"].tolist(), strict=True))
+            queue_offsets = units["queueOffset"].tolist() if queue_id == 0 else [-1] * len(units)
+            targets.extend(
+                zip(units["phyOffset"].tolist(), units["size"].tolist(), queue_offsets, strict=True)
+            )
             if queue_id == 0:
                 queue_max = queue.max_offset
     except MqtoolError as exc:

@@ -58,6 +58,7 @@ class TimerMessage:
     state: str
     due: bool
     copy_phy_offset: int | None = None
+    enqueue_again: bool = False  # in the timerlog, but at or past where recover() resumes the enqueue
 
     @property
     def deliver_ms(self) -> int | None:
@@ -101,6 +102,7 @@ class TimerMessage:
             "timerState": self.state,
             "due": self.due,
             "copyPhyOffset": self.copy_phy_offset,
+            "enqueueAgain": self.enqueue_again,
         }
 
 
@@ -215,6 +217,9 @@ def timer_messages(store: Store, timer: TimerStore | None, *, now: int) -> list[
     copies = _copies(store, wanted, min((r.phy_offset for r in read_normal), default=0)) if wanted else {}
     for r in rows:
         r.state = _state(r, timer, position, tombstones, copies)
+        r.enqueue_again = (
+            r.unit is not None and r.queue_id == 0 and position is not None and r.queue_offset >= position
+        )
         r.due = (
             r.state in ("waiting", "not-enqueued")
             and r.delete_key is None  # a recall tombstone delivers nothing

@@ -388,3 +388,30 @@ def test_delay_list_timer_json() -> None:
         assert r["timerLogPosition"] == (None if unit is None else unit["position"])
         assert r["slotTimestamp"] == (None if unit is None else unit["delayedTimeMs"])
     assert {r["timerState"] for r in rows} >= {"delivered", "recalled", "rolled", "waiting", "not-enqueued"}
+
+
+# --- a broker killed mid-enqueue (store-timer-crash) --------------------------------------------------
+
+
+def test_after_a_crash_the_enqueue_resumes_where_the_real_recovery_does() -> None:
+    exp = expect("store-timer-crash")
+    store, timer = open_timer("store-timer-crash")
+    with store:
+        position = enqueue_position(store, timer)
+        rows = timer_messages(store, timer, now=0)
+    assert position == exp["recovered"]["commitQueueOffset"]
+    assert [u.to_json()["position"] for u in timer.walk] == [u["position"] for u in exp["timerLog"]]
+    assert timer.walk.end == exp["recovered"]["timerLogMaxOffset"]
+    # enqueued before the crash but past where recover() resumes: enqueued (and delivered) twice
+    again = [r for r in rows if r.enqueue_again]
+    assert again and all(r.unit is not None and r.queue_offset >= position for r in again)
+    assert len(again) == len(exp["timerLog"]) - position
+
+
+def test_verify_warns_of_the_second_enqueue() -> None:
+    clean, rows = _verify_timer(GOLDEN / "store-timer-crash")
+    kinds = {r["kind"]: r for r in rows}
+    exp = expect("store-timer-crash")
+    assert clean and kinds["timer_reenqueue"]["severity"] == "warning"
+    again = len(exp["timerLog"]) - exp["recovered"]["commitQueueOffset"]
+    assert kinds["timer_reenqueue"]["detail"].startswith(f"{again} messages already in the timerlog")

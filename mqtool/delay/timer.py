@@ -42,6 +42,7 @@ class TimerRow:
     slot_timestamp: int | None = None  # the wheel slot its timerlog unit sits in
     timer_log_position: int | None = None
     copy_phy_offset: int | None = None  # the delivered copy in the real topic
+    enqueue_again: bool = False  # the broker's recovery resumes below it: a second unit, a second delivery
 
     @classmethod
     def of(cls, m: TimerMessage) -> TimerRow:
@@ -64,6 +65,7 @@ class TimerRow:
             m.slot_ms,
             None if m.unit is None else m.unit.position,
             m.copy_phy_offset,
+            m.enqueue_again,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -85,6 +87,7 @@ class TimerRow:
             "slotTimestamp": self.slot_timestamp,
             "timerLogPosition": self.timer_log_position,
             "copyPhyOffset": self.copy_phy_offset,
+            "enqueueAgain": self.enqueue_again,
         }
 
 

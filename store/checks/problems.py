@@ -81,6 +81,7 @@ KINDS: dict[str, str] = {
     "timer_slot_chain": ERROR,
     "timer_slot_count": WARNING,
     "timer_check_ahead": ERROR,
+    "timer_reenqueue": WARNING,
     "timer_recovery": INFO,
     # checkpoint, state
     "checkpoint_missing": WARNING,

@@ -13,6 +13,8 @@ would make of timerlog, timerwheel and timercheck.
 - `timer_slot_count` (warning): a slot's `num` is not its chain's messages less its recall tombstones
   (as `doEnqueue` counts); the metrics, not the delivery, depend on it.
 - `timer_check_ahead` (error): timercheck's flush position is past the walk's end (flushed units lost).
+- `timer_reenqueue` (warning): units whose record sits at or past the resume point: a crash came after
+  the enqueue and before timercheck's flush, so the broker enqueues (and delivers) those messages twice.
 - `timer_recovery` (info): where the timer's recovery resumes the enqueue and how many records of the
   timer topic it will still enqueue.
 """
@@ -31,15 +33,15 @@ from store.timer import TIMER_TOPIC, TimerStore, chain
 
 def check_timer(
     timer: TimerStore,
-    timer_targets: Iterable[tuple[int, int]],
+    timer_targets: Iterable[tuple[int, int, int]],
     problems: ProblemList,
     *,
     commitlog_min: int,
     enqueue_position: int | None,
     timer_queue_max: int | None,
 ) -> dict[str, Any]:
-    """All timer checks; the summary verify shows. `timer_targets`: (phyOffset, size) of every
-    ConsumeQueue unit of the timer topic (the records the enqueue read)."""
+    """All timer checks; the summary verify shows. `timer_targets`: (phyOffset, size, queue offset in
+    queue 0, else -1) of every ConsumeQueue unit of the timer topic (the records the enqueue reads)."""
     walk = timer.walk
     log_file = walk.stop_file and "timerlog/" + walk.stop_file.rsplit("/", 1)[-1]
     if walk.stop.startswith(("bad magic", "unit size")) or "too short" in walk.stop:
@@ -52,7 +54,7 @@ def check_timer(
     # units against the records of the timer topic (its ConsumeQueue units: the CQ checks judge those)
     units = walk.units
     expired = units["offsetPy"] < commitlog_min
-    targets = {(int(p), int(z)) for p, z in timer_targets}
+    targets = {(int(p), int(z)): int(q) for p, z, q in timer_targets}
     ok = np.fromiter(
         (
             (p, z) in targets
@@ -122,9 +124,24 @@ def check_timer(
             f"lastTimerLogFlushPos {check.last_timer_log_flush_pos} is past the timerlog's valid end"
             f" {walk.end} (flushed units lost)",
         )
-    pending = None
+    pending = again = None
     if enqueue_position is not None and timer_queue_max is not None:
         pending = max(timer_queue_max - enqueue_position, 0)
+        # units whose record the enqueue will read again: recover() resumes below them (a crash after the
+        # enqueue but before timercheck's flush), so the message gets a second unit and a second delivery
+        queue_offsets = [
+            targets.get((p, z), -1)
+            for p, z in zip(units["offsetPy"].tolist(), units["sizePy"].tolist(), strict=True)
+        ]
+        again = sum(q >= enqueue_position for q in queue_offsets)
+        if again:
+            problems.add(
+                "timer_reenqueue",
+                "config/timercheck",
+                None,
+                f"{again} messages already in the timerlog are at or past queue offset {enqueue_position},"
+                " where the timer's recovery resumes: the broker enqueues them again and delivers each twice",
+            )
         problems.add(
             "timer_recovery",
             "config/timercheck",
@@ -140,5 +157,6 @@ def check_timer(
         "unitsIntoDeletedFiles": int(expired.sum()),
         "enqueuePosition": enqueue_position,
         "toEnqueue": pending,
+        "enqueueAgain": again,
         "lastReadTimeMs": None if check is None else check.last_read_time_ms,
     }

@@ -2,6 +2,8 @@
  * The oracle's entry point. Commands:
  *   timer-store DIR [SEED]   write the 5.x timer fixture store into the new directory DIR (+ expect.json)
  *   timer-states DIR [SEED]  a 5.x timer store with a message in each timer state (TimerStates)
+ *   timer-crash DIR [SEED]   a 5.x timer store whose broker halts mid-enqueue (TimerCrash)
+ *   timer-crash-expect DIR   expect.json of it, from a second JVM (the real recovery runs on a copy)
  *   recover STORE [SLOTS NUM]  run the real recovery in place (load, start, clean shutdown), as a broker run
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
@@ -25,6 +27,12 @@ public final class Oracle {
                 break;
             case "timer-states":
                 TimerStates.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "timer-crash":
+                TimerCrash.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "timer-crash-expect":
+                TimerCrash.expect(args[1]);
                 break;
             case "recover":
                 rc = Load.recover(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
