@@ -58,6 +58,22 @@ public final class TimerFixture {
         return m;
     }
 
+    /** A new store at `root` (refused when it exists) with TimerTopic and the timer topic, loaded and started. */
+    static Stores startNew(String root, Geometry g) throws Exception {
+        if (new File(root).exists()) {
+            throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
+        }
+        ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
+        topics.put(TOPIC, new TopicConfig(TOPIC, QUEUES, QUEUES, 6));
+        topics.put(TimerMessageStore.TIMER_TOPIC, new TopicConfig(TimerMessageStore.TIMER_TOPIC, 1, 1, 6));
+        Stores s = Stores.open(root, g, topics);
+        if (!s.loaded) {
+            throw new IllegalStateException("fresh store did not load");
+        }
+        s.start();
+        return s;
+    }
+
     /** What the broker's HookUtils.transformTimerMessage does to a timer message before the put (imitated). */
     static void toTimerTopic(MessageExtBrokerInner m, long deliverMs, int precisionMs) {
         long slotMs = deliverMs % precisionMs == 0 ? deliverMs - precisionMs : deliverMs / precisionMs * precisionMs;
@@ -70,20 +86,10 @@ public final class TimerFixture {
     }
 
     public static void write(String root, long seed) throws Exception {
-        if (new File(root).exists()) {
-            throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
-        }
         Random rnd = new Random(seed);
         Geometry g = new Geometry();
         g.timer = true;
-        ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
-        topics.put(TOPIC, new TopicConfig(TOPIC, QUEUES, QUEUES, 6));
-        topics.put(TimerMessageStore.TIMER_TOPIC, new TopicConfig(TimerMessageStore.TIMER_TOPIC, 1, 1, 6));
-        Stores s = Stores.open(root, g, topics);
-        if (!s.loaded) {
-            throw new IllegalStateException("fresh store did not load");
-        }
-        s.start();
+        Stores s = startNew(root, g);
         List<Map<String, Object>> events = new ArrayList<>();
         int precision = s.config.getTimerPrecisionMs();
         int i = 0;

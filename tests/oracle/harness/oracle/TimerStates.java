@@ -14,14 +14,10 @@
  */
 package oracle;
 
-import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentMap;
-import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
 import org.apache.rocketmq.store.timer.TimerMessageStore;
@@ -33,21 +29,11 @@ public final class TimerStates {
     }
 
     public static void write(String root, long seed) throws Exception {
-        if (new File(root).exists()) {
-            throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
-        }
         Random rnd = new Random(seed);
         Geometry g = new Geometry();
         g.timer = true;
         g.timerRollWindowSlot = 6;
-        ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
-        topics.put(TOPIC, new TopicConfig(TOPIC, TimerFixture.QUEUES, TimerFixture.QUEUES, 6));
-        topics.put(TimerMessageStore.TIMER_TOPIC, new TopicConfig(TimerMessageStore.TIMER_TOPIC, 1, 1, 6));
-        Stores s = Stores.open(root, g, topics);
-        if (!s.loaded) {
-            throw new IllegalStateException("fresh store did not load");
-        }
-        s.start();
+        Stores s = TimerFixture.startNew(root, g);
         int precision = s.config.getTimerPrecisionMs();
         List<Map<String, Object>> events = new ArrayList<>();
         for (int i = 0; i < 40; i++) {
