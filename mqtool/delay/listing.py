@@ -197,8 +197,11 @@ class DelayStats:
         }
 
 
-def delay_stats(store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_AFTER_MS) -> DelayStats:
-    """Per level: queue min/max, stored progress, backlog, due count, oldest due time, lateness."""
+def delay_stats(
+    store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_AFTER_MS, with_timer: bool = True
+) -> DelayStats:
+    """Per level: queue min/max, stored progress, backlog, due count, oldest due time, lateness; and the
+    5.x timer wheel's summary unless `with_timer` is False (a caller that computes it on its own)."""
     levels = delay_levels(store)
     progress = load_delay_progress(store)
     notes = list(progress.notes)
@@ -238,4 +241,5 @@ def delay_stats(store: Store, *, now: int, stuck_after_ms: int = DEFAULT_STUCK_A
             notes.append(
                 f"level {lv} is not in messageDelayLevel: its {cq_max - start} messages are never delivered"
             )
-    return DelayStats(now, levels, rows, progress.source, timer_summary(store, now=now), notes)
+    timer = timer_summary(store, now=now) if with_timer else None
+    return DelayStats(now, levels, rows, progress.source, timer, notes)
