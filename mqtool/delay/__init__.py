@@ -20,8 +20,8 @@ This package reproduces that offline:
 * `timer_replay` — `plan_timer_replay` / `execute_timer_replay`: what TimerMessageStore's dequeue writes
   from the slots due (`store.timer_dequeue`), then timercheck's read time moved past them.
 
-The broker's own logic is in `store.schedule`, `store.timer` and `store.timer_dequeue`; the message rebuild and write path it
-shares with `mqtool.transactions` is `store.messagerebuild`.
+The broker's own logic is in `store.schedule`, `store.timer` and `store.timer_dequeue`; the message
+rebuild and write path it shares with `mqtool.transactions` is `store.messagerebuild`.
 """
 
 from formats.names import SCHEDULE_TOPIC
