@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fuzz.harness import ROOT, judge, prepare_bases, run_cli, snapshot, write_commands
+from fuzz.harness import ROOT, judge, prepare_bases, run_cli, snapshot, warm_up, write_commands
 
 from store.liveness import lock_holder
 
@@ -70,7 +70,11 @@ main()
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    return prepare_bases(tmp_path_factory.mktemp("concurrency"), ["tiny5"])[0]
+    base = prepare_bases(tmp_path_factory.mktemp("concurrency"), ["tiny5"])[0]
+    # compile the numba kernels now: the first compile under load can outlast run_cli's 30 s alarm, and
+    # an interrupted compile leaves numba's library unusable for the rest of the process
+    warm_up([base])
+    return base
 
 
 @pytest.fixture(scope="module")
