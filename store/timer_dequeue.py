@@ -1,6 +1,7 @@
 """TimerMessageStore's dequeue, offline: what the 5.x broker delivers from the wheel when it next runs.
 
-`plan_dequeue` reads the wheel as `TimerMessageStore.dequeue` does, slot by slot from the read time
+`plan_dequeue` reads the wheel as `TimerMessageStore.dequeue` does — the wheel as `recover()` revises it
+from the timerlog (`recovered_wheel`) — slot by slot from the read time
 `recover()` settles (timercheck's lastReadTimeMs, or now - 7 days + 60 slots when that is older) up to
 the current slot (`currReadTimeMs < currWriteTimeMs`: the slot of `now` itself is read in the next tick).
 A slot counts only when its stored time is its own (`TimerWheel.getSlot`). Its chain is read newest
@@ -27,6 +28,7 @@ version's timestamp and counter move with it), so the broker starts reading afte
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,8 +52,10 @@ from store.timer import (
     TimerFileError,
     TimerLogUnit,
     TimerStore,
+    TimerWheel,
     chain,
     timercheck_path,
+    timerlog_queue,
 )
 
 Action = Literal["deliver", "roll", "recalled", "skip", "done", "stop"]
@@ -137,14 +141,53 @@ def dequeue_start(timer: TimerStore, now: int) -> int:
     return max(stored, floor)
 
 
-def _matching_slots(timer: TimerStore, start: int, end: int) -> np.ndarray:
+def recovered_wheel(timer: TimerStore) -> TimerWheel:
+    """The wheel as `recover()` leaves it in memory: the file's slots (flushed now and then, so behind the
+    timerlog after a crash) revised by every unit from the start of the timerlog file holding
+    lastTimerLogFlushPos - the file size (`recoverAndRevise` -> `TimerWheel.reviseSlot(delayedTime, IGNORE,
+    position, force)`: a slot holding another time is taken over, first = last = the unit; otherwise its
+    last position moves to the unit)."""
+    assert timer.wheel is not None
+    slots = np.array(timer.wheel.slots, copy=True)
+    files = list(timerlog_queue(timer.root))
+    units = timer.walk.units
+    if files and len(units):
+        flushed = 0 if timer.check is None else timer.check.last_timer_log_flush_pos
+        begin = max(0, flushed - files[-1].size)
+        starts = [f.start_offset for f in files if f.start_offset <= begin]
+        units = units[units["position"] >= (starts[-1] if starts else files[0].start_offset)]
+    if len(units):
+        p = timer.precision_ms
+        ticks = (units["currWriteTimeMs"].astype(np.int64) + units["delayedTime"]) // p
+        index = ticks % (TIMER_WHEEL_SLOTS * 2)
+        positions = units["position"]
+        order = np.lexsort((np.arange(len(units)), index))  # by slot, in log order within a slot
+        index, ticks, positions = index[order], ticks[order], positions[order]
+        ends = np.flatnonzero(np.r_[index[1:] != index[:-1], True])
+        starts_ = np.r_[0, ends[:-1] + 1]
+        final = ticks[ends]
+        group = np.repeat(np.arange(len(ends)), ends - starts_ + 1)
+        other = np.where(ticks != final[group], np.arange(len(ticks)), -1)
+        last_other = np.maximum.reduceat(other, starts_)
+        run_start = np.where(last_other >= 0, last_other + 1, starts_)
+        slot = index[ends]
+        taken = (last_other >= 0) | (slots["timeSecs"][slot] != final)
+        slots["timeSecs"][slot] = final
+        slots["lastPos"][slot] = positions[ends]
+        slots["firstPos"][slot[taken]] = positions[run_start[taken]]
+    wheel = copy.copy(timer.wheel)
+    wheel.slots = slots
+    return wheel
+
+
+def _matching_slots(wheel: TimerWheel, precision_ms: int, start: int, end: int) -> np.ndarray:
     """Times in [start, end) (precision steps) whose wheel slot holds that very time."""
-    if timer.wheel is None or end <= start:
+    if end <= start:
         return np.empty(0, dtype=np.int64)
-    p = timer.precision_ms
+    p = precision_ms
     first = start // p
     ticks = np.arange(first, first + (end - start + p - 1) // p, dtype=np.int64)
-    stored = timer.wheel.slots["timeSecs"][ticks % (TIMER_WHEEL_SLOTS * 2)]
+    stored = wheel.slots["timeSecs"][ticks % (TIMER_WHEEL_SLOTS * 2)]
     return ticks[stored == ticks] * p
 
 
@@ -189,10 +232,11 @@ def timer_time_up(msg: Message, unit: TimerLogUnit, *, dequeue_ms: int, store_ti
     )
 
 
-def _read_slot(store: Store, timer: TimerStore, slot_ms: int, now: int) -> list[TimerDelivery] | str:
+def _read_slot(
+    store: Store, timer: TimerStore, wheel: TimerWheel, slot_ms: int, now: int
+) -> list[TimerDelivery] | str:
     """What the dequeue does with one slot, unit by unit; a string says why the broker cannot finish it."""
-    assert timer.wheel is not None
-    slot = timer.wheel.get_slot(slot_ms)
+    slot = wheel.get_slot(slot_ms)
     assert slot is not None
     positions, ended = chain(timer.walk, slot.last_pos)
     if ended is not None and ended.startswith("cycle"):
@@ -256,8 +300,9 @@ def plan_dequeue(store: Store, timer: TimerStore, *, now: int) -> DequeuePlan:
             f"timercheck's read time is more than 7 days old: the broker starts at {start}, "
             "the slots before are never read"
         )
-    for slot_ms in _matching_slots(timer, start, end).tolist():
-        read = _read_slot(store, timer, slot_ms, now)
+    wheel = recovered_wheel(timer)
+    for slot_ms in _matching_slots(wheel, timer.precision_ms, start, end).tolist():
+        read = _read_slot(store, timer, wheel, slot_ms, now)
         if isinstance(read, str):
             plan.read_to = slot_ms
             plan.notes.append(f"slot {slot_ms} (index {slot_index(slot_ms, timer.precision_ms)}): {read}")
@@ -298,6 +343,7 @@ __all__ = [
     "dequeue_start",
     "format_time_ms",
     "plan_dequeue",
+    "recovered_wheel",
     "timer_time_up",
     "write_read_time",
 ]

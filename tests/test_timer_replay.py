@@ -22,7 +22,7 @@ from formats.timer import MAGIC_DELETE, MAGIC_ROLL, TIMER_WHEEL_SLOTS
 from mqtool.delay.timer_replay import execute_timer_replay, plan_timer_replay
 from store.storedir import Store
 from store.timer import TIMER_TOPIC, TimerStore, read_timercheck
-from store.timer_dequeue import timer_time_up
+from store.timer_dequeue import recovered_wheel, timer_time_up
 from store.timer_messages import timer_messages
 
 TIMER_STORES = ("store-timer-states", "store-timer5", "store-timer-crash")
@@ -37,7 +37,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 def _now_past_every_slot(name: str) -> int:
     """A --now after the last slot of the fixture's wheel."""
-    return max(s["timeMs"] for s in expect(name)["timerWheel"]) + 1500
+    return max(s["timeMs"] for s in _wheel_read(name)) + 1500
 
 
 def _now_after(name: str, ticks: int) -> int:
@@ -105,6 +105,22 @@ def test_the_dequeue_record_is_the_brokers(name: str) -> None:
 # --- the plan: which slots, which units ------------------------------------------------------------
 
 
+def _wheel_read(name: str) -> list[dict]:
+    """The slots the real dequeue reads: the wheel in memory after the real recover() (expect.json's
+    `recovered.timerWheel`, where a crash left the file behind the timerlog), else the wheel file as the
+    real TimerWheel read it (a clean shutdown flushed it)."""
+    exp = expect(name)
+    return exp.get("recovered", {}).get("timerWheel") or exp["timerWheel"]
+
+
+def _chain(units: dict[int, dict], last: int) -> list[dict]:
+    out, pos = [], last
+    while pos != -1:
+        out.append(units[pos])
+        pos = units[pos]["prevPos"]
+    return out
+
+
 def _expected_actions(name: str, start: int, end: int) -> list[tuple[int, int, str]]:
     """(slot, timerlog position, action) for the slots in [start, end), from the real code's wheel and
     timerlog in expect.json: tombstones are not written; roll units go back to the timer topic; a message
@@ -113,10 +129,13 @@ def _expected_actions(name: str, start: int, end: int) -> list[tuple[int, int, s
     units = {u["position"]: u for u in exp["timerLog"]}
     messages = {m["physicalOffset"]: m for m in exp["messages"]}
     out = []
-    for slot in sorted(exp["timerWheel"], key=lambda s: s["timeMs"]):
-        if not start <= slot["timeMs"] < end or slot["slotIndexOfTimeMs"] != slot["index"]:
+    for slot in sorted(_wheel_read(name), key=lambda s: s["timeMs"]):
+        if (
+            not start <= slot["timeMs"] < end
+            or slot["timeMs"] // 1000 % (2 * TIMER_WHEEL_SLOTS) != slot["index"]
+        ):
             continue
-        chain = [units[p] for p in slot["chain"]]
+        chain = _chain(units, slot["lastPos"])
         tombstones = {
             messages[u["offsetPy"]]["properties"]["TIMER_DEL_UNIQKEY"]
             for u in chain
@@ -134,6 +153,17 @@ def _expected_actions(name: str, start: int, end: int) -> list[tuple[int, int, s
                 action = "deliver"
             out.append((slot["timeMs"], u["position"], action))
     return out
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_the_wheel_read_is_the_one_recover_leaves(name: str) -> None:
+    """The wheel the dequeue reads: after a crash, the file revised from the timerlog as the real recover()
+    revised it; after a clean shutdown, the file itself."""
+    with Store.open(Path(f"tests/data/{name}")) as st:
+        wheel = recovered_wheel(TimerStore.open(st))
+    got = [(s.index, s.time_ms, s.first_pos, s.last_pos) for s in wheel.non_empty()]
+    want = [(s["index"], s["timeMs"], s["firstPos"], s["lastPos"]) for s in _wheel_read(name)]
+    assert sorted(got) == sorted(want)
 
 
 @pytest.mark.parametrize("name", TIMER_STORES)
@@ -276,7 +306,7 @@ def test_a_cycle_in_a_due_slot_stops_the_read_time_there(tmp_path: Path) -> None
     exp = expect(name)
     now = _now_past_every_slot(name)
     due = sorted(
-        (s for s in exp["timerWheel"] if exp["timercheck"]["lastReadTimeMs"] <= s["timeMs"] < now),
+        (s for s in _wheel_read(name) if exp["timercheck"]["lastReadTimeMs"] <= s["timeMs"] < now),
         key=lambda s: s["timeMs"],
     )
     assert len(due) >= 2

@@ -24,7 +24,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.store.timer.Slot;
 import org.apache.rocketmq.store.timer.TimerMessageStore;
+import org.apache.rocketmq.store.timer.TimerWheel;
 
 public final class TimerCrash {
     static final String TOPIC = TimerFixture.TOPIC;
@@ -96,6 +98,23 @@ public final class TimerCrash {
             r.put("commitReadTimeMs", s.timer.getCommitReadTimeMs());
             r.put("timerLogMaxOffset", s.timer.getTimerLog().getMappedFileQueue().getMaxOffset());
             r.put("maxPhyOffset", s.store.getMaxPhyOffset());
+            // the wheel in memory after load's recover(): the file revised from the timerlog (reviseSlot)
+            TimerWheel wheel = s.timer.getTimerWheel();
+            List<Object> slots = new ArrayList<>();
+            for (int i = 0; i < wheel.slotsTotal * 2; i++) {
+                Slot slot = wheel.getRawSlot((long) i * wheel.precisionMs);
+                if (slot.timeMs != 0 || slot.firstPos != 0 || slot.lastPos != 0 || slot.num != 0) {
+                    Map<String, Object> m = new LinkedHashMap<>();
+                    m.put("index", i);
+                    m.put("timeMs", slot.timeMs);
+                    m.put("firstPos", slot.firstPos);
+                    m.put("lastPos", slot.lastPos);
+                    m.put("num", slot.num);
+                    m.put("magic", slot.magic);
+                    slots.add(m);
+                }
+            }
+            r.put("timerWheel", slots);
             expect.put("recovered", r);
             s.shutdown();
         } finally {
