@@ -8,6 +8,7 @@
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
+ *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  */
 package oracle;
 
@@ -42,6 +43,9 @@ public final class Oracle {
                 break;
             case "make-big":
                 rc = Bench.makeBig(args[1], args.length > 2 ? Long.parseLong(args[2]) : 1_600_000L);
+                break;
+            case "timer-run":
+                rc = TimerRun.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
