@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-bench
+.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,10 @@ oracle-fixtures: oracle-build
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py
+
+# Only the timer replay's judge (also the last part of oracle-check): delay replay --timer against a broker run.
+oracle-timer-replay: oracle-build
+	$(BIN)/python tests/oracle/timer_replay_check.py
 
 oracle-bench: oracle-build
 	$(BIN)/python bench/bench_oracle.py

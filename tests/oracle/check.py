@@ -3,7 +3,9 @@ judged by RocketMQ 5.3.3's own store code (`tests/oracle/run.sh load`), and a 4.
 when that oracle is built (`make oracle-build-49`): it must load, recover without
 truncating, walk without CRC errors, hold ConsumeQueue units equal to what the dispatcher computes (before
 and after the real recovery), find every index key, and its managers must read back the config files as
-mqtool reads them. Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
+mqtool reads them. Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer`
+against the real TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes
+build/oracle/check/."""
 
 from __future__ import annotations
 
@@ -215,7 +217,11 @@ def main(argv: list[str]) -> int:
             print("\n".join(line for line in lines if line.startswith(store)), flush=True)
     (OUT / "summary.txt").write_text("\n".join(lines) + "\n")
     print(f"\n{failed} executed command(s) left a store the real broker code does not read back cleanly")
-    return 1 if failed else 0
+    import timer_replay_check  # imports this module back, so only here
+
+    timer = [s for s in argv or timer_replay_check.STORES if s in timer_replay_check.STORES]
+    replay_failed = timer_replay_check.main(timer) if timer else 0
+    return 1 if failed or replay_failed else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ public final class Geometry {
     public int indexNum = 4000;
     public boolean timer;
     public int timerRollWindowSlot;  // 0: the broker's default (2 days of slots)
+    public int timerPrecisionMs;  // 0: the broker's default (1000 ms)
 
     /** File sizes from the files; index geometry from the arguments (it cannot be told from one file). */
     static Geometry of(String root, String[] extra) throws IOException {

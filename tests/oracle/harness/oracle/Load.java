@@ -77,9 +77,15 @@ public final class Load {
         return out;
     }
 
-    /** `recover STORE`: the real recovery in place (load, start, dispatch, clean shutdown), as a broker run. */
-    public static int recover(String root, String[] extra) throws Exception {
-        Stores s = Stores.open(root, Geometry.of(root, extra), new ConcurrentHashMap<String, TopicConfig>());
+    /**
+     * `recover STORE`: the real recovery in place (load, start, dispatch, clean shutdown), as a broker run.
+     * `withTimer` false (`recover-without-timer`): as a broker with timerWheelEnable=false runs it, so the
+     * timer files stay as they are and nothing is delivered.
+     */
+    public static int recover(String root, String[] extra, boolean withTimer) throws Exception {
+        Geometry g = Geometry.of(root, extra);
+        g.timer = g.timer && withTimer;
+        Stores s = Stores.open(root, g, new ConcurrentHashMap<String, TopicConfig>());
         if (!s.loaded) {
             System.err.println("the store did not load");
             return 1;

@@ -5,9 +5,11 @@
  *   timer-crash DIR [SEED]   a 5.x timer store whose broker halts mid-enqueue (TimerCrash)
  *   timer-crash-expect DIR   expect.json of it, from a second JVM (the real recovery runs on a copy)
  *   recover STORE [SLOTS NUM]  run the real recovery in place (load, start, clean shutdown), as a broker run
+ *   recover-without-timer STORE [SLOTS NUM]  the same with the timer wheel off (timer files untouched)
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
+ *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  */
 package oracle;
 
@@ -35,7 +37,8 @@ public final class Oracle {
                 TimerCrash.expect(args[1]);
                 break;
             case "recover":
-                rc = Load.recover(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+            case "recover-without-timer":
+                rc = Load.recover(args[1], java.util.Arrays.copyOfRange(args, 2, args.length), args[0].equals("recover"));
                 break;
             case "bench":
                 rc = Bench.bench(args[1], args.length > 2 ? Integer.parseInt(args[2]) : 5);
@@ -45,6 +48,9 @@ public final class Oracle {
                 break;
             case "pop-bodies":
                 rc = PopBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 50);
+                break;
+            case "timer-run":
+                rc = TimerRun.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

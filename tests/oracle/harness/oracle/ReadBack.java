@@ -202,6 +202,11 @@ public final class ReadBack {
         wheel.shutdown(false);
         log.shutdown();
 
+        out.put("timercheck", timercheck(root));
+    }
+
+    /** config/timercheck as the real TimerCheckpoint reads it. */
+    public static Map<String, Object> timercheck(String root) throws Exception {
         TimerCheckpoint cp = new TimerCheckpoint(root + "/config/timercheck");
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("lastReadTimeMs", cp.getLastReadTimeMs());
@@ -211,7 +216,7 @@ public final class ReadBack {
         c.put("dataVersionStateVersion", cp.getDataVersion().getStateVersion());
         c.put("dataVersionTimestamp", cp.getDataVersion().getTimestamp());
         c.put("dataVersionCounter", cp.getDataVersion().getCounter().get());
-        out.put("timercheck", c);
+        return c;
     }
 
     /** One timerlog unit read in the dequeue's order. */

@@ -46,6 +46,9 @@ public final class Stores {
         if (g.timerRollWindowSlot > 0) {
             c.setTimerRollWindowSlot(g.timerRollWindowSlot);
         }
+        if (g.timerPrecisionMs > 0) {
+            c.setTimerPrecisionMs(g.timerPrecisionMs);
+        }
         c.setFlushDiskType(FlushDiskType.ASYNC_FLUSH);
         c.setBrokerRole(BrokerRole.ASYNC_MASTER);
         c.setDuplicationEnable(false);
