@@ -237,8 +237,8 @@ class CommitLogAppender:
         self.warnings: list[str] = []
         if (self.root / "abort").exists() and not allow_unclean:
             raise AppendError(
-                "`abort` exists: the last broker run did not shut down cleanly. Start the broker once so "
-                "its recovery runs (or rebuild the consume queues and index), then append",
+                "`abort` exists: the last broker run did not shut down cleanly. Start the broker once and "
+                "stop it cleanly so its recovery runs, then append (mqtool rebuild does not clear `abort`)",
                 str(self.root / "abort"),
             )
         self.leftovers = remove_leftovers(self.root)

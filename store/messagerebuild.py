@@ -144,12 +144,13 @@ def units_after(store: Store, topic: str, queue_id: int, phy_offset: int) -> np.
 
 
 def refuse_unclean(store: Store) -> None:
-    """No write while `abort` exists: the broker's recovery (or `mqtool rebuild`) must run first, so the
-    ConsumeQueues this module reads to recognise earlier deliveries are complete."""
+    """No write while `abort` exists: the broker's recovery must run first (it truncates a torn tail and
+    completes the ConsumeQueues this module reads to recognise earlier deliveries)."""
     if (store.root / "abort").exists():
         raise WriteNotAvailableError(
             "`abort` exists: the last broker run (or an interrupted mqtool write) did not finish. Start the "
-            "broker once so its recovery runs (or rebuild the consume queues and index), then run this again",
+            "broker once and stop it cleanly so its recovery runs, then run this again (mqtool rebuild "
+            "repairs the consume queues and index but does not clear `abort`)",
             str(store.root / "abort"),
         )
 
