@@ -5,6 +5,8 @@
   that stops the walk, the last non-zero byte after that row, and - after a rejected record followed by
   more data - the records a resync finds beyond it (what the broker's truncation would throw away).
 * `iter_batches` walks a physical range in bounded chunks (dumps and exports of large ranges).
+* `records_at` decodes the records at many given positions at once (what `read_message_or_none` gives
+  one by one), with named properties (`formats.property_columns`).
 
 The quick walks without construct or numba (where recovery ends, the last record, one record's store
 time) are `CommitLog` methods over `formats.recordcheck`.
@@ -14,10 +16,12 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from formats.errors import MqtoolError
 from store.commitlog import CommitLog, OffsetError
@@ -236,8 +240,121 @@ def iter_batches(
         pos = 0
 
 
+# --- records at given positions ------------------------------------------------------------------
+
+
+@dataclass
+class RecordsAt:
+    """The records at requested commitlog positions, aligned with the request; `found` False (and the
+    other columns 0 / null) where `read_message_or_none` gives None."""
+
+    found: np.ndarray
+    store_timestamp: np.ndarray
+    topic: pa.Array
+    uniq_key: pa.Array
+    keys: pa.Array
+    properties: dict[str, pa.Array] = field(default_factory=dict)  # the requested names
+
+
+def records_at(
+    commitlog: CommitLog, phys: np.ndarray, sizes: np.ndarray | None, names: Sequence[str] = ()
+) -> RecordsAt:
+    """Decode the records at `phys` (TOTALSIZE must equal `sizes` when given) as `read_message_at`
+    checks each (the broker's record check with the body CRC, PHYSICALOFFSET equal to the position),
+    with the properties `names`. Each file is walked by the columnar decoder from the first position
+    not yet resolved up to the last one: one walk when the positions are record boundaries, one more
+    per position the walk did not land on."""
+    columnar = _columnar()
+    from formats.property_columns import property_strings
+
+    phys = np.asarray(phys, np.int64)
+    unique, inverse = np.unique(phys, return_inverse=True)
+    m = len(unique)
+    found = np.zeros(m, bool)
+    total = np.zeros(m, np.int64)
+    store_ts = np.zeros(m, np.int64)
+    rows: list[np.ndarray] = []  # indexes into `unique` of each piece's rows
+    pieces: dict[str, list[pa.Array]] = {c: [] for c in ("topic", "uniqKey", "keys", *names)}
+    resolved = np.zeros(m, bool)
+    for f in commitlog.files:
+        lo, hi = np.searchsorted(unique, [f.start_offset, f.start_offset + f.size])
+        if lo == hi:
+            continue
+        buf = f.buffer()
+        data = _u8(buf)
+        while True:
+            todo = lo + np.flatnonzero(~resolved[lo:hi])
+            if not len(todo):
+                break
+            start = int(unique[todo[0]]) - f.start_offset
+            batch = columnar.decode_range(
+                buf, f.start_offset, start, int(unique[todo[-1]]) - f.start_offset + 1, check_crc=True
+            )
+            resolved[todo[0]] = True  # an ok row below, or the record check fails there
+            at = batch.column("physicalOffset").to_numpy()
+            ok = columnar._status_codes(batch) == columnar.STATUS_OK
+            hit = np.searchsorted(unique, at)
+            hit = np.minimum(hit, m - 1)
+            ok &= unique[hit] == at
+            resolved[hit[ok]] = True
+            field_ok = batch.column("physicalOffsetField").to_numpy() == at
+            keep = np.flatnonzero(ok & field_ok)
+            if not len(keep):
+                continue
+            idx = hit[keep]
+            found[idx] = True
+            sizes_here = batch.column("totalSize").to_numpy()[keep].astype(np.int64)
+            total[idx] = sizes_here
+            store_ts[idx] = batch.column("storeTimestamp").to_numpy()[keep]
+            take = pa.array(keep)
+            rows.append(idx)
+            pieces["topic"].append(batch.column("topic").take(take).cast(pa.string()))
+            pieces["uniqKey"].append(batch.column("uniqKey").take(take))
+            pieces["keys"].append(batch.column("keys").take(take))
+            if names:
+                props = batch.column("properties")
+                lens = _view_lengths(props)[keep]
+                starts = at[keep] - f.start_offset + sizes_here - lens
+                for name, values in property_strings(data, starts, lens, names).items():
+                    pieces[name].append(values)
+    wanted = found[inverse]
+    if sizes is not None:
+        wanted &= total[inverse] == np.asarray(sizes, np.int64)
+    # each piece's rows to their places in the request; the appended null fills the rest
+    filled = sum(len(r) for r in rows)
+    where = np.full(m, filled, np.int64)
+    if rows:
+        where[np.concatenate(rows)] = np.arange(filled)
+    order = pa.array(np.where(wanted, where[inverse], filled))
+    columns = {
+        name: pa.concat_arrays([*parts, pa.nulls(1, pa.string())]).take(order)
+        for name, parts in pieces.items()
+    }
+    return RecordsAt(
+        wanted,
+        np.where(wanted, store_ts[inverse], 0),
+        columns.pop("topic"),
+        columns.pop("uniqKey"),
+        columns.pop("keys"),
+        columns,
+    )
+
+
+def _view_lengths(col: pa.Array) -> np.ndarray:
+    """Lengths of a binary_view column's values (0 where null)."""
+    views = np.frombuffer(col.buffers()[1], np.int32, count=4 * len(col), offset=16 * col.offset)
+    lens = views[::4].astype(np.int64)
+    bitmap = col.buffers()[0]
+    if bitmap is not None:
+        bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")
+        lens[~bits[col.offset : col.offset + len(col)].astype(bool)] = 0
+    return lens
+
+
 __all__ = [
+    "RecordsAt",
     "ScanUnavailable",
+    "records_at",
     "iter_batches",
     "data_extents",
     "last_nonzero",
