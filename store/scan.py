@@ -257,13 +257,18 @@ class RecordsAt:
 
 
 def records_at(
-    commitlog: CommitLog, phys: np.ndarray, sizes: np.ndarray | None, names: Sequence[str] = ()
+    commitlog: CommitLog,
+    phys: np.ndarray,
+    sizes: np.ndarray | None,
+    names: Sequence[str] = (),
+    *,
+    chunk_bytes: int = 64 << 20,
 ) -> RecordsAt:
     """Decode the records at `phys` (TOTALSIZE must equal `sizes` when given) as `read_message_at`
     checks each (the broker's record check with the body CRC, PHYSICALOFFSET equal to the position),
-    with the properties `names`. Each file is walked by the columnar decoder from the first position
-    not yet resolved up to the last one: one walk when the positions are record boundaries, one more
-    per position the walk did not land on."""
+    with the properties `names`. Each file is walked by the columnar decoder (in chunks of about
+    `chunk_bytes`) from the first position not yet resolved up to the last one: one walk when the
+    positions are record boundaries, one more from each position the walk did not land on."""
     columnar = _columnar()
     from formats.property_columns import property_strings
 
@@ -282,29 +287,33 @@ def records_at(
             continue
         buf = f.buffer()
         data = _u8(buf)
+        pos: int | None = None  # where the next walk starts: a record boundary
         while True:
             todo = lo + np.flatnonzero(~resolved[lo:hi])
             if not len(todo):
                 break
-            start = int(unique[todo[0]]) - f.start_offset
-            batch = columnar.decode_range(
-                buf, f.start_offset, start, int(unique[todo[-1]]) - f.start_offset + 1, check_crc=True
-            )
-            resolved[todo[0]] = True  # an ok row below, or the record check fails there
+            if pos is None or pos > int(unique[todo[-1]]) - f.start_offset:
+                pos = int(unique[todo[0]]) - f.start_offset
+                resolved[todo[0]] = True  # the walk's first row is the verdict there (none: no record)
+            last = int(unique[todo[-1]]) - f.start_offset + 1
+            end = min(pos + chunk_bytes, last)
+            batch = columnar.decode_range(buf, f.start_offset, pos, end, check_crc=True)
             at = batch.column("physicalOffset").to_numpy()
-            ok = columnar._status_codes(batch) == columnar.STATUS_OK
-            hit = np.searchsorted(unique, at)
-            hit = np.minimum(hit, m - 1)
-            ok &= unique[hit] == at
-            resolved[hit[ok]] = True
-            field_ok = batch.column("physicalOffsetField").to_numpy() == at
-            keep = np.flatnonzero(ok & field_ok)
+            hit = np.minimum(np.searchsorted(unique, at), m - 1)
+            here = unique[hit] == at
+            resolved[hit[here]] = True  # the record check's verdict at those positions
+            status = columnar._status_codes(batch)
+            ok = (status == columnar.STATUS_OK) & here
+            keep = np.flatnonzero(ok & (batch.column("physicalOffsetField").to_numpy() == at))
+            sizes_here = batch.column("totalSize").to_numpy().astype(np.int64)
+            # all accepted and the chunk ended before the last position: the next walk takes over
+            handover = batch.num_rows and end < last and bool((status == columnar.STATUS_OK).all())
+            pos = int(at[-1]) - f.start_offset + int(sizes_here[-1]) if handover else None
             if not len(keep):
                 continue
             idx = hit[keep]
             found[idx] = True
-            sizes_here = batch.column("totalSize").to_numpy()[keep].astype(np.int64)
-            total[idx] = sizes_here
+            total[idx] = sizes_here[keep]
             store_ts[idx] = batch.column("storeTimestamp").to_numpy()[keep]
             take = pa.array(keep)
             rows.append(idx)
@@ -312,9 +321,8 @@ def records_at(
             pieces["uniqKey"].append(batch.column("uniqKey").take(take))
             pieces["keys"].append(batch.column("keys").take(take))
             if names:
-                props = batch.column("properties")
-                lens = _view_lengths(props)[keep]
-                starts = at[keep] - f.start_offset + sizes_here - lens
+                lens = _view_lengths(batch.column("properties"))[keep]
+                starts = at[keep] - f.start_offset + sizes_here[keep] - lens
                 for name, values in property_strings(data, starts, lens, names).items():
                     pieces[name].append(values)
     wanted = found[inverse]

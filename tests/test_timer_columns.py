@@ -18,6 +18,8 @@ from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint
 from formats.timer import timer_log_unit_dtype
 from mqtool.delay.timer import TimerRow, list_timer_messages, timer_summary
 from store.appender import CommitLogAppender, NewMessage
+from store.messagerebuild import read_message_or_none
+from store.scan import records_at
 from store.storedir import Store
 from store.timer import TIMER_TOPIC, TimerStore
 from store.timer_columns import timer_columns
@@ -136,6 +138,31 @@ def test_generated_stores(tmp_path_factory, actions, units, read, queue_offsets,
     with Store.open(root) as store:
         assert _columnar(store, now) == _reference(store, now)
     shutil.rmtree(root)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 60), st.integers(-3, 40)), min_size=1, max_size=30),
+    chunk=st.sampled_from([1, 500, 4096, 64 << 20]),
+    sized=st.booleans(),
+)
+def test_records_at_reads_as_read_message_or_none(picks, chunk, sized) -> None:
+    """Record starts, positions inside records and past the data, with and without their sizes."""
+    exp = expect("store-timer-states")
+    starts = [(m["physicalOffset"], m["totalSize"]) for m in exp["messages"]]
+    phys = [starts[i % len(starts)][0] + (d if d > 30 else 0) * 7 for i, d in picks]
+    sizes = [starts[i % len(starts)][1] + (1 if d < 0 else 0) for i, d in picks]
+    with Store.open(GOLDEN / "store-timer-states") as store:
+        got = records_at(store.commitlog, np.array(phys), np.array(sizes) if sized else None,
+                         ("REAL_TOPIC",), chunk_bytes=chunk)  # fmt: skip
+        for k, phy in enumerate(phys):
+            msg = read_message_or_none(store, phy, sizes[k] if sized else None)
+            assert bool(got.found[k]) == (msg is not None)
+            if msg is not None:
+                assert got.uniq_key[k].as_py() == msg.uniq_key and got.keys[k].as_py() == msg.keys
+                assert got.topic[k].as_py() == msg.topic
+                assert got.properties["REAL_TOPIC"][k].as_py() == msg.properties.get("REAL_TOPIC")
+                assert got.store_timestamp[k] == msg.store_timestamp
 
 
 # --- property columns ---------------------------------------------------------------------------------
