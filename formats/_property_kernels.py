@@ -72,8 +72,8 @@ def gather(b, pos, lens, offsets, data):
 
 @njit(cache=True, nogil=True)
 def plain_longs(b, pos, lens, values, plain):
-    """Values that are an optional '-' and 1 to 18 ASCII digits, as numbers (plain[r] = 1); other
-    values (plain[r] = 0) are left to the caller's own rules."""
+    """Values that are an optional '-' and 1 to 18 ASCII digits, as numbers (plain[r] = 1, or 2 with
+    the '-'); other values (plain[r] = 0) are left to the caller's own rules."""
     for r in range(pos.shape[0]):
         values[r] = 0
         plain[r] = 0
@@ -98,4 +98,4 @@ def plain_longs(b, pos, lens, values, plain):
             p += 1
         if ok:
             values[r] = -v if neg else v
-            plain[r] = 1
+            plain[r] = 2 if neg else 1

@@ -20,12 +20,11 @@ def _kernels():
     return k
 
 
-def property_strings(
+def property_positions(
     buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, names: Sequence[str]
-) -> dict[str, pa.Array]:
-    """For records whose PROPERTIES are buf[starts[r]:starts[r] + lens[r]]: each named property's value
-    as a string column (null when absent; ill-formed UTF-8 read with U+FFFD, as Java does)."""
-    k = _kernels()
+) -> tuple[np.ndarray, np.ndarray]:
+    """For records whose PROPERTIES are buf[starts[r]:starts[r] + lens[r]]: where each named property's
+    value sits in buf, and its length (-1 when absent); arrays of shape (len(names), records)."""
     encoded = [name.encode() for name in names]
     offsets = np.zeros(len(encoded) + 1, np.int64)
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -34,7 +33,16 @@ def property_strings(
     pos = np.empty((len(names), n), np.int64)
     ln = np.empty((len(names), n), np.int64)
     starts = np.ascontiguousarray(starts, np.int64)
-    k.find_values(buf, starts, np.ascontiguousarray(lens, np.int64), table, offsets, pos, ln)
+    _kernels().find_values(buf, starts, np.ascontiguousarray(lens, np.int64), table, offsets, pos, ln)
+    return pos, ln
+
+
+def property_strings(
+    buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, names: Sequence[str]
+) -> dict[str, pa.Array]:
+    """Each named property's value as a string column (null when absent; ill-formed UTF-8 read with
+    U+FFFD, as Java does)."""
+    pos, ln = property_positions(buf, starts, lens, names)
     return {name: strings_at(buf, pos[i], ln[i]) for i, name in enumerate(names)}
 
 
@@ -56,8 +64,8 @@ def strings_at(buf: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> pa.Array:
 
 
 def plain_longs(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """The values of a string column that are an optional '-' and 1-18 ASCII digits, as int64, and a
-    mask of those rows; other rows (0, False) follow the caller's own parsing rules."""
+    """The values of a string column that are an optional '-' and 1-18 ASCII digits, as int64, and
+    which rows are (1: digits, 2: '-' and digits); other rows (0, 0) follow the caller's own rules."""
     arr = values.cast(pa.string()) if values.type != pa.string() else values
     n = len(arr)
     offsets = np.frombuffer(arr.buffers()[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
@@ -66,10 +74,15 @@ def plain_longs(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     lens = np.diff(offsets)
     if arr.null_count:
         lens[~_valid(arr)] = -1
-    out = np.empty(n, np.int64)
-    plain = np.empty(n, np.uint8)
-    _kernels().plain_longs(buf, offsets[:-1].copy(), lens, out, plain)
-    return out, plain.astype(bool)
+    return plain_longs_at(buf, offsets[:-1].copy(), lens)
+
+
+def plain_longs_at(buf: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`plain_longs` of the values buf[pos[r]:pos[r] + lens[r]] (lens -1: absent)."""
+    out = np.empty(len(pos), np.int64)
+    plain = np.empty(len(pos), np.uint8)
+    _kernels().plain_longs(buf, pos, lens, out, plain)
+    return out, plain
 
 
 def _valid(arr: pa.Array) -> np.ndarray:
@@ -81,4 +94,4 @@ def _valid(arr: pa.Array) -> np.ndarray:
     return bits[arr.offset : arr.offset + len(arr)].astype(bool)
 
 
-__all__ = ["plain_longs", "property_strings", "strings_at"]
+__all__ = ["plain_longs", "plain_longs_at", "property_positions", "property_strings", "strings_at"]

@@ -254,6 +254,9 @@ class RecordsAt:
     uniq_key: pa.Array
     keys: pa.Array
     properties: dict[str, pa.Array] = field(default_factory=dict)  # the requested names
+    # the requested `numbers`: values that are plain digits (formats.property_columns.plain_longs),
+    # where they are, and the text of every other value (null where plain or absent)
+    numbers: dict[str, tuple[np.ndarray, np.ndarray, pa.Array]] = field(default_factory=dict)
 
 
 def records_at(
@@ -262,15 +265,17 @@ def records_at(
     sizes: np.ndarray | None,
     names: Sequence[str] = (),
     *,
+    numbers: Sequence[str] = (),
     chunk_bytes: int = 64 << 20,
 ) -> RecordsAt:
     """Decode the records at `phys` (TOTALSIZE must equal `sizes` when given) as `read_message_at`
     checks each (the broker's record check with the body CRC, PHYSICALOFFSET equal to the position),
-    with the properties `names`. Each file is walked by the columnar decoder (in chunks of about
-    `chunk_bytes`) from the first position not yet resolved up to the last one: one walk when the
-    positions are record boundaries, one more from each position the walk did not land on."""
+    with the properties `names` as strings and `numbers` as numbers where plain. Each file is walked
+    by the columnar decoder (in chunks of about `chunk_bytes`) from the first position not yet resolved
+    up to the last one: one walk when the positions are record boundaries, one more from each position
+    the walk did not land on."""
     columnar = _columnar()
-    from formats.property_columns import property_strings
+    from formats.property_columns import plain_longs_at, property_positions, strings_at
 
     phys = np.asarray(phys, np.int64)
     unique, inverse = np.unique(phys, return_inverse=True)
@@ -279,7 +284,8 @@ def records_at(
     total = np.zeros(m, np.int64)
     store_ts = np.zeros(m, np.int64)
     rows: list[np.ndarray] = []  # indexes into `unique` of each piece's rows
-    pieces: dict[str, list[pa.Array]] = {c: [] for c in ("topic", "uniqKey", "keys", *names)}
+    pieces: dict[str, list[pa.Array]] = {c: [] for c in ("topic", "uniqKey", "keys", *names, *numbers)}
+    parsed: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in numbers}
     resolved = np.zeros(m, bool)
     for f in commitlog.files:
         lo, hi = np.searchsorted(unique, [f.start_offset, f.start_offset + f.size])
@@ -320,11 +326,16 @@ def records_at(
             pieces["topic"].append(batch.column("topic").take(take).cast(pa.string()))
             pieces["uniqKey"].append(batch.column("uniqKey").take(take))
             pieces["keys"].append(batch.column("keys").take(take))
-            if names:
+            if names or numbers:
                 lens = _view_lengths(batch.column("properties"))[keep]
                 starts = at[keep] - f.start_offset + sizes_here[keep] - lens
-                for name, values in property_strings(data, starts, lens, names).items():
-                    pieces[name].append(values)
+                vpos, vlen = property_positions(data, starts, lens, [*names, *numbers])
+                for i, name in enumerate(names):
+                    pieces[name].append(strings_at(data, vpos[i], vlen[i]))
+                for i, name in enumerate(numbers, start=len(names)):
+                    values, plain = plain_longs_at(data, vpos[i], vlen[i])
+                    parsed[name].append((values, plain))
+                    pieces[name].append(strings_at(data, vpos[i], np.where(plain > 0, -1, vlen[i])))
     wanted = found[inverse]
     if sizes is not None:
         wanted &= total[inverse] == np.asarray(sizes, np.int64)
@@ -333,19 +344,30 @@ def records_at(
     where = np.full(m, filled, np.int64)
     if rows:
         where[np.concatenate(rows)] = np.arange(filled)
-    order = pa.array(np.where(wanted, where[inverse], filled))
+    order = np.where(wanted, where[inverse], filled)
+    in_order = len(order) == filled and bool((order == np.arange(filled)).all())
     columns = {
-        name: pa.concat_arrays([*parts, pa.nulls(1, pa.string())]).take(order)
+        name: _placed(pa.concat_arrays([*parts, pa.nulls(1, pa.string())]), order, in_order)
         for name, parts in pieces.items()
     }
-    return RecordsAt(
+    result = RecordsAt(
         wanted,
         np.where(wanted, store_ts[inverse], 0),
         columns.pop("topic"),
         columns.pop("uniqKey"),
         columns.pop("keys"),
-        columns,
     )
+    for name in numbers:
+        values = np.concatenate([np.zeros(0, np.int64), *(v for v, _ in parsed[name]), [0]])
+        plain = np.concatenate([np.zeros(0, np.uint8), *(p for _, p in parsed[name]), [0]])
+        result.numbers[name] = (values[order], plain[order], columns.pop(name))
+    result.properties = columns
+    return result
+
+
+def _placed(values: pa.Array, order: np.ndarray, in_order: bool) -> pa.Array:
+    """values.take(order), without the copy when the rows are already in place."""
+    return values.slice(0, len(order)) if in_order else values.take(pa.array(order))
 
 
 def _view_lengths(col: pa.Array) -> np.ndarray:
