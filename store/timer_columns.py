@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from formats.commitlog import java_parse_int
-from formats.property_columns import plain_longs
 from formats.timer import MAGIC_DELETE, MAGIC_ROLL
 from store.scan import records_at
 from store.timer import (
@@ -42,13 +41,8 @@ if TYPE_CHECKING:
 
 from formats.properties import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
 
-NAMES = (
-    PROPERTY_TIMER_OUT_MS,
-    PROPERTY_REAL_TOPIC,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_TIMER_DEL_UNIQKEY,
-    PROPERTY_TIMER_ROLL_TIMES,
-)
+STRINGS = (PROPERTY_REAL_TOPIC, PROPERTY_TIMER_DEL_UNIQKEY)
+NUMBERS = (PROPERTY_TIMER_OUT_MS, PROPERTY_REAL_QUEUE_ID, PROPERTY_TIMER_ROLL_TIMES)
 STATE_CODE = {s: i for i, s in enumerate(STATES)}
 NONE = np.iinfo(np.int64).min  # an absent number (masks say which)
 
@@ -93,33 +87,29 @@ class TimerColumns:
         return states & _mask(self.delete_key.is_null())
 
 
-def _numbers(values: pa.Array, plain_rule, text_rule) -> tuple[np.ndarray, np.ndarray]:
-    """A property's numbers and where present: `plain_rule(numbers) -> (present, settled)` on the plain
-    digit strings, vectorised; every other present value through `text_rule(text)` (the reference
-    path's parser)."""
-    numbers, plain = plain_longs(values)
-    present, settled = plain_rule(numbers)
-    present &= plain
-    settled &= plain
-    other = np.flatnonzero(~settled & _mask(values.is_valid()))
-    for i, text in zip(other.tolist(), values.take(pa.array(other)).to_pylist(), strict=True):
+def _numbers(number: tuple[np.ndarray, np.ndarray, pa.Array], plain_rule, text_rule):
+    """A property's numbers and where present: `plain_rule(numbers, signed)` on the plain digit strings,
+    vectorised; every other value through `text_rule(text)` (the reference path's parser)."""
+    numbers, plain, texts = number
+    numbers = numbers.copy()
+    present = (plain > 0) & plain_rule(numbers, plain == 2)
+    other = np.flatnonzero(_mask(texts.is_valid()))
+    for i, text in zip(other.tolist(), texts.take(pa.array(other)).to_pylist(), strict=True):
         v = text_rule(text)
         numbers[i], present[i] = (NONE, False) if v is None else (v, True)
     return numbers, present
 
 
-def _deliver(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    ones = np.ones(len(numbers), bool)
-    return ones, ones.copy()
+def _deliver(numbers: np.ndarray, signed: np.ndarray) -> np.ndarray:
+    return np.ones(len(numbers), bool)
 
 
-def _queue_id(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (numbers >= -(2**31)) & (numbers < 2**31), np.ones(len(numbers), bool)  # parseInt's range
+def _queue_id(numbers: np.ndarray, signed: np.ndarray) -> np.ndarray:
+    return (numbers >= -(2**31)) & (numbers < 2**31)  # Integer.parseInt's range
 
 
-def _rolls(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    # digits only: "-5" is not; "0" and "-0" look alike here and go through the text rule
-    return numbers > 0, numbers != 0
+def _rolls(numbers: np.ndarray, signed: np.ndarray) -> np.ndarray:
+    return ~signed  # digits only
 
 
 def _mask(arr: pa.Array) -> np.ndarray:
@@ -152,11 +142,11 @@ def timer_columns(store: Store, timer: TimerStore | None, *, now: int) -> TimerC
     """`timer_messages(store, timer, now=now)` as columns."""
     qids, qoffs, phys, sizes = _units(store)
     n = len(phys)
-    rec = records_at(store.commitlog, phys, sizes, NAMES)
-    props = rec.properties
-    deliver, has_deliver = _numbers(props[PROPERTY_TIMER_OUT_MS], _deliver, timer_out_ms)
-    real_qid, has_qid = _numbers(props[PROPERTY_REAL_QUEUE_ID], _queue_id, java_parse_int)
-    rolls, has_rolls = _numbers(props[PROPERTY_TIMER_ROLL_TIMES], _rolls, parse_roll_times)
+    rec = records_at(store.commitlog, phys, sizes, STRINGS, numbers=NUMBERS)
+    props, nums = rec.properties, rec.numbers
+    deliver, has_deliver = _numbers(nums[PROPERTY_TIMER_OUT_MS], _deliver, timer_out_ms)
+    real_qid, has_qid = _numbers(nums[PROPERTY_REAL_QUEUE_ID], _queue_id, java_parse_int)
+    rolls, has_rolls = _numbers(nums[PROPERTY_TIMER_ROLL_TIMES], _rolls, parse_roll_times)
     real_topic, uniq, delete_key = props[PROPERTY_REAL_TOPIC], rec.uniq_key, props[PROPERTY_TIMER_DEL_UNIQKEY]
     has_delete = _mask(delete_key.is_valid())
     cols = TimerColumns(
@@ -176,12 +166,16 @@ def timer_columns(store: Store, timer: TimerStore | None, *, now: int) -> TimerC
     at = np.searchsorted(sorted_py, phys, side="right") - 1
     has_unit = (at >= 0) & (sorted_py[np.maximum(at, 0)] == phys) if len(units) else np.zeros(n, bool)
     unit = np.where(has_unit, order[np.maximum(at, 0)] if len(units) else 0, 0)
-    chosen = units[unit] if len(units) else np.zeros(n, units.dtype)
-    slot = chosen["currWriteTimeMs"].astype(np.int64) + chosen["delayedTime"]
-    magic = chosen["magic"]
+    units = units if len(units) else np.zeros(1, units.dtype)
+
+    def field(name: str) -> np.ndarray:
+        return units[name][unit]  # one field at a time: cheaper than whole structured rows
+
+    slot = field("currWriteTimeMs").astype(np.int64) + field("delayedTime")
+    magic = field("magic")
     roll = has_unit & ((magic & MAGIC_ROLL) != 0)
     delete = has_unit & ((magic & MAGIC_DELETE) != 0)
-    cols.has_unit, cols.slot_ms, cols.timer_log_position, cols.roll = has_unit, slot, chosen["position"], roll
+    cols.has_unit, cols.slot_ms, cols.timer_log_position, cols.roll = has_unit, slot, field("position"), roll
     position = enqueue_position(store, timer)
     check = timer.check
     read = has_unit & (check is not None) & (slot < (check.last_read_time_ms if check else 0))

@@ -4,6 +4,9 @@ backlog for `delay stats`. `delay replay --timer` replays them (`mqtool.delay.ti
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +26,17 @@ TIMER_REPLAY_HINT = (
 PENDING = ("waiting", "not-enqueued")  # states the broker will still deliver from
 STUCK_AFTER_MS = 5 * 60_000  # the wheel's read time this far behind now, with messages due: stuck
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -98,7 +112,8 @@ class TimerRow:
             numbers(c.copy_phy_offset, c.copy_phy_offset >= 0),
             c.enqueue_again[select].tolist(),
         )
-        return [cls(*row) for row in zip(*columns, strict=True)]
+        with _paused_gc():  # hundreds of thousands of acyclic rows: collections would only re-scan them
+            return [cls(*row) for row in zip(*columns, strict=True)]
 
     def to_json(self) -> dict[str, Any]:
         return {
