@@ -15,12 +15,12 @@ Builds once (cached under --dir, reused by later runs) a store laid out as a 5.x
   the first 25 % in slots before lastReadTimeMs (read), their copies (TIMER_ENQUEUE_MS, TIMER_DEQUEUE_MS)
   appended to the real topics except every 50th (passed); the rest waiting.
 
-Then times, cold (first call in the process) and warm (median of --repeat):
+Then times, cold (first call in the process) and warm (median of --repeat), wall and CPU seconds:
 
 - the library call `list_timer_messages(store, now=..., only="due")`, at a --now that makes about half
   of the waiting messages due;
-- with --slow, the same through the per-message reference (`store.timer_messages.timer_messages`, what
-  `delay list --timer` ran before the columnar path);
+- with --slow, once, the same through the per-message reference (`store.timer_messages.timer_messages`,
+  what `delay list --timer` ran before the columnar path);
 - the whole command `mqtool delay list --timer --due --format jsonl > /dev/null` once in a new process
   (cold: its own imports, numba's cached kernels, the store's files maybe in the page cache).
 """
@@ -28,6 +28,7 @@ Then times, cold (first call in the process) and warm (median of --repeat):
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -173,16 +174,23 @@ def write_timer_files(root: Path, offsets, sizes, store_times, n: int, read: int
     (root / "config" / "timercheck").write_bytes(check.ljust(4096, b"\0"))
 
 
-def timed(fn, repeat: int) -> tuple[float, float, object]:
-    t = time.perf_counter()
-    result = fn()
-    cold = time.perf_counter() - t
-    warm = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        warm.append(time.perf_counter() - t)
-    return cold, statistics.median(warm) if warm else cold, result
+def timed(fn, repeat: int) -> tuple[tuple[float, float], tuple[float, float], object]:
+    """(wall, CPU) seconds of the first call and the median of `repeat` more, and the result: CPU
+    seconds too, since the machines this runs on are often shared."""
+
+    def once() -> tuple[float, float, object]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = fn()
+        return time.perf_counter() - wall, time.process_time() - cpu, result
+
+    cold_wall, cold_cpu, result = once()
+    warm = [once()[:2] for _ in range(repeat)] or [(cold_wall, cold_cpu)]
+    median = (statistics.median(w for w, _ in warm), statistics.median(c for _, c in warm))
+    return (cold_wall, cold_cpu), median, result
+
+
+def _fmt(seconds: tuple[float, float]) -> str:
+    return f"{seconds[0]:.2f} s (CPU {seconds[1]:.2f} s)"
 
 
 def main() -> int:
@@ -211,7 +219,7 @@ def main() -> int:
             return list_timer_messages(store, now=now, only="due")
 
     cold, warm, rows = timed(fast, args.repeat)
-    print(f"list_timer_messages(only='due'): {len(rows):,} due rows; cold {cold:.2f} s, warm {warm:.2f} s")
+    print(f"list_timer_messages(only='due'): {len(rows):,} due rows; cold {_fmt(cold)}, warm {_fmt(warm)}")
 
     if args.slow:
 
@@ -220,16 +228,22 @@ def main() -> int:
                 messages = timer_messages(store, TimerStore.open(store), now=now)
                 return [TimerRow.of(m) for m in messages if m.due]
 
-        cold_s, warm_s, rows_s = timed(slow, min(args.repeat, 1))
+        cold_s, _, rows_s = timed(slow, 0)
         assert rows_s == rows, "the reference path lists other rows"
-        print(f"per-message reference (before): cold {cold_s:.2f} s, warm {warm_s:.2f} s; "
-              f"{warm_s / warm:.0f}x the columnar path")  # fmt: skip
+        print(
+            f"per-message reference (before): {_fmt(cold_s)}, {cold_s[1] / warm[1]:.0f}x the columnar "
+            "path's warm CPU"
+        )
 
     cmd = [sys.executable, "-m", "mqtool.cli", "--store", str(root), "delay", "list", "--timer", "--due",
            "--now", str(now), "--format", "jsonl"]  # fmt: skip
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, cwd=ROOT)
-    print(f"mqtool delay list --timer --due --format jsonl > /dev/null: {time.perf_counter() - t:.2f} s")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    wall = time.perf_counter() - t
+    print(f"mqtool delay list --timer --due --format jsonl > /dev/null: {_fmt((wall, cpu))}")
     return 0
 
 
