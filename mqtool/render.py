@@ -68,7 +68,13 @@ def json_default(value: Any) -> Any:
 
 
 def to_json_text(document: Any, *, indent: int | None = 2) -> str:
+    if indent is None:
+        return _LINE_ENCODER.encode(document)
     return json.dumps(document, default=json_default, ensure_ascii=False, indent=indent)
+
+
+# what json.dumps(default=json_default, ensure_ascii=False) builds per call: JSONL writes one per row
+_LINE_ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False)
 
 
 def size_text(n: int | None) -> str:

@@ -5,6 +5,8 @@
   that stops the walk, the last non-zero byte after that row, and - after a rejected record followed by
   more data - the records a resync finds beyond it (what the broker's truncation would throw away).
 * `iter_batches` walks a physical range in bounded chunks (dumps and exports of large ranges).
+* `records_at` decodes the records at many given positions at once (what `read_message_or_none` gives
+  one by one), with named properties (`formats.property_columns`).
 
 The quick walks without construct or numba (where recovery ends, the last record, one record's store
 time) are `CommitLog` methods over `formats.recordcheck`.
@@ -14,10 +16,12 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from formats.errors import MqtoolError
 from store.commitlog import CommitLog, OffsetError
@@ -236,8 +240,151 @@ def iter_batches(
         pos = 0
 
 
+# --- records at given positions ------------------------------------------------------------------
+
+
+@dataclass
+class RecordsAt:
+    """The records at requested commitlog positions, aligned with the request; `found` False (and the
+    other columns 0 / null) where `read_message_or_none` gives None."""
+
+    found: np.ndarray
+    store_timestamp: np.ndarray
+    topic: pa.Array
+    uniq_key: pa.Array
+    keys: pa.Array
+    properties: dict[str, pa.Array] = field(default_factory=dict)  # the requested names
+    # the requested `numbers`: values that are plain digits (formats.property_columns.plain_longs),
+    # where they are, and the text of every other value (null where plain or absent)
+    numbers: dict[str, tuple[np.ndarray, np.ndarray, pa.Array]] = field(default_factory=dict)
+
+
+def records_at(
+    commitlog: CommitLog,
+    phys: np.ndarray,
+    sizes: np.ndarray | None,
+    names: Sequence[str] = (),
+    *,
+    numbers: Sequence[str] = (),
+    chunk_bytes: int = 64 << 20,
+) -> RecordsAt:
+    """Decode the records at `phys` (TOTALSIZE must equal `sizes` when given) as `read_message_at`
+    checks each (the broker's record check with the body CRC, PHYSICALOFFSET equal to the position),
+    with the properties `names` as strings and `numbers` as numbers where plain. Each file is walked
+    by the columnar decoder (in chunks of about `chunk_bytes`) from the first position not yet resolved
+    up to the last one: one walk when the positions are record boundaries, one more from each position
+    the walk did not land on."""
+    columnar = _columnar()
+    from formats.property_columns import plain_longs_at, property_positions, strings_at
+
+    phys = np.asarray(phys, np.int64)
+    unique, inverse = np.unique(phys, return_inverse=True)
+    m = len(unique)
+    found = np.zeros(m, bool)
+    total = np.zeros(m, np.int64)
+    store_ts = np.zeros(m, np.int64)
+    rows: list[np.ndarray] = []  # indexes into `unique` of each piece's rows
+    pieces: dict[str, list[pa.Array]] = {c: [] for c in ("topic", "uniqKey", "keys", *names, *numbers)}
+    parsed: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in numbers}
+    resolved = np.zeros(m, bool)
+    for f in commitlog.files:
+        lo, hi = np.searchsorted(unique, [f.start_offset, f.start_offset + f.size])
+        if lo == hi:
+            continue
+        buf = f.buffer()
+        data = _u8(buf)
+        pos: int | None = None  # where the next walk starts: a record boundary
+        while True:
+            todo = lo + np.flatnonzero(~resolved[lo:hi])
+            if not len(todo):
+                break
+            if pos is None or pos > int(unique[todo[-1]]) - f.start_offset:
+                pos = int(unique[todo[0]]) - f.start_offset
+                resolved[todo[0]] = True  # the walk's first row is the verdict there (none: no record)
+            last = int(unique[todo[-1]]) - f.start_offset + 1
+            end = min(pos + chunk_bytes, last)
+            batch = columnar.decode_range(buf, f.start_offset, pos, end, check_crc=True)
+            at = batch.column("physicalOffset").to_numpy()
+            hit = np.minimum(np.searchsorted(unique, at), m - 1)
+            here = unique[hit] == at
+            resolved[hit[here]] = True  # the record check's verdict at those positions
+            status = columnar._status_codes(batch)
+            ok = (status == columnar.STATUS_OK) & here
+            keep = np.flatnonzero(ok & (batch.column("physicalOffsetField").to_numpy() == at))
+            sizes_here = batch.column("totalSize").to_numpy().astype(np.int64)
+            # all accepted and the chunk ended before the last position: the next walk takes over
+            handover = batch.num_rows and end < last and bool((status == columnar.STATUS_OK).all())
+            pos = int(at[-1]) - f.start_offset + int(sizes_here[-1]) if handover else None
+            if not len(keep):
+                continue
+            idx = hit[keep]
+            found[idx] = True
+            total[idx] = sizes_here[keep]
+            store_ts[idx] = batch.column("storeTimestamp").to_numpy()[keep]
+            take = pa.array(keep)
+            rows.append(idx)
+            pieces["topic"].append(batch.column("topic").take(take).cast(pa.string()))
+            pieces["uniqKey"].append(batch.column("uniqKey").take(take))
+            pieces["keys"].append(batch.column("keys").take(take))
+            if names or numbers:
+                lens = _view_lengths(batch.column("properties"))[keep]
+                starts = at[keep] - f.start_offset + sizes_here[keep] - lens
+                vpos, vlen = property_positions(data, starts, lens, [*names, *numbers])
+                for i, name in enumerate(names):
+                    pieces[name].append(strings_at(data, vpos[i], vlen[i]))
+                for i, name in enumerate(numbers, start=len(names)):
+                    values, plain = plain_longs_at(data, vpos[i], vlen[i])
+                    parsed[name].append((values, plain))
+                    pieces[name].append(strings_at(data, vpos[i], np.where(plain > 0, -1, vlen[i])))
+    wanted = found[inverse]
+    if sizes is not None:
+        wanted &= total[inverse] == np.asarray(sizes, np.int64)
+    # each piece's rows to their places in the request; the appended null fills the rest
+    filled = sum(len(r) for r in rows)
+    where = np.full(m, filled, np.int64)
+    if rows:
+        where[np.concatenate(rows)] = np.arange(filled)
+    order = np.where(wanted, where[inverse], filled)
+    in_order = len(order) == filled and bool((order == np.arange(filled)).all())
+    columns = {
+        name: _placed(pa.concat_arrays([*parts, pa.nulls(1, pa.string())]), order, in_order)
+        for name, parts in pieces.items()
+    }
+    result = RecordsAt(
+        wanted,
+        np.where(wanted, store_ts[inverse], 0),
+        columns.pop("topic"),
+        columns.pop("uniqKey"),
+        columns.pop("keys"),
+    )
+    for name in numbers:
+        values = np.concatenate([np.zeros(0, np.int64), *(v for v, _ in parsed[name]), [0]])
+        plain = np.concatenate([np.zeros(0, np.uint8), *(p for _, p in parsed[name]), [0]])
+        result.numbers[name] = (values[order], plain[order], columns.pop(name))
+    result.properties = columns
+    return result
+
+
+def _placed(values: pa.Array, order: np.ndarray, in_order: bool) -> pa.Array:
+    """values.take(order), without the copy when the rows are already in place."""
+    return values.slice(0, len(order)) if in_order else values.take(pa.array(order))
+
+
+def _view_lengths(col: pa.Array) -> np.ndarray:
+    """Lengths of a binary_view column's values (0 where null)."""
+    views = np.frombuffer(col.buffers()[1], np.int32, count=4 * len(col), offset=16 * col.offset)
+    lens = views[::4].astype(np.int64)
+    bitmap = col.buffers()[0]
+    if bitmap is not None:
+        bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")
+        lens[~bits[col.offset : col.offset + len(col)].astype(bool)] = 0
+    return lens
+
+
 __all__ = [
+    "RecordsAt",
     "ScanUnavailable",
+    "records_at",
     "iter_batches",
     "data_extents",
     "last_nonzero",

@@ -460,13 +460,17 @@ class TimerStore:
 
 def message_deliver_ms(msg: Message) -> int | None:
     """TIMER_OUT_MS of a timer-topic record (a Java long: digits beyond int range are kept)."""
-    text = msg.properties.get(PROPERTY_TIMER_OUT_MS)
+    return timer_out_ms(msg.properties.get(PROPERTY_TIMER_OUT_MS))
+
+
+def timer_out_ms(text: str | None) -> int | None:
+    """A TIMER_OUT_MS value as `message_deliver_ms` reads it (None outside a Java long)."""
     if text is None:
         return None
     value = java_parse_int(text)
     if value is None and text.lstrip("-").isdigit() and len(text) < 20:
         value = int(text)
-    return value
+    return value if value is None or -(2**63) <= value < 2**63 else None
 
 
 __all__ = [
@@ -492,5 +496,6 @@ __all__ = [
     "message_deliver_ms",
     "read_timercheck",
     "roll_window_slots",
+    "timer_out_ms",
     "walk_timerlog",
 ]

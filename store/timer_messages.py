@@ -74,8 +74,8 @@ class TimerMessage:
 
     @property
     def roll_times(self) -> int | None:
-        text = None if self.message is None else self.message.properties.get(PROPERTY_TIMER_ROLL_TIMES)
-        return None if text is None or not text.isdigit() else int(text)
+        m = self.message
+        return parse_roll_times(None if m is None else m.properties.get(PROPERTY_TIMER_ROLL_TIMES))
 
     @property
     def delete_key(self) -> str | None:
@@ -104,6 +104,11 @@ class TimerMessage:
             "copyPhyOffset": self.copy_phy_offset,
             "enqueueAgain": self.enqueue_again,
         }
+
+
+def parse_roll_times(text: str | None) -> int | None:
+    """A TIMER_ROLL_TIMES value as a number (None when absent or not digits)."""
+    return None if text is None or not (text.isascii() and text.isdigit()) else int(text)
 
 
 def enqueue_position(store: Store, timer: TimerStore) -> int | None:
@@ -262,4 +267,4 @@ def _state(
     return "passed"
 
 
-__all__ = ["STATES", "TimerMessage", "enqueue_position", "timer_messages"]
+__all__ = ["STATES", "TimerMessage", "enqueue_position", "parse_roll_times", "timer_messages"]

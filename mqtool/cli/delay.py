@@ -71,11 +71,11 @@ def delay_list(
         raise MqtoolError("--due and --pending exclude each other")
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
+    only = "due" if due else "pending" if pending else None
     with s.open_store(broker_config) as st:
         if timer:
-            show.render_timer_list(list_timer_messages(st, now=when), s.ctx, when)
+            show.render_timer_list(list_timer_messages(st, now=when, only=only), s.ctx, when)
             return
-        only = "due" if due else "pending" if pending else None
         listing = list_delayed(st, now=when, level=level, only=only)
         show.render_list(listing, s.ctx)
     _notes(listing.notes)

@@ -4,14 +4,20 @@ backlog for `delay stats`. `delay replay --timer` replays them (`mqtool.delay.ti
 
 from __future__ import annotations
 
-from collections import Counter
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
 
 from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS
 from store.storedir import Store
 from store.timer import TIMER_TOPIC, TimerStore
-from store.timer_messages import STATES, TimerMessage, timer_messages
+from store.timer_columns import TimerColumns, timer_columns
+from store.timer_messages import STATES, TimerMessage
 
 TIMER_REPLAY_HINT = (
     "5.x timer-wheel messages are delivered by the broker's TimerMessageStore from its wheel: "
@@ -20,6 +26,17 @@ TIMER_REPLAY_HINT = (
 PENDING = ("waiting", "not-enqueued")  # states the broker will still deliver from
 STUCK_AFTER_MS = 5 * 60_000  # the wheel's read time this far behind now, with messages due: stuck
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -65,6 +82,38 @@ class TimerRow:
             m.copy_phy_offset,
             m.enqueue_again,
         )
+
+    @classmethod
+    def rows_of(cls, c: TimerColumns, select: np.ndarray) -> list[TimerRow]:
+        """The rows `select` (indexes) of the columnar states, as `of` makes them from TimerMessages."""
+        take = pa.array(select)
+
+        def numbers(values: np.ndarray, present: np.ndarray) -> list[int | None]:
+            pairs = zip(values[select].tolist(), present[select].tolist(), strict=True)
+            return [v if p else None for v, p in pairs]
+
+        unit = c.has_unit
+        columns = (
+            c.queue_offset[select].tolist(),
+            c.phy_offset[select].tolist(),
+            c.size[select].tolist(),
+            numbers(c.deliver_ms, c.has_deliver),
+            c.real_topic.take(take).to_pylist(),
+            numbers(c.real_queue_id, c.has_real_queue_id),
+            c.uniq_key.take(take).to_pylist(),
+            c.keys.take(take).to_pylist(),
+            numbers(c.store_timestamp, c.found),
+            numbers(c.roll_times, c.has_roll_times),
+            c.delete_key.take(take).to_pylist(),
+            [STATES[s] for s in c.state[select].tolist()],
+            c.due[select].tolist(),
+            numbers(c.slot_ms, unit),
+            numbers(c.timer_log_position, unit),
+            numbers(c.copy_phy_offset, c.copy_phy_offset >= 0),
+            c.enqueue_again[select].tolist(),
+        )
+        with _paused_gc():  # hundreds of thousands of acyclic rows: collections would only re-scan them
+            return [cls(*row) for row in zip(*columns, strict=True)]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,10 +180,16 @@ class TimerSummary:
         }
 
 
-def list_timer_messages(store: Store, *, now: int) -> list[TimerRow]:
+def list_timer_messages(
+    store: Store, *, now: int, only: Literal["due", "pending"] | None = None
+) -> list[TimerRow]:
     """Messages of `rmq_sys_wheel_timer` (every queue) with their state in the timer store (see
-    `store.timer_messages`; `unknown` when the store has no timer files) and whether they are due."""
-    return [TimerRow.of(m) for m in timer_messages(store, TimerStore.open(store), now=now)]
+    `store.timer_messages`; `unknown` when the store has no timer files) and whether they are due;
+    `only` "due" keeps the due ones, "pending" those the broker will still deliver that are not due yet.
+    Rows are made for the kept messages only (the states come as columns, `store.timer_columns`)."""
+    c = timer_columns(store, TimerStore.open(store), now=now)
+    keep = c.due if only == "due" else c.pending & ~c.due if only == "pending" else np.ones(len(c), bool)
+    return TimerRow.rows_of(c, np.flatnonzero(keep))
 
 
 def timer_summary(store: Store, *, now: int) -> TimerSummary | None:
@@ -142,48 +197,39 @@ def timer_summary(store: Store, *, now: int) -> TimerSummary | None:
     if not store.consume_queues.queue_ids(TIMER_TOPIC):
         return None
     timer = TimerStore.open(store)
-    messages = timer_messages(store, timer, now=now)
+    c = timer_columns(store, timer, now=now)
     check = None if timer is None else timer.check
-    states = Counter(m.state for m in messages)
-    backlog = Counter()
-    overdue: list[int] = []
-    for m in messages:
-        if m.state not in PENDING or m.deliver_ms is None or m.delete_key is not None:
-            continue
-        ahead = m.deliver_ms - now
-        bucket = (
-            "overdue"
-            if ahead <= 0
-            else "nextHour"
-            if ahead <= HOUR_MS
-            else "nextDay"
-            if ahead <= DAY_MS
-            else "later"
-        )
-        backlog[bucket] += 1
-        if ahead <= 0:
-            overdue.append(m.deliver_ms)
+    counts = np.bincount(c.state, minlength=len(STATES))
+    states = dict(zip(STATES, counts.tolist(), strict=True))
+    pending = c.pending & c.has_deliver
+    ahead = c.deliver_ms[pending] - now
+    backlog = {
+        "overdue": int((ahead <= 0).sum()),
+        "nextHour": int(((ahead > 0) & (ahead <= HOUR_MS)).sum()),
+        "nextDay": int(((ahead > HOUR_MS) & (ahead <= DAY_MS)).sum()),
+        "later": int((ahead > DAY_MS).sum()),
+    }
+    overdue = c.deliver_ms[pending][ahead <= 0]
     read_behind = None if check is None else now - check.last_read_time_ms
     # TimerMessageStore.recover moves the read time up to now less the wheel (7 days) plus 60 slots:
     # messages in slots before that are never read when the broker starts at `now`
     skipped = 0
     if timer is not None:
         horizon = now - (TIMER_WHEEL_SLOTS - TIMER_BLANK_SLOTS) * timer.precision_ms
-        skipped = sum(
-            m.state == "waiting" and m.slot_ms is not None and m.slot_ms < horizon for m in messages
-        )
+        waiting = c.state == STATES.index("waiting")
+        skipped = int((waiting & c.has_unit & (c.slot_ms < horizon)).sum())
     return TimerSummary(
-        len(messages),
+        len(c),
         states["not-enqueued"],
         states["waiting"],
-        sum(m.due for m in messages),
+        int(c.due.sum()),
         None if check is None else check.last_read_time_ms,
         None if check is None else check.last_timer_queue_offset,
         states={s: states[s] for s in STATES if states[s]},
-        backlog={b: backlog[b] for b in ("overdue", "nextHour", "nextDay", "later")},
-        oldest_overdue_ms=min(overdue) if overdue else None,
+        backlog=backlog,
+        oldest_overdue_ms=int(overdue.min()) if len(overdue) else None,
         read_behind_ms=read_behind,
-        stuck=bool(overdue) and read_behind is not None and read_behind > STUCK_AFTER_MS,
+        stuck=bool(len(overdue)) and read_behind is not None and read_behind > STUCK_AFTER_MS,
         skipped_on_restart=skipped,
         now_ms=now,
     )
