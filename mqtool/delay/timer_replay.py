@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from formats.commitlog import Message
 from formats.properties import decode_properties, split_crc32_trailer
 from mqtool.delay.replay import CopyFinder, ReplayResult, destination_notes, same_delivery
@@ -24,8 +26,8 @@ from store.messagerebuild import queue_max_offset, refuse_unclean, store_writer
 from store.schedule import DelayError, real_queue
 from store.storedir import Store
 from store.timer import PROPERTY_TIMER_DEQUEUE_MS, TimerStore
+from store.timer_columns import STATE_CODE, timer_columns
 from store.timer_dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
-from store.timer_messages import timer_messages
 
 
 @dataclass
@@ -148,9 +150,9 @@ def plan_timer_replay(store: Store, *, now: int, real_topic: str | None = None) 
         next_offset[key] += 1
     plan = TimerReplayPlan(dequeue, real_topic)
     plan.notes.extend(destination_notes(store, [d.record for d in dequeue.to_write if d.action == "deliver"]))
-    rows = timer_messages(store, timer, now=now)
-    plan.not_enqueued_due = sum(1 for r in rows if r.state == "not-enqueued" and r.due)
-    plan.enqueue_again = sum(1 for r in rows if r.enqueue_again)
+    cols = timer_columns(store, timer, now=now)
+    plan.not_enqueued_due = int(np.count_nonzero((cols.state == STATE_CODE["not-enqueued"]) & cols.due))
+    plan.enqueue_again = int(np.count_nonzero(cols.enqueue_again))
     if plan.not_enqueued_due:
         plan.notes.append(
             f"{plan.not_enqueued_due} due message(s) are not in the timerlog yet: the broker's enqueue "
