@@ -11,7 +11,7 @@ CACHE="${MQTOOL_ORACLE_CACHE:-$HOME/.cache/mqtool-oracle}"
 MIRRORS="${MQTOOL_MIRRORS:-/work/.mirror}"
 RMQ_TAG="${RMQ_TAG:-rocketmq-all-5.3.3}"
 VERSION="${RMQ_TAG#rocketmq-all-}"
-MODULES="common remoting store broker client"
+MODULES="common remoting store broker client filter"
 FASTJSON_TAG=1.2.83
 HARNESS="$HERE/harness"
 if [ "${VERSION%%.*}" = 4 ]; then
@@ -32,7 +32,11 @@ extract() {  # extract MIRROR TAG DEST [PATHS...]
 RMQ="${1:-$CACHE/src/rocketmq-$VERSION}"
 FASTJSON="${2:-$CACHE/src/fastjson-$FASTJSON_TAG}"
 OTEL="${3:-$CACHE/src/otel-1.29.0}"
-[ $# -ge 1 ] || extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ" $MODULES
+if [ $# -lt 1 ]; then  # module by module, so a cache from before a module was added gets it too
+    for m in $MODULES; do
+        [ -d "$RMQ/$m" ] || { mkdir -p "$RMQ" && extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ.$m" "$m" && mv "$RMQ.$m/$m" "$RMQ/$m" && rmdir "$RMQ.$m"; }
+    done
+fi
 [ $# -ge 2 ] || extract "$MIRRORS/alibaba+fastjson/repo" "$FASTJSON_TAG" "$FASTJSON" src/main/java
 [ $# -ge 3 ] || extract "$MIRRORS/open-telemetry+opentelemetry-java/repo" v1.29.0 "$OTEL" api/all context
 

@@ -46,6 +46,9 @@ public final class Oracle {
             case "pop-bodies":
                 rc = PopBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 50);
                 break;
+            case "pop-store":
+                PopStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
