@@ -14,10 +14,12 @@ VERSION="${RMQ_TAG#rocketmq-all-}"
 MODULES="common remoting store broker client filter"
 FASTJSON_TAG=1.2.83
 HARNESS="$HERE/harness"
+PLACEHOLDERS="$HERE/placeholders5:$HERE/placeholders"  # placeholders5: the 5.x broker holder and its stand-ins
 if [ "${VERSION%%.*}" = 4 ]; then
     MODULES="$MODULES logging"
     FASTJSON_TAG=1.2.69
     HARNESS="$HERE/harness49:$HERE/harness"
+    PLACEHOLDERS="$HERE/placeholders"
 fi
 
 extract() {  # extract MIRROR TAG DEST [PATHS...]
@@ -47,7 +49,7 @@ for jar in commons-validator jna commons-collections3 conversant-disruptor; do
     CP="$CP:/usr/share/java/$jar.jar"
 done
 
-SP="$HERE/placeholders:$HARNESS"
+SP="$PLACEHOLDERS:$HARNESS"
 for m in $MODULES; do SP="$SP:$RMQ/$m/src/main/java"; done
 SP="$SP:$FASTJSON/src/main/java:$OTEL/api/all/src/main/java:$OTEL/context/src/main/java"
 
