@@ -57,6 +57,10 @@ oracle-fixtures: oracle-build
 	find tests/data/store-timer-crash -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-timer-crash && cp -r build/oracle/store-timer-crash/. tests/data/store-timer-crash/
 	tests/oracle/run.sh pop-bodies 20261126 200 > tests/data/pop-bodies.json
+	rm -rf build/oracle/store-pop
+	tests/oracle/run.sh pop-store build/oracle/store-pop 20261126
+	find tests/data/store-pop -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-pop && cp -r build/oracle/store-pop/. tests/data/store-pop/
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

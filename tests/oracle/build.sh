@@ -11,13 +11,15 @@ CACHE="${MQTOOL_ORACLE_CACHE:-$HOME/.cache/mqtool-oracle}"
 MIRRORS="${MQTOOL_MIRRORS:-/work/.mirror}"
 RMQ_TAG="${RMQ_TAG:-rocketmq-all-5.3.3}"
 VERSION="${RMQ_TAG#rocketmq-all-}"
-MODULES="common remoting store broker client"
+MODULES="common remoting store broker client filter"
 FASTJSON_TAG=1.2.83
 HARNESS="$HERE/harness"
+PLACEHOLDERS="$HERE/placeholders5:$HERE/placeholders"  # placeholders5: the 5.x broker holder and its stand-ins
 if [ "${VERSION%%.*}" = 4 ]; then
     MODULES="$MODULES logging"
     FASTJSON_TAG=1.2.69
     HARNESS="$HERE/harness49:$HERE/harness"
+    PLACEHOLDERS="$HERE/placeholders"
 fi
 
 extract() {  # extract MIRROR TAG DEST [PATHS...]
@@ -32,7 +34,11 @@ extract() {  # extract MIRROR TAG DEST [PATHS...]
 RMQ="${1:-$CACHE/src/rocketmq-$VERSION}"
 FASTJSON="${2:-$CACHE/src/fastjson-$FASTJSON_TAG}"
 OTEL="${3:-$CACHE/src/otel-1.29.0}"
-[ $# -ge 1 ] || extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ" $MODULES
+if [ $# -lt 1 ]; then  # module by module, so a cache from before a module was added gets it too
+    for m in $MODULES; do
+        [ -d "$RMQ/$m" ] || { mkdir -p "$RMQ" && extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ.$m" "$m" && mv "$RMQ.$m/$m" "$RMQ/$m" && rmdir "$RMQ.$m"; }
+    done
+fi
 [ $# -ge 2 ] || extract "$MIRRORS/alibaba+fastjson/repo" "$FASTJSON_TAG" "$FASTJSON" src/main/java
 [ $# -ge 3 ] || extract "$MIRRORS/open-telemetry+opentelemetry-java/repo" v1.29.0 "$OTEL" api/all context
 
@@ -43,7 +49,7 @@ for jar in commons-validator jna commons-collections3 conversant-disruptor; do
     CP="$CP:/usr/share/java/$jar.jar"
 done
 
-SP="$HERE/placeholders:$HARNESS"
+SP="$PLACEHOLDERS:$HARNESS"
 for m in $MODULES; do SP="$SP:$RMQ/$m/src/main/java"; done
 SP="$SP:$FASTJSON/src/main/java:$OTEL/api/all/src/main/java:$OTEL/context/src/main/java"
 

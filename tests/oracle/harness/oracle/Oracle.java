@@ -52,6 +52,9 @@ public final class Oracle {
             case "timer-run":
                 rc = TimerRun.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
+            case "pop-store":
+                PopStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;

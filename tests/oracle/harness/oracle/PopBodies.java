@@ -112,7 +112,7 @@ public final class PopBodies {
         return e;
     }
 
-    private static Map<String, Object> parsed(String kind, String body) {
+    static Map<String, Object> parsed(String kind, String body) {
         Map<String, Object> m = new LinkedHashMap<>();
         if (kind.equals("ck")) {
             PopCheckPoint ck = JSON.parseObject(body, PopCheckPoint.class);

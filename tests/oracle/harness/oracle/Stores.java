@@ -59,10 +59,15 @@ public final class Stores {
 
     /** Builds the store (and the timer store when the geometry says so), loads it (recovery runs here). */
     public static Stores open(String root, Geometry g, ConcurrentMap<String, TopicConfig> topics) throws Exception {
-        MessageStoreConfig c = config(root, g);
         BrokerConfig bc = new BrokerConfig();
         bc.setBrokerName(BROKER_NAME);
-        BrokerStatsManager stats = new BrokerStatsManager("DefaultCluster", true);
+        return open(config(root, g), g, topics, bc, new BrokerStatsManager("DefaultCluster", true));
+    }
+
+    /** The same with the broker's own config objects (PopStore shares them with its broker holder). */
+    public static Stores open(MessageStoreConfig c, Geometry g, ConcurrentMap<String, TopicConfig> topics,
+        BrokerConfig bc, BrokerStatsManager stats) throws Exception {
+        String root = c.getStorePathRootDir();
         DefaultMessageStore store = new DefaultMessageStore(c, stats, null, bc,
             topics == null ? new ConcurrentHashMap<>() : topics);
         TimerMessageStore timer = null;

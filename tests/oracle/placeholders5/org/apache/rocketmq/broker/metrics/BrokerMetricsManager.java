@@ -1,0 +1,28 @@
+/*
+ * Placeholder for the broker's metrics manager (the real one needs the OpenTelemetry SDK and exporters and the
+ * whole broker). The POP classes record into its static instruments, which start as no-ops in the real
+ * class too (no exporter is set up); here they stay no-ops. Nothing is written.
+ */
+package org.apache.rocketmq.broker.metrics;
+
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.common.AttributesBuilder;
+import io.opentelemetry.api.metrics.LongCounter;
+import io.opentelemetry.api.metrics.LongHistogram;
+import org.apache.rocketmq.common.metrics.NopLongCounter;
+import org.apache.rocketmq.common.metrics.NopLongHistogram;
+
+public class BrokerMetricsManager {
+    public static LongCounter messagesInTotal = new NopLongCounter();
+    public static LongCounter messagesOutTotal = new NopLongCounter();
+    public static LongCounter throughputInTotal = new NopLongCounter();
+    public static LongCounter throughputOutTotal = new NopLongCounter();
+    public static LongHistogram messageSize = new NopLongHistogram();
+    public static LongCounter sendToDlqMessages = new NopLongCounter();
+    public static LongHistogram topicCreateExecuteTime = new NopLongHistogram();
+    public static LongHistogram consumerGroupCreateExecuteTime = new NopLongHistogram();
+
+    public static AttributesBuilder newAttributesBuilder() {
+        return Attributes.builder();
+    }
+}
