@@ -48,6 +48,11 @@ class BrokerConfig:
     messageDelayLevel: str = DEFAULT_MESSAGE_DELAY_LEVEL
     storePathRootDir: str | None = None
     transactionCheckMax: int = 15
+    # POP (BrokerConfig): the revive topic is rmq_sys_REVIVE_LOG_<brokerClusterName>; acks without a broker
+    # name pair under brokerName (its default is the host name: None here, unknown offline)
+    brokerName: str | None = None
+    brokerClusterName: str = "DefaultCluster"
+    enableRetryTopicV2: bool = False
     enabledAppendPropCRC: bool = False
     # the 5.x timer wheel (TimerMessageStore)
     timerWheelEnable: bool = True
