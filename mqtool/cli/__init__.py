@@ -20,6 +20,7 @@ from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
 from mqtool.cli.txn import txn_app
 from mqtool.cli.verify import export, verify
@@ -48,6 +49,7 @@ app.command()(rebuild)
 app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
+app.add_typer(pop_app, name="pop")
 app.command()(verify)
 app.command()(export)
 app.command()(audit)
