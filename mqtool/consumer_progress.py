@@ -120,6 +120,14 @@ class ProgressRow:
     last_consumed_timestamp: int | None
     newest_timestamp: int | None
     state: str
+    pop_in_flight: int | None = None  # a POP group's popped, unacked messages here (None: no POP checkpoint)
+
+    @property
+    def lag_with_in_flight(self) -> int | None:
+        """`lag` counting a POP group's popped but unacked messages as not consumed."""
+        if self.pop_in_flight is None or self.lag is None:
+            return None
+        return self.lag + self.pop_in_flight
 
     @property
     def retry(self) -> bool:
@@ -146,6 +154,8 @@ class ProgressRow:
             "state": self.state,
             "retry": self.retry,
             "deleted": self.deleted,
+            "popInFlight": self.pop_in_flight,
+            "lagWithInFlight": self.lag_with_in_flight,
         }
 
 
@@ -269,7 +279,34 @@ def consumer_progress(
             if group is None and not include_system and is_system_group(g):
                 continue
             rows.append(ProgressRow(g, None, None, None, None, None, None, None, None, "no-committed-offset"))
+    _mark_pop_groups(store, rows, notes)
     return ConsumerProgress(rows, _totals(rows), notes)
+
+
+def _mark_pop_groups(store: Store, rows: list[ProgressRow], notes: list[str]) -> None:
+    """POP groups (checkpoints in the revive topic): their offset moves at pop time, so `lag` counts popped
+    messages as consumed; each row gets the popped-but-unacked count (`mqtool pop list`)."""
+    from mqtool.timeparse import now_ms
+    from store.pop import pop_state, revive_topics
+
+    if not revive_topics(store):
+        return
+    state = pop_state(store, now=now_ms())
+    groups = {m.group for m in state.messages}
+    held: dict[tuple[str, str, int], int] = {}
+    for m in state.messages:
+        if m.state in ("in-flight", "overdue"):
+            key = (m.group, m.topic, m.queue_id)
+            held[key] = held.get(key, 0) + 1
+    for r in rows:
+        if r.group in groups and r.topic is not None and r.queue_id is not None:
+            r.pop_in_flight = held.get((r.group, r.topic, r.queue_id), 0)
+    for g in sorted(groups & {r.group for r in rows}):
+        notes.append(
+            f"{g} consumes by POP: its offset moves when messages are popped, so lag counts popped "
+            "messages as consumed; popInFlight are popped and not acked yet (lagWithInFlight counts them as "
+            f"not consumed): mqtool pop list --group {g}"
+        )
 
 
 def _totals(rows: list[ProgressRow]) -> list[GroupTotal]:

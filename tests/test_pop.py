@@ -157,3 +157,25 @@ def test_a_store_without_pop_says_so(tmp_path: Path) -> None:
     proc = mqtool("pop", "stats", "-s", str(Path(__file__).parent / "data" / "store-a"), "-f", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["groups"] == []
+
+
+def test_offsets_show_marks_pop_groups_with_their_popped_unacked_messages(state) -> None:
+    """A POP group's offset moved at pop time: offsets show adds what is popped and not acked (in flight or
+    overdue: the sum does not depend on the clock) and the lag that counts them as not consumed."""
+    proc = mqtool("offsets", "show", "-s", str(ROOT), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    held: dict[tuple, int] = {}
+    for m in state.messages:
+        if m.state in ("in-flight", "overdue"):
+            held[(m.group, m.topic, m.queue_id)] = held.get((m.group, m.topic, m.queue_id), 0) + 1
+    pop_groups = {m.group for m in state.messages}
+    assert held
+    for r in rows:
+        if r["group"] in pop_groups and r["queueId"] is not None:
+            assert r["popInFlight"] == held.get((r["group"], r["topic"], r["queueId"]), 0)
+            assert r["lagWithInFlight"] == (None if r["lag"] is None else r["lag"] + r["popInFlight"])
+        else:
+            assert r["popInFlight"] is None and r["lagWithInFlight"] is None
+    assert "GID_ORDER" not in pop_groups  # an orderly POP writes no checkpoint
+    assert all(f"{g} consumes by POP" in proc.stderr for g in pop_groups)
