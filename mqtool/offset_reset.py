@@ -156,6 +156,7 @@ def plan_reset(
                 continue
             plan.rows.append(reset_row(group, topic, queue_id, cq, current, requested, version, times, plan))
     _add_notes(plan)
+    _pop_notes(store, plan)
     return plan
 
 
@@ -241,6 +242,31 @@ def _ranges(ids: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
+def _pop_notes(store: Store, plan: ResetPlan) -> None:
+    """What a reset leaves of a POP group's popped, unacked messages: the broker's server-side reset clears
+    only its in-memory in-flight counter (PopInflightMessageCounter.clearInFlightMessageNum); the
+    checkpoints stay in the revive topic and PopReviveService still revives those messages into the POP
+    retry topic when their invisible time passes."""
+    from formats.pop import PopCheckPoint
+    from mqtool.timeparse import now_ms
+    from store.pop import pop_state, revive_targets, revive_topics
+
+    if not plan.rows or not revive_topics(store):
+        return
+    wanted = {(r.group, r.topic, r.queue_id) for r in plan.rows}
+    held: dict[tuple[str, str], list] = {}
+    for m in pop_state(store, now=now_ms()).messages:
+        if m.state in ("in-flight", "overdue") and (m.group, m.topic, m.queue_id) in wanted:
+            held.setdefault((m.group, m.topic), []).append(m)
+    for (group, topic), messages in sorted(held.items()):
+        retry = " or ".join(revive_targets(PopCheckPoint(topic=topic, cid=group)))
+        plan.notes.append(
+            f"{group} consumes {topic} by POP: {len(messages)} popped message(s) not acked yet stay in the "
+            f"revive topic; the reset does not take them back, and the broker still revives each into "
+            f"{retry} when its invisible time passes (mqtool pop list --group {group})"
+        )
+
+
 def _add_notes(plan: ResetPlan) -> None:
     target = plan.target
     version = plan.broker_version
@@ -300,6 +326,7 @@ def plan_from_file(
         current = catalog.committed(w.topic, w.group).get(w.queue_id)
         plan.rows.append(reset_row(w.group, w.topic, w.queue_id, cq, current, w.offset, version, times, plan))
     _add_notes(plan)
+    _pop_notes(store, plan)
     return plan
 
 

@@ -179,3 +179,30 @@ def test_offsets_show_marks_pop_groups_with_their_popped_unacked_messages(state)
             assert r["popInFlight"] is None and r["lagWithInFlight"] is None
     assert "GID_ORDER" not in pop_groups  # an orderly POP writes no checkpoint
     assert all(f"{g} consumes by POP" in proc.stderr for g in pop_groups)
+
+
+def test_offsets_reset_of_a_pop_group_says_its_unacked_messages_still_revive(state) -> None:
+    """The broker's server-side reset clears only its in-memory in-flight counter: the checkpoints stay and
+    PopReviveService still revives the unacked messages into the retry topic."""
+    held = [m for m in state.messages if m.group == "GID_OVERDUE" and m.state in ("in-flight", "overdue")]
+    assert held
+    args = ("offsets", "reset", "-s", str(ROOT), "--group", "GID_OVERDUE", "--topic", "PopTopicB")
+    proc = mqtool(*args, "--to-offset", "0", "-f", "plain")
+    assert proc.returncode == 0, proc.stderr
+    note = next(line for line in proc.stdout.splitlines() if "by POP" in line)
+    assert f"{len(held)} popped message(s) not acked" in note and "%RETRY%GID_OVERDUE_PopTopicB" in note
+    other = mqtool(
+        "offsets",
+        "reset",
+        "-s",
+        str(ROOT),
+        "--group",
+        "GID_ACKED",
+        "--topic",
+        "PopTopicA",
+        "--to-offset",
+        "0",
+        "-f",
+        "plain",
+    )
+    assert other.returncode == 0 and "by POP" not in other.stdout  # everything it popped is acked
