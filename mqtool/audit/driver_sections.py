@@ -2,9 +2,9 @@
 single-process library while the executors scan: consumer lag per group and queue
 (`mqtool.consumer_progress`, plus the store time of the first unconsumed message), delay backlog per
 ScheduleMessageService level (`mqtool.delay.delay_stats`), the 5.x timer wheel's backlog
-(`mqtool.delay.timer.timer_summary`) and transaction states
-(`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats` and
-`txn list` print.
+(`mqtool.delay.timer.timer_summary`), POP groups (`mqtool.pop.pop_stats`) and transaction states
+(`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats`,
+`pop stats` and `txn list` print.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     now = opts.now if opts.now is not None else now_ms()
     document["now"] = now
     notes = document.setdefault("notes", [])
-    lag, delay, timer, txns = [], [], [], []
+    lag, delay, timer, pop, txns = [], [], [], [], []
     for plan in plans:
         for name, fn, sink in (
             ("lag", _lag_rows, lag),
             ("delay", _delay_rows, delay),
             ("timer", _timer_rows, timer),
+            ("pop", _pop_rows, pop),
             ("transactions", _transaction_rows, txns),
         ):
             try:
@@ -37,6 +38,7 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     document["lag"] = lag
     document["delay"] = delay
     document["timer"] = timer
+    document["pop"] = pop
     document["transactions"] = txns
 
 
@@ -145,6 +147,19 @@ def _timer_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
             "states": ", ".join(f"{state} {n}" for state, n in doc["states"].items()),
         }
     ], []
+
+
+def _pop_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    """One row per POP group of a store with a revive topic, as `pop stats` shows it."""
+    from mqtool.pop import pop_stats
+    from store.pop import revive_topics
+
+    if not revive_topics(plan.store):
+        return [], []
+    stats = pop_stats(plan.store, now=now)
+    backlog = sum(q.backlog for q in stats.queues)
+    rows = [{"store": plan.label, **g.to_json(), "reviveBacklog": backlog} for g in stats.groups]
+    return rows, stats.notes
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:

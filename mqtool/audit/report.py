@@ -385,6 +385,25 @@ def render_html(doc: dict[str, Any]) -> str:
             empty="no timer wheel",
         )
     )
+    parts.append("<h2>POP groups (5.x)</h2>")
+    parts.append(
+        table(
+            doc.get("pop", []),
+            [
+                ("store", "store", "text"),
+                ("group", "group", "text"),
+                ("popped", "popped", "int"),
+                ("acked", "acked", "int"),
+                ("inFlight", "in flight", "int"),
+                ("oldestInvisibleUntil", "oldest invisible until", "time"),
+                ("overdue", "overdue", "int"),
+                ("oldestOverdue", "oldest overdue", "time"),
+                ("revived", "revived", "int"),
+                ("reviveBacklog", "revive backlog", "int"),
+            ],
+            empty="no POP checkpoints",
+        )
+    )
     parts.append("<h2>Transactions</h2>")
     parts.append(
         table(

@@ -137,6 +137,23 @@ def render_audit(result: AuditResult, ctx) -> None:
                 ctx,
                 title="Timer wheel (5.x)",
             )
+        if doc.get("pop"):
+            emit_table(
+                doc["pop"],
+                [
+                    Column("store", max_width=24),
+                    Column("group", max_width=30),
+                    Column("popped", kind="int"),
+                    Column("acked", kind="int"),
+                    Column("inFlight", "in flight", "int"),
+                    Column("overdue", kind="int"),
+                    Column("oldestOverdue", "oldest overdue", "time"),
+                    Column("revived", kind="int"),
+                    Column("reviveBacklog", "revive backlog", "int"),
+                ],
+                ctx,
+                title="POP groups (5.x)",
+            )
         counts: dict[tuple[str, str], int] = {}
         for t in doc["transactions"]:
             counts[(t["store"], t["state"])] = counts.get((t["store"], t["state"]), 0) + 1
