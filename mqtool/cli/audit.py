@@ -138,10 +138,10 @@ def audit(
     time, body sizes; integrity (the verify checks: CRC, size chain, truncation point, ConsumeQueue
     agreement, index entries, checkpoint); duplicates by UNIQ_KEY and by key; retry/DLQ volume per group;
     delay backlog per level; the 5.x timer wheel's backlog and POP groups; transaction states; consumer lag
-    per group/topic/queue with the store time of the first unconsumed message; disk used per topic. The commitlog is split into byte ranges decoded in
-    parallel by Spark tasks; the figures do not depend on the split. A store that cannot be opened (missing,
-    not a store) is reported (problem kind 'store', failedStores) while the others are audited; the exit
-    status is then 1."""
+    per group/topic/queue with the store time of the first unconsumed message; disk used per topic. The
+    commitlog is split into byte ranges decoded in parallel by Spark tasks; the figures do not depend on the
+    split. A store that cannot be opened (missing, not a store) is reported (problem kind 'store',
+    failedStores) while the others are audited; the exit status is then 1."""
     from mqtool.audit import AuditOptions, run_audit
     from mqtool.cli.audit_render import render_audit
 
