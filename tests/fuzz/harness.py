@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from .corrupt import KINDS, Corruption, StoreLayout, map_store, restore_permissions
+from .corrupt import KINDS, TIMER_KINDS, Corruption, StoreLayout, map_store, restore_permissions
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data"
@@ -165,7 +165,8 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TM = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC = KINDS
+TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 
 
 @dataclass(frozen=True)
@@ -203,9 +204,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("dump checkpoint", frozenset({CP, LAY}), lambda t, k, f: ["dump", "checkpoint"]),
     Command("dump config", frozenset({CFG, LAY}), lambda t, k, f: ["dump", "config", _config_name(k, f)]),
-    Command("dump timerlog", frozenset({TM}), lambda t, k, f: ["dump", "timerlog"]),
-    Command("dump timerwheel", frozenset({TM}), lambda t, k, f: ["dump", "timerwheel"]),
-    Command("dump timercheck", frozenset({TM}), lambda t, k, f: ["dump", "timercheck"]),
+    Command("dump timerlog", TIMER, lambda t, k, f: ["dump", "timerlog"]),
+    Command("dump timerwheel", TIMER, lambda t, k, f: ["dump", "timerwheel"]),
+    Command("dump timercheck", TIMER, lambda t, k, f: ["dump", "timercheck"]),
     Command(
         "dump config --bak", frozenset({CFG}), lambda t, k, f: ["dump", "config", _config_name(k, f), "--bak"]
     ),
@@ -242,12 +243,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "delay list --timer",
-        frozenset({CL, LAY, TM}),
+        frozenset({CL, LAY, *TIMER}),
         lambda t, k, f: ["delay", "list", "--timer", "--now", str(t.end)],
     ),
     Command(
         "delay stats",
-        frozenset({CL, CQ, CFG, LAY, TM}),
+        frozenset({CL, CQ, CFG, LAY, *TIMER}),
         lambda t, k, f: ["delay", "stats", "--now", str(t.end)],
     ),
     Command("txn list", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["txn", "list", "--now", str(t.end)]),
@@ -873,7 +874,7 @@ class Fuzzer:
 
 def kind_applies(base: Base, kind: str) -> bool:
     """Timer corruptions need a store with the timer wheel; every other kind applies to every base."""
-    return kind != TM or bool(base.layout.timer_units)
+    return kind not in TIMER or bool(base.layout.timer_units)
 
 
 def make_tasks(

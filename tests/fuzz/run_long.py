@@ -2,11 +2,12 @@
 
 Makes the pristine stores (small samples, and the golden stores the real broker wrote), then runs
 `--per-type` corrupted inputs of every file type (commitlog, consumequeue, index, checkpoint, config,
-layout) through every read command that reads that type, in `--jobs` forked workers bounded in time and
-memory (see tests/fuzz/harness.py). A sample of inputs also goes through the real console script in a new
-process (`--subprocess-share`). Prints, per file type, the inputs, command runs, exits 0 and 1, error lines
-that name a position, and failures; then every distinct failure with one example, how to reproduce it,
-and the innermost frame of its traceback. Exit status 0 when nothing failed, 1 otherwise.
+layout, timerlog, timerwheel, timercheck) through every read command that reads that type, in `--jobs`
+forked workers bounded in time and memory (see tests/fuzz/harness.py). A sample of inputs also goes
+through the real console script in a new process (`--subprocess-share`). Prints, per file type, the
+inputs, command runs, exits 0 and 1, error lines that name a position, and failures; then every distinct
+failure with one example, how to reproduce it, and the innermost frame of its traceback. Exit status 0
+when nothing failed, 1 otherwise.
 
 A run of 10,000 inputs per type takes a few hours on two cores; `--per-type 200` is a quick look.
 """

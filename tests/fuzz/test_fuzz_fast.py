@@ -30,6 +30,7 @@ from .corrupt import (
     BROKER_CONF,
     KINDS,
     STRATEGIES,
+    TIMER_KINDS,
     Corruption,
     Op,
     broker_conf,
@@ -54,7 +55,7 @@ TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store wher
 
 
 def bases_for(kind: str) -> tuple[str, ...]:
-    return TIMER_BASES if kind == "timer" else SAMPLE_BASES
+    return TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
 @pytest.fixture(scope="module")
