@@ -142,15 +142,16 @@ class Corruption:
 
 
 def restore_permissions(root: Path) -> None:
-    """Make every path under root writable again (so it can be removed after a chmod corruption)."""
+    """Make every path under root writable again (so it can be removed after a chmod corruption); a file
+    hard-linked to a fuzz base keeps the base's mode."""
     for dirpath, dirnames, filenames in os.walk(root, topdown=True, followlinks=False):
         for name in dirnames + filenames:
             p = Path(dirpath) / name
-            if p.is_symlink():
-                continue
             with contextlib.suppress(OSError):
-                mode = stat.S_IMODE(p.lstat().st_mode)
-                os.chmod(p, mode | (0o700 if p.is_dir() else 0o600))
+                st = p.lstat()
+                if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+                    continue
+                os.chmod(p, stat.S_IMODE(st.st_mode) | (0o700 if stat.S_ISDIR(st.st_mode) else 0o600))
     with contextlib.suppress(OSError):
         os.chmod(root, 0o755)
 

@@ -65,6 +65,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--keep-root", action="store_true", help="do not drop root privileges in the workers")
     p.add_argument(
+        "--copy-stores",
+        action="store_true",
+        help="copy each input's store whole instead of hard-linking the files it leaves unchanged",
+    )
+    p.add_argument(
         "--workdir", type=Path, default=None, help="where bases and copies live (default: a temp dir)"
     )
     p.add_argument("--failures", type=Path, default=None, help="also write failures as JSON lines here")
@@ -221,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             memory_mb=args.memory_mb,
             drop_privileges=not args.keep_root,
             scratch=workdir / "work",
+            link=not args.copy_stores,
         ) as fuzzer:
             print(f"{args.jobs} workers ready ({time.monotonic() - started:.0f} s)", flush=True)
             for result in fuzzer.run(tee(tasks)):
