@@ -1845,7 +1845,8 @@ def tm_wheel_misplaced(layout: StoreLayout, rng: random.Random) -> Corruption | 
     ops = [Op("write", TIMER_WHEEL, offset=to * 32, data=entry)]
     if mode == "move" and to != slot:
         ops.insert(0, Op("write", TIMER_WHEEL, offset=slot * 32, data=bytes(32)))
-    return _c("timerwheel", "wheel-misplaced", f"wheel slot {slot} {mode}d to index {to}", *ops)
+    what = "moved" if mode == "move" else "copied"
+    return _c("timerwheel", "wheel-misplaced", f"wheel slot {slot} {what} to index {to}", *ops)
 
 
 def tm_wheel_size(layout: StoreLayout, rng: random.Random) -> Corruption | None:
