@@ -56,6 +56,7 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh timer-crash-expect build/oracle/store-timer-crash
 	find tests/data/store-timer-crash -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-timer-crash && cp -r build/oracle/store-timer-crash/. tests/data/store-timer-crash/
+	tests/oracle/run.sh pop-bodies 20261126 200 > tests/data/pop-bodies.json
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

@@ -44,7 +44,20 @@ BUILTIN_GROUPS = frozenset(
     }
 )
 
+
+def pull_retry_topic(group: str) -> str:
+    """`MixAll.getRetryTopic`: the retry topic of push/pull consumption."""
+    return RETRY_PREFIX + group
+
+
+def pop_retry_topic(topic: str, group: str, v2: bool = False) -> str:
+    """`KeyBuilder.buildPopRetryTopic`: `%RETRY%<group>_<topic>` (V1) or `%RETRY%<group>+<topic>` (V2)."""
+    return f"{RETRY_PREFIX}{group}{'+' if v2 else '_'}{topic}"
+
+
 __all__ = [
+    "pop_retry_topic",
+    "pull_retry_topic",
     "BUILTIN_GROUPS",
     "DLQ_PREFIX",
     "INIT_SUBSCRIPTION_GROUPS",

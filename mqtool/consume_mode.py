@@ -19,7 +19,7 @@ from typing import Any
 
 from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
 from formats.errors import MqtoolError
-from formats.names import DLQ_PREFIX, RETRY_PREFIX
+from formats.names import DLQ_PREFIX, RETRY_PREFIX, pop_retry_topic, pull_retry_topic
 from mqtool.consumer_progress import is_system_group
 from mqtool.offset_reset import StoreCatalog
 from mqtool.reset_apply import check_writable
@@ -34,16 +34,6 @@ DEFAULT_MODE = "PULL"  # BrokerConfig.defaultMessageRequestMode
 
 class ConsumeModeError(MqtoolError):
     """A consume-mode change the broker would refuse, or one this store cannot take."""
-
-
-def pull_retry_topic(group: str) -> str:
-    """`MixAll.getRetryTopic`: the retry topic of push/pull consumption."""
-    return RETRY_PREFIX + group
-
-
-def pop_retry_topic(topic: str, group: str, v2: bool = False) -> str:
-    """`KeyBuilder.buildPopRetryTopic`: `%RETRY%<group>_<topic>` (V1) or `%RETRY%<group>+<topic>` (V2)."""
-    return f"{RETRY_PREFIX}{group}{'+' if v2 else '_'}{topic}"
 
 
 @dataclass

@@ -45,7 +45,7 @@ _crash_budget: list[int | None] = [_crash_budget_from_env()]
 
 CRASH_AT_ENV = "MQTOOL_TEST_CRASH_AT"
 """The other test hook: comma-separated step names at which the process SIGKILLs itself (`crash_point`):
-`locked`, `loaded`, `saved` (offsets reset), `delay-appended`, `txn-commits-appended`."""
+`locked`, `loaded`, `saved` (offsets reset), `delay-appended`, `timer-appended`, `txn-commits-appended`."""
 
 
 def crash_point(step: str) -> None:

@@ -88,3 +88,31 @@ def run_mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         env=child_env(**env),
         timeout=120,
     )
+
+
+def rebuild_matches(root: Path) -> None:
+    """The store passes the rebuild check: ConsumeQueues and index rebuilt from the commitlog are equal."""
+    import time
+
+    from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
+    from store import rebuild
+    from store.dispatch import existing_cq_file_size, existing_index_geometry
+
+    staging = rebuild.prepare_staging(root)
+    result = rebuild.build_staging(
+        root,
+        staging,
+        cq=True,
+        index=True,
+        cq_file_size=existing_cq_file_size(root),
+        index_geometry=existing_index_geometry(root),
+        delay_levels=DEFAULT_DELAY_LEVELS_MS,
+        now_ms=lambda: int(time.time() * 1000),
+    )
+    try:
+        diffs = [d for d in rebuild.compare_consume_queues(root, result) if d.status != "same"]
+        assert diffs == []
+        index = rebuild.compare_index(root, result)
+        assert index.status == "same", index.first_difference
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

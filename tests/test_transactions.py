@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from golden import copy_store as _copy_store
-from golden import expect, snapshot, store_path
+from golden import expect, rebuild_matches, snapshot, store_path
 from golden import run_mqtool as mqtool
 
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
@@ -73,25 +73,6 @@ def end(root: Path, action: str, halves: list[int] | None, execute: bool = True,
         result = execute_end(st, plan, execute, replan=make)
     plan.result = result  # type: ignore[attr-defined]
     return plan
-
-
-def rebuild_matches(root: Path) -> None:
-    staging = rebuild.prepare_staging(root)
-    result = rebuild.build_staging(
-        root,
-        staging,
-        cq=True,
-        index=True,
-        cq_file_size=existing_cq_file_size(root),
-        index_geometry=existing_index_geometry(root),
-        delay_levels=DEFAULT_DELAY_LEVELS_MS,
-        now_ms=lambda: int(time.time() * 1000),
-    )
-    try:
-        assert [d for d in rebuild.compare_consume_queues(root, result) if d.status != "same"] == []
-        assert rebuild.compare_index(root, result).status == "same"
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 # --- reading ---------------------------------------------------------------------------------------

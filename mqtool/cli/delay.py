@@ -119,6 +119,26 @@ def delay_replay(
         bool, typer.Option("--execute", help="Write the records and delayOffset.json (default: dry run).")
     ] = False,
     broker_version: BrokerVersionOpt = None,
+    timer: Annotated[
+        bool,
+        typer.Option(
+            "--timer",
+            help="Replay the 5.x timer wheel instead: what TimerMessageStore's dequeue writes from the slots "
+            "between timercheck's read time and --now (delivered copies, roll units put back into "
+            "rmq_sys_wheel_timer, recalled ones dropped), then move timercheck's read time past them so the "
+            "broker does not deliver them again.",
+        ),
+    ] = False,
+    real_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--real-topic",
+            metavar="TOPIC",
+            help="With --timer: only slots whose messages all go to TOPIC; the read time stops at the first "
+            "slot with another topic's message (the broker delivers the rest).",
+            show_default=False,
+        ),
+    ] = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -129,13 +149,23 @@ def delay_replay(
     code back to the tag hash, same body/flag/born fields), dispatched to ConsumeQueue and index, and
     delayOffset.json advances. A message already delivered is recognised and not delivered twice. A --now
     ahead of the clock delivers early (said in a note). Dry run unless --execute; never while a broker holds
-    the store lock. Timer-wheel messages are not replayed."""
+    the store lock. With --timer, the 5.x timer wheel instead (see --timer)."""
+    from formats.errors import MqtoolError
     from mqtool.cli import delay_render as show
-    from mqtool.delay import replay
+    from mqtool.delay import replay, timer_replay
 
+    if not timer and real_topic is not None:
+        raise MqtoolError("--real-topic goes with --timer")
+    if timer and (level is not None or broker_version is not None):
+        raise MqtoolError("--level and --broker-version are for the delay levels, not --timer")
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
+        if timer:
+            tplan = timer_replay.plan_timer_replay(st, now=when, real_topic=real_topic)
+            tresult = timer_replay.execute_timer_replay(st, tplan, execute)
+            show.render_timer_plan(tplan, tresult, s.ctx, execute)
+            return
         plan = replay.plan_replay(st, now=when, level=level, broker_version=broker_version)
         result = replay.execute_replay(st, plan, execute)
         show.render_plan(plan, result, s.ctx, execute)

@@ -7,7 +7,8 @@ from typing import Any
 
 from mqtool.delay.listing import DelayListing, DelayStats
 from mqtool.delay.replay import ReplayPlan, ReplayResult
-from mqtool.delay.timer import TIMER_NOT_REPLAYED, TimerRow
+from mqtool.delay.timer import TIMER_REPLAY_HINT, TimerRow
+from mqtool.delay.timer_replay import TimerReplayPlan
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import duration_text, format_time, human_duration
 
@@ -81,7 +82,7 @@ def render_stats(stats: DelayStats, ctx: RenderContext) -> None:
                 ("by state", states, "text"),
                 ("not yet in the timer wheel", t.not_enqueued, "int"),
                 ("waiting in the timer wheel", t.waiting, "int"),
-                ("due now (not replayed offline)", t.due, "int"),
+                ("due now", t.due, "int"),
                 (
                     "backlog by deliver time",
                     f"{backlog.get('overdue', 0)} overdue, {backlog.get('nextHour', 0)} in the next hour, "
@@ -135,7 +136,7 @@ def render_timer_list(rows: list[TimerRow], ctx: RenderContext, now: int) -> Non
         (r.to_json() for r in rows), _TIMER_COLUMNS, ctx, title=None if ctx.machine else title, empty="(none)"
     )
     if rows and not ctx.machine:
-        ctx.out.write(f"note: {TIMER_NOT_REPLAYED}\n")
+        ctx.out.write(f"note: {TIMER_REPLAY_HINT}\n")
 
 
 _PLAN_COLUMNS = [
@@ -184,5 +185,52 @@ def render_plan(plan: ReplayPlan, result: ReplayResult, ctx: RenderContext, exec
             out.write("nothing to do\n")
         elif not execute:
             out.write(f"dry run: {n} message(s) would be delivered; add --execute to write\n")
+
+    emit_document(document, ctx, human)
+
+
+_TIMER_PLAN_COLUMNS = [
+    Column("slotTimestamp", "slot", kind="time"),
+    Column("queueOffset", "qOffset", kind="int"),
+    Column("action"),
+    Column("realTopic", "real topic", max_width=40),
+    Column("realQueueId", "queue", kind="int"),
+    Column("newTopic", "written to", max_width=40),
+    Column("newQueueOffset", "new qOffset", kind="int"),
+    Column("keys", max_width=30),
+    Column("uniqKey", "uniq key"),
+    Column("reason", max_width=60),
+]
+
+
+def render_timer_plan(plan: TimerReplayPlan, result: ReplayResult, ctx: RenderContext, execute: bool) -> None:
+    document = plan.to_json()
+    document["executed"] = result.executed
+    d = plan.dequeue
+
+    def human() -> None:
+        out = ctx.out
+        start = format_time(d.read_from, ctx.zone)
+        out.write(f"timer wheel read from {start} to {format_time(d.read_to, ctx.zone)} (exclusive); ")
+        out.write(f"now = {format_time(plan.now, ctx.zone)}\n")
+        emit_rows(
+            [x.to_json() for x in plan.deliveries],
+            _TIMER_PLAN_COLUMNS,
+            ctx,
+            title="Timer replay (TimerMessageStore.dequeue per slot)",
+            empty="(no slot due)",
+        )
+        for note in document["notes"] + result.notes:
+            out.write(f"note: {note}\n")
+        n = len(plan.to_write)
+        if result.executed:
+            moved = "moved" if result.delay_offset_written else "unchanged"
+            out.write(f"wrote {n} record(s); timercheck read time {moved}\n")
+        elif not plan.changes_anything:
+            out.write("nothing to do\n")
+        elif not execute:
+            out.write(
+                f"dry run: {n} record(s) would be written and the read time moved; add --execute to write\n"
+            )
 
     emit_document(document, ctx, human)

@@ -15,17 +15,20 @@ This package reproduces that offline:
 * `replay` — `plan_replay`: the exact records `executeOnTimeUp` would write now, and the new progress;
   `execute_replay` appends and dispatches them and advances `delayOffset.json`, under the write safety
   rules; a second run finds nothing due that was already delivered, so nothing is delivered twice;
-* `timer` — 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, `TimerMessageStore`)
-  are listed (`list_timer_messages`) but never replayed: their state lives in timerlog/timerwheel/timercheck.
+* `timer` — 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, `TimerMessageStore`),
+  each with its state in the timer store (`list_timer_messages`), and the wheel's backlog;
+* `timer_replay` — `plan_timer_replay` / `execute_timer_replay`: what TimerMessageStore's dequeue writes
+  from the slots due (`store.timer_dequeue`), then timercheck's read time moved past them.
 
-The broker's own logic is in `store.schedule` and `store.timer`; the message rebuild and write path it
-shares with `mqtool.transactions` is `store.messagerebuild`.
+The broker's own logic is in `store.schedule`, `store.timer` and `store.timer_dequeue`; the message
+rebuild and write path it shares with `mqtool.transactions` is `store.messagerebuild`.
 """
 
 from formats.names import SCHEDULE_TOPIC
 from mqtool.delay.listing import DelayListing, DelayRow, DelayStats, LevelStats, delay_stats, list_delayed
 from mqtool.delay.replay import Delivery, ReplayPlan, ReplayResult, execute_replay, plan_replay
-from mqtool.delay.timer import TIMER_NOT_REPLAYED, TimerRow, list_timer_messages
+from mqtool.delay.timer import TIMER_REPLAY_HINT, TimerRow, list_timer_messages
+from mqtool.delay.timer_replay import TimerReplayPlan, execute_timer_replay, plan_timer_replay
 from store.schedule import (
     DELAY_OFFSET,
     DelayError,
@@ -42,7 +45,7 @@ from store.timer import TIMER_TOPIC
 __all__ = [
     "DELAY_OFFSET",
     "SCHEDULE_TOPIC",
-    "TIMER_NOT_REPLAYED",
+    "TIMER_REPLAY_HINT",
     "TIMER_TOPIC",
     "DelayError",
     "DelayLevels",
@@ -53,16 +56,19 @@ __all__ = [
     "LevelStats",
     "ReplayPlan",
     "ReplayResult",
+    "TimerReplayPlan",
     "TimerRow",
     "correct_deliver_timestamp",
     "delay_levels",
     "delay_stats",
     "effective_start",
     "execute_replay",
+    "execute_timer_replay",
     "iter_pending_units",
     "list_delayed",
     "list_timer_messages",
     "load_delay_progress",
     "message_time_up",
     "plan_replay",
+    "plan_timer_replay",
 ]

@@ -5,7 +5,7 @@
 re-serialised in the broker's Java `HashMap` order, with the 4.9.x or 5.x separator style), and the new
 progress; `execute_replay` appends and dispatches them and advances `delayOffset.json`, under the write
 safety rules. A second run finds nothing due that was already delivered (`CopyFinder`), so nothing is
-delivered twice. Timer-wheel messages are counted, never replayed (`mqtool.delay.timer`).
+delivered twice. Timer-wheel messages are counted here and replayed by `mqtool.delay.timer_replay`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from formats.properties import (
     CRC32_RESERVED_LEN,
     split_crc32_trailer,
 )
-from mqtool.delay.timer import TIMER_NOT_REPLAYED
+from mqtool.delay.timer import TIMER_REPLAY_HINT
 from mqtool.timeparse import human_duration, now_ms
 from store.filewrites import crash_point
 from store.messagerebuild import (
@@ -127,7 +127,7 @@ class ReplayPlan:
             "deliveries": [d.to_json() for d in self.deliveries],
             "delayOffset": [{"level": lv, "from": old, "to": new} for lv, old, new in self.progress_changes],
             "timerMessages": self.timer_messages,
-            "timerReplay": TIMER_NOT_REPLAYED if self.timer_messages else None,
+            "timerReplay": TIMER_REPLAY_HINT if self.timer_messages else None,
             "notes": self.notes,
         }
 
@@ -229,7 +229,7 @@ def plan_replay(
             next_queue_offset[key] = queue_max_offset(store, *key)
         d.record = replace(d.record, queue_offset=next_queue_offset[key])
         next_queue_offset[key] += 1
-    _check_destinations(store, plan)
+    plan.notes.extend(destination_notes(store, [d.record for d in plan.to_deliver]))
     clock = now_ms()
     if now > clock and plan.to_deliver:
         plan.notes.append(
@@ -238,7 +238,7 @@ def plan_replay(
         )
     plan.timer_messages = sum(1 for _ in _timer_units(store))
     if plan.timer_messages:
-        plan.notes.append(f"{plan.timer_messages} message(s) in rmq_sys_wheel_timer: {TIMER_NOT_REPLAYED}")
+        plan.notes.append(f"{plan.timer_messages} message(s) in rmq_sys_wheel_timer: {TIMER_REPLAY_HINT}")
     return plan
 
 
@@ -317,23 +317,20 @@ def _recognise_delivered(store: Store, deliveries: list[Delivery]) -> None:
             )
 
 
-def _check_destinations(store: Store, plan: ReplayPlan) -> None:
-    """Warn where a real queue is not readable by consumers (not in topics.json or past readQueueNums)."""
+def destination_notes(store: Store, records: list[Message]) -> list[str]:
+    """Notes where a real queue is not readable by consumers (not in topics.json or past readQueueNums)."""
     try:
         topics = store.config("topics.json").load().model.topic_config_table
     except MqtoolError:
-        return
-    seen: set[tuple[str, int]] = set()
-    for d in plan.to_deliver:
-        key = (d.record.topic, d.record.queue_id)
-        if key in seen:
-            continue
-        seen.add(key)
+        return []
+    notes: list[str] = []
+    for key in dict.fromkeys((r.topic, r.queue_id) for r in records):
         config = topics.get(key[0])
         if config is None:
-            plan.notes.append(f"{key[0]} is not in topics.json: consumers will not find queue {key[1]}")
+            notes.append(f"{key[0]} is not in topics.json: consumers will not find queue {key[1]}")
         elif key[1] >= config.read_queue_nums:
-            plan.notes.append(f"{key[0]} queue {key[1]} is past readQueueNums {config.read_queue_nums}")
+            notes.append(f"{key[0]} queue {key[1]} is past readQueueNums {config.read_queue_nums}")
+    return notes
 
 
 # ---------------------------------------------------------------------------------------------------

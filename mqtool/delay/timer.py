@@ -1,6 +1,6 @@
 """5.x timer-wheel messages (`rmq_sys_wheel_timer`, TimerMessageStore): each with its state in the timer
 store (`store.timer_messages`: not-enqueued, waiting, delivered, rolled, recalled, ...), and the wheel's
-backlog for `delay stats`. They are not replayed offline yet (`TIMER_NOT_REPLAYED`)."""
+backlog for `delay stats`. `delay replay --timer` replays them (`mqtool.delay.timer_replay`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ from store.storedir import Store
 from store.timer import TIMER_TOPIC, TimerStore
 from store.timer_messages import STATES, TimerMessage, timer_messages
 
-TIMER_NOT_REPLAYED = (
-    "5.x timer-wheel messages are not replayed offline: their delivery state lives in timerlog, "
-    "timerwheel and config/timercheck, which mqtool does not write (the timer store's recovery after "
-    "offline edits is not established yet), so a copy appended to the real topic would be "
-    "delivered a second time when the broker's TimerMessageStore reaches its slot"
+TIMER_REPLAY_HINT = (
+    "5.x timer-wheel messages are delivered by the broker's TimerMessageStore from its wheel: "
+    "replay them with `mqtool delay replay --timer`, which also moves timercheck's read time"
 )
 PENDING = ("waiting", "not-enqueued")  # states the broker will still deliver from
 STUCK_AFTER_MS = 5 * 60_000  # the wheel's read time this far behind now, with messages due: stuck
@@ -129,7 +127,7 @@ class TimerSummary:
             "readBehindMs": self.read_behind_ms,
             "stuck": self.stuck,
             "skippedOnRestart": self.skipped_on_restart,
-            "replay": TIMER_NOT_REPLAYED,
+            "replay": TIMER_REPLAY_HINT,
         }
 
 
@@ -191,4 +189,4 @@ def timer_summary(store: Store, *, now: int) -> TimerSummary | None:
     )
 
 
-__all__ = ["TIMER_NOT_REPLAYED", "TimerRow", "TimerSummary", "list_timer_messages", "timer_summary"]
+__all__ = ["TIMER_REPLAY_HINT", "TimerRow", "TimerSummary", "list_timer_messages", "timer_summary"]

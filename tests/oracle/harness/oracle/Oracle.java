@@ -43,6 +43,9 @@ public final class Oracle {
             case "make-big":
                 rc = Bench.makeBig(args[1], args.length > 2 ? Long.parseLong(args[2]) : 1_600_000L);
                 break;
+            case "pop-bodies":
+                rc = PopBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 50);
+                break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
