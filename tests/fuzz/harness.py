@@ -282,6 +282,11 @@ COMMANDS: tuple[Command, ...] = (
         lambda t, k, f: ["delay", "replay", "--now", str(t.end + 10**8)],
     ),
     Command(
+        "delay replay --timer (dry run)",
+        TIMER,
+        lambda t, k, f: ["delay", "replay", "--timer", "--now", str(t.end + 10**8)],
+    ),
+    Command(
         "txn resolve (dry run)",
         frozenset({CL, CQ, IX, CP, CFG, LAY}),
         lambda t, k, f: ["txn", "resolve", "--policy", "commit", "--now", str(t.end + 10**8)],
