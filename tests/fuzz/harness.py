@@ -734,12 +734,13 @@ def _limit_memory(budget_mb: int) -> None:
 
 PRELOAD = (
     "encodings.ascii", "encodings.latin_1", "encodings.utf_8", "encodings.utf_8_sig", "encodings.idna",
-    "encodings.utf_16", "encodings.utf_32", "encodings.cp437", "encodings.unicode_escape",
-    "encodings.raw_unicode_escape", "encodings.punycode", "zoneinfo", "csv", "json", "difflib", "base64",
-    "zlib", "lz4.frame", "lz4.block", "zstandard", "tabulate", "uuid", "statistics", "decimal", "gzip",
-    "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale", "calendar", "heapq", "bisect", "hashlib",
-    "ipaddress", "pprint", "typer.rich_utils", "click.exceptions", "rich.table", "rich.console",
-    "rich.markup", "rich.text", "rich.progress", "rich.box", "rich.pretty", "rich.traceback",
+    "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_32", "encodings.cp437",
+    "encodings.unicode_escape", "encodings.raw_unicode_escape", "encodings.punycode", "zoneinfo", "csv",
+    "json", "difflib", "base64", "zlib", "lz4.frame", "lz4.block", "zstandard", "tabulate", "uuid",
+    "statistics", "decimal", "gzip", "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale",
+    "calendar", "heapq", "bisect", "hashlib", "ipaddress", "pprint", "typer.rich_utils", "click.exceptions",
+    "rich.table", "rich.console", "rich.markup", "rich.text", "rich.progress", "rich.box", "rich.pretty",
+    "rich.traceback",
 )  # fmt: skip
 
 
@@ -762,7 +763,8 @@ def preload() -> None:
 def warm_up(bases: list[Base]) -> None:
     """Every command on every base once, and every output format once: imports, caches, kernels."""
     for i, base in enumerate(bases):
-        for name, argv in read_commands(base.targets, LAY):
+        for command in COMMANDS:
+            name, argv = command.name, command.argv(base.targets, LAY, "")  # type: ignore[operator]
             formats = (
                 FORMATS if i == 0 and name in ("info", "query time", "verify", "dump index") else ("json",)
             )

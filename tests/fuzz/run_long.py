@@ -20,6 +20,7 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -197,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {kind}: strategies {', '.join(strategy_names(kind))}")
 
     stats = {k: collections.Counter() for k in kinds}
+    error_shapes = {k: collections.Counter() for k in kinds}
     by_strategy: collections.Counter[tuple[str, str]] = collections.Counter()
     failures: list[Failure] = []
     total = args.per_type * len(kinds)
@@ -249,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                         s["error lines with a position"] += has_position
                     slowest.append((seconds, name, str(c)))
                 slowest = sorted(slowest, reverse=True)[:5]
+                for line in result.error_lines:  # their shapes: the numbers folded
+                    error_shapes[c.kind][re.sub(r"-?\d+", "N", line)[:160]] += 1
                 if result.failures:
                     s["failed inputs"] += 1
                     s["failures"] += len(result.failures)
@@ -266,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if sink is not None:
             sink.close()
-    report(kinds, stats, by_strategy, failures, slowest, len(sampled), started)
+    report(kinds, stats, by_strategy, failures, slowest, len(sampled), started, error_shapes)
     if args.failures and failures:
         print(f"\nrerun them one by one: python -m tests.fuzz.run_long --replay {args.failures}")
     if args.workdir is None:
@@ -316,7 +320,9 @@ def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[tuple[Failu
         return [f for fs in pool.map(one, enumerate(tasks)) for f in fs]
 
 
-def report(kinds, stats, by_strategy, failures: list[Failure], slowest, sampled: int, started: float) -> None:
+def report(
+    kinds, stats, by_strategy, failures: list[Failure], slowest, sampled: int, started: float, error_shapes
+) -> None:
     print()
     columns = [
         "inputs",
@@ -342,6 +348,10 @@ def report(kinds, stats, by_strategy, failures: list[Failure], slowest, sampled:
     for kind in kinds:
         row = ", ".join(f"{s}={n}" for (k, s), n in sorted(by_strategy.items()) if k == kind)
         print(f"  {kind}: {row}")
+    print("\ncommonest error lines (numbers folded to N):")
+    for kind in kinds:
+        for line, n in error_shapes[kind].most_common(8):
+            print(f"  {kind} {n:>6}  {line}")
     print("\nslowest commands:")
     for seconds, name, corruption in slowest:
         print(f"  {seconds:6.2f} s  {name}  {corruption}")
