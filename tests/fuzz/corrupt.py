@@ -22,10 +22,13 @@ File types (`KINDS`):
   tables, odd encodings, deep nesting; empty, blank and `null` files.
 * `layout` — empty files, directories where files should be (and files where directories should be),
   missing parts, symlink loops, stray files, permission denied, `lock`/`abort` oddities.
-* `timer` (5.x stores with the timer wheel) — timerlog units with every field at interesting values, bit
-  flips, blanks in odd places, truncation at and inside units, missing/extra/misnamed files; wheel slots
-  pointing anywhere (cycles, past the log), times of other slots, counts, a wheel of the wrong length;
-  timercheck garbage, truncation and odd values.
+* `timerlog`, `timerwheel`, `timercheck` (5.x stores where the real timer wheel ran) — timerlog units
+  with every field at interesting values, bit flips, blanks in odd places, truncation at and inside units,
+  prevPos links that loop or jump into another slot's chain, units pointing at other or no commitlog
+  records, missing/extra/misnamed files; wheel slots pointing anywhere (into other slots' chains, inside
+  units, past the log), wrong counts, slots at a wrong index or with another slot's time, a wheel of the
+  wrong length; timercheck garbage, truncation, a read time far ahead or behind, queue offsets and the
+  flush position past the ConsumeQueue's and the timerlog's end.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout", "timer")
+TIMER_KINDS = ("timerlog", "timerwheel", "timercheck")
+KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout", *TIMER_KINDS)
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -138,15 +142,16 @@ class Corruption:
 
 
 def restore_permissions(root: Path) -> None:
-    """Make every path under root writable again (so it can be removed after a chmod corruption)."""
+    """Make every path under root writable again (so it can be removed after a chmod corruption); a file
+    hard-linked to a fuzz base keeps the base's mode."""
     for dirpath, dirnames, filenames in os.walk(root, topdown=True, followlinks=False):
         for name in dirnames + filenames:
             p = Path(dirpath) / name
-            if p.is_symlink():
-                continue
             with contextlib.suppress(OSError):
-                mode = stat.S_IMODE(p.lstat().st_mode)
-                os.chmod(p, mode | (0o700 if p.is_dir() else 0o600))
+                st = p.lstat()
+                if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+                    continue
+                os.chmod(p, stat.S_IMODE(st.st_mode) | (0o700 if stat.S_ISDIR(st.st_mode) else 0o600))
     with contextlib.suppress(OSError):
         os.chmod(root, 0o755)
 
@@ -1541,9 +1546,14 @@ def lay_fifo(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     return _c("layout", "fifo", f"a FIFO where {rel} should be", Op("fifo", rel))
 
 
-# timer (5.x timer wheel) ------------------------------------------------------------------------------
+# timer (5.x timer wheel): three file types, timerlog, timerwheel and timercheck ----------------------
 
 TIMER_LOG = "timerlog/00000000000000000000"
+TIMER_CHECK = "config/timercheck"
+TIMER_WHEEL = "timerwheel"
+TIMER_QUEUE = "consumequeue/rmq_sys_wheel_timer/0/00000000000000000000"
+TIMER_WHEEL_SLOTS = 2 * 7 * 86400  # the file holds the 7-day wheel twice
+TIMER_WHEEL_SIZE = TIMER_WHEEL_SLOTS * 32
 # a unit: size int, prevPos long, magic int, currWriteTimeMs long, delayedTime int, offsetPy long, sizePy int,
 # hashCodeOfRealTopic int, reserved long
 TIMER_UNIT_FIELDS = (
@@ -1563,11 +1573,62 @@ TIMER_SLOT_FIELDS = (
     ("num", 24, 4),
     ("magic", 28, 4),
 )
+# timercheck: lastReadTimeMs, lastTimerLogFlushPos, lastTimerQueueOffset, masterTimerQueueOffset, dataVersion
+TIMER_CHECK_FIELDS = (
+    "lastReadTimeMs",
+    "lastTimerLogFlushPos",
+    "lastTimerQueueOffset",
+    "masterTimerQueueOffset",
+    "stateVersion",
+    "timestamp",
+    "counter",
+)
 TIMER_BLANK = (16).to_bytes(4, "big") + bytes(8) + BLANK_MAGIC.to_bytes(4, "big")
+DAY_MS = 86_400_000
 
 
 def _has_timer(layout: StoreLayout) -> bool:
-    return layout.timer_units > 0 and (layout.root / "timerwheel").is_file()
+    return layout.timer_units > 0 and (layout.root / TIMER_WHEEL).is_file()
+
+
+def _wheel_slot(layout: StoreLayout, slot: int) -> tuple[int, int, int, int, int]:
+    """(timeSecs, firstPos, lastPos, num, magic) of a pristine wheel slot."""
+    return struct.unpack_from(">qqqii", _read(layout, TIMER_WHEEL), slot * 32)
+
+
+def _timer_chains(layout: StoreLayout) -> dict[int, list[int]]:
+    """Each non-empty slot's chain in the pristine timerlog: lastPos, then each unit's prevPos."""
+    log = _read(layout, TIMER_LOG)
+    end = layout.timer_units * 52
+    chains = {}
+    for slot in layout.timer_slots:
+        pos, out = _wheel_slot(layout, slot)[2], []
+        while 0 <= pos < end and pos % 52 == 0 and pos not in out:
+            out.append(pos)
+            pos = struct.unpack_from(">q", log, pos + 4)[0]
+        chains[slot] = out
+    return chains
+
+
+def _odd_position(layout: StoreLayout, rng: random.Random) -> int:
+    """A timerlog position: a unit's, inside a unit, the blank after the last, past the file, negative."""
+    end = layout.timer_units * 52
+    return rng.choice(
+        (
+            rng.randrange(layout.timer_units) * 52,
+            rng.randrange(layout.timer_units) * 52 + rng.choice((1, 4, 12, 51)),
+            end,
+            end + 52,
+            1 << 20,
+            (1 << 20) - 16,
+            -52,
+            -2,
+            LONG_MAX,
+        )
+    )
+
+
+# timerlog
 
 
 def tm_log_field(layout: StoreLayout, rng: random.Random) -> Corruption | None:
@@ -1577,8 +1638,12 @@ def tm_log_field(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     name, at, width = rng.choice(TIMER_UNIT_FIELDS)
     near = (52, unit * 52, (unit + 1) * 52, 0xF, 1, 3, 5, 7) if name in ("size", "prevPos", "magic") else ()
     data = interesting(rng, width, near)
-    return _c("timer", "log-field", f"timerlog unit {unit} {name} := {data.hex()}",
-              Op("write", TIMER_LOG, offset=unit * 52 + at, data=data))  # fmt: skip
+    return _c(
+        "timerlog",
+        "log-field",
+        f"timerlog unit {unit} {name} := {data.hex()}",
+        Op("write", TIMER_LOG, offset=unit * 52 + at, data=data),
+    )
 
 
 def tm_log_bytes(layout: StoreLayout, rng: random.Random) -> Corruption | None:
@@ -1586,50 +1651,115 @@ def tm_log_bytes(layout: StoreLayout, rng: random.Random) -> Corruption | None:
         return None
     log = _read(layout, TIMER_LOG)
     end = layout.timer_units * 52
-    mode = rng.choice(("flip", "blank", "zero", "garbage", "truncate", "cycle"))
+    mode = rng.choice(("flip", "blank", "zero", "garbage", "truncate"))
     if mode == "flip":
         lo = rng.randrange(max(end, 1))
-        chunk = log[lo : lo + 52]
-        flipped = bitflip(chunk, rng, rng.choice((1, 2, 8)))
-        return _c(
-            "timer",
-            "log-bytes",
-            f"timerlog: bit flips at {lo}",
-            Op("write", TIMER_LOG, offset=lo, data=flipped),
-        )
-    if mode == "blank":
+        flipped = bitflip(log[lo : lo + 52], rng, rng.choice((1, 2, 8)))
+        what, op = f"timerlog: bit flips at {lo}", Op("write", TIMER_LOG, offset=lo, data=flipped)
+    elif mode == "blank":
         at = rng.randrange(layout.timer_units + 1) * 52 + rng.choice((0, 0, 0, 1, 16))
-        return _c(
-            "timer",
-            "log-bytes",
-            f"timerlog: a blank at {at}",
-            Op("write", TIMER_LOG, offset=at, data=TIMER_BLANK),
-        )
-    if mode == "zero":
+        what, op = f"timerlog: a blank at {at}", Op("write", TIMER_LOG, offset=at, data=TIMER_BLANK)
+    elif mode == "zero":
         at = rng.randrange(layout.timer_units) * 52
-        return _c(
-            "timer",
-            "log-bytes",
-            f"timerlog: unit at {at} zeroed",
-            Op("write", TIMER_LOG, offset=at, data=bytes(52)),
-        )
-    if mode == "garbage":
+        what, op = f"timerlog: unit at {at} zeroed", Op("write", TIMER_LOG, offset=at, data=bytes(52))
+    elif mode == "garbage":
         at = rng.randrange(max(end, 1))
         data = bytes(rng.getrandbits(8) for _ in range(rng.choice((4, 52, 200))))
-        return _c(
-            "timer", "log-bytes", f"timerlog: garbage at {at}", Op("write", TIMER_LOG, offset=at, data=data)
-        )
-    if mode == "truncate":
+        what, op = f"timerlog: garbage at {at}", Op("write", TIMER_LOG, offset=at, data=data)
+    else:
         size = rng.choice((0, 1, 16, 51, 52, 53, end - 1, end, end + 7, rng.randrange(end + 1)))
+        what, op = f"truncate the timerlog to {size}", Op("truncate", TIMER_LOG, size=max(size, 0))
+    return _c("timerlog", "log-bytes", what, op)
+
+
+def tm_log_chain(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """prevPos links that make a slot's chain loop (to itself, to a newer unit of the chain), jump into
+    another slot's chain, or point inside a unit, at the end blank or past the file."""
+    if not _has_timer(layout):
+        return None
+    chains = [c for c in _timer_chains(layout).values() if c]
+    chain = rng.choice(chains)
+    i = rng.randrange(len(chain))
+    unit = chain[i]
+    mode = rng.choice(("self", "newer", "other-chain", "odd"))
+    if mode == "self":
+        target = unit
+    elif mode == "newer":
+        target = chain[rng.randrange(i + 1)]
+    elif mode == "other-chain":
+        target = rng.choice(rng.choice(chains))
+    else:
+        target = _odd_position(layout, rng)
+    return _c(
+        "timerlog",
+        "log-chain",
+        f"timerlog unit at {unit} prevPos := {target} ({mode})",
+        Op("write", TIMER_LOG, offset=unit + 4, data=_pack(target, 8)),
+    )
+
+
+def tm_log_target(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A unit's message (offsetPy, sizePy) moved onto another record, inside one, a blank, past the end."""
+    if not _has_timer(layout):
+        return None
+    unit = rng.randrange(layout.timer_units) * 52
+    records = layout.records
+    rec = rng.choice(records) if records else None
+    base = int(Path(rec.file).name) + rec.pos if rec else 0
+    choice = rng.randrange(5)
+    if choice == 0 and rec:
+        offset, size, what = base, rec.total, "another record"
+    elif choice == 1 and rec:
+        offset, size, what = base + rng.choice((1, 4, 8, 20)), rec.total, "inside a record"
+    elif choice == 2:
+        offset, size, what = layout.commitlog_end, rng.choice((0, 52, 200)), "the commitlog end"
+    elif choice == 3 and rec:
+        offset, size, what = base, rng.choice((0, 1, 7, rec.total - 1, rec.total + 1, INT_MAX, -1)), "a size"
+    else:
+        offset, size, what = rng.choice(LONG_VALUES), rng.choice((52, 200, INT_MAX)), "anywhere"
+    data = _pack(offset, 8) + _pack(size, 4)
+    return _c(
+        "timerlog",
+        "log-target",
+        f"timerlog unit at {unit} offsetPy/sizePy := {offset}/{size} ({what})",
+        Op("write", TIMER_LOG, offset=unit + 28, data=data),
+    )
+
+
+def tm_log_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not _has_timer(layout):
+        return None
+    choice = rng.randrange(6)
+    if choice == 0:
+        return _c("timerlog", "files", "no timerlog directory", Op("remove", "timerlog"))
+    if choice == 1:
         return _c(
-            "timer",
-            "log-bytes",
-            f"truncate the timerlog to {size}",
-            Op("truncate", TIMER_LOG, size=max(size, 0)),
+            "timerlog", "files", "a stray file in timerlog/", Op("replace", "timerlog/notes.txt", data=b"x")
         )
-    a, b = rng.randrange(layout.timer_units), rng.randrange(layout.timer_units)
-    return _c("timer", "log-bytes", f"timerlog: unit {a} prevPos := unit {b}",
-              Op("write", TIMER_LOG, offset=a * 52 + 4, data=_pack(b * 52, 8)))  # fmt: skip
+    if choice == 2:
+        size = rng.choice((52, 1048576, 2 * 1048576))
+        log = _read(layout, TIMER_LOG)
+        data = log[: rng.choice((0, 52, 104, len(log)))]
+        return _c(
+            "timerlog",
+            "files",
+            f"a second timerlog file at {size}",
+            Op("replace", f"timerlog/{size:020d}", data=data),
+        )
+    if choice == 3:
+        return _c("timerlog", "files", "the timerlog file is empty", Op("truncate", TIMER_LOG, size=0))
+    if choice == 4:
+        name = rng.choice(("00000000000000000052", "00000000000001048576", "x"))
+        return _c(
+            "timerlog",
+            "files",
+            f"the timerlog file renamed {name}",
+            Op("rename", TIMER_LOG, target=f"timerlog/{name}"),
+        )
+    return _c("timerlog", "files", "timerlog is a file", Op("replace", "timerlog", data=b"\0" * 52))
+
+
+# timerwheel
 
 
 def tm_wheel_slot(layout: StoreLayout, rng: random.Random) -> Corruption | None:
@@ -1638,81 +1768,207 @@ def tm_wheel_slot(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     slot = (
         rng.choice(layout.timer_slots)
         if layout.timer_slots and rng.random() < 0.8
-        else rng.randrange(1209600)
+        else rng.randrange(TIMER_WHEEL_SLOTS)
     )
     name, at, width = rng.choice(TIMER_SLOT_FIELDS)
-    near = (0, -1, layout.timer_units * 52, (layout.timer_units - 1) * 52, 26, slot, slot + 1209600)
+    near = (0, -1, layout.timer_units * 52, (layout.timer_units - 1) * 52, 26, slot, slot + TIMER_WHEEL_SLOTS)
     data = interesting(rng, width, near)
-    return _c("timer", "wheel-slot", f"wheel slot {slot} {name} := {data.hex()}",
-              Op("write", "timerwheel", offset=slot * 32 + at, data=data))  # fmt: skip
+    return _c(
+        "timerwheel",
+        "wheel-slot",
+        f"wheel slot {slot} {name} := {data.hex()}",
+        Op("write", TIMER_WHEEL, offset=slot * 32 + at, data=data),
+    )
+
+
+def tm_wheel_chain(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A slot's first/last unit moved into another slot's chain, inside a unit, past the log; its count
+    off by one or far off."""
+    if not _has_timer(layout) or not layout.timer_slots:
+        return None
+    chains = _timer_chains(layout)
+    slot = rng.choice(layout.timer_slots)
+    others = [p for s, c in chains.items() if s != slot for p in c]
+    field_name = rng.choice(("lastPos", "firstPos", "both", "num"))
+    if field_name == "num":
+        num = _wheel_slot(layout, slot)[3]
+        value = rng.choice((num + 1, num - 1, 0, -1, num * 2, INT_MAX, layout.timer_units + 1))
+        return _c(
+            "timerwheel",
+            "wheel-chain",
+            f"wheel slot {slot} num := {value}",
+            Op("write", TIMER_WHEEL, offset=slot * 32 + 24, data=_pack(value, 4)),
+        )
+    target = rng.choice(others) if others and rng.random() < 0.6 else _odd_position(layout, rng)
+    at, data = {
+        "lastPos": (16, _pack(target, 8)),
+        "firstPos": (8, _pack(target, 8)),
+        "both": (8, _pack(target, 8) * 2),
+    }[field_name]
+    return _c(
+        "timerwheel",
+        "wheel-chain",
+        f"wheel slot {slot} {field_name} := {target}",
+        Op("write", TIMER_WHEEL, offset=slot * 32 + at, data=data),
+    )
+
+
+def tm_wheel_misplaced(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Slots at a wrong index: moved or copied one slot on, to the other half of the file, far away; two
+    slots swapped; a slot's time set to another slot's."""
+    if not _has_timer(layout) or not layout.timer_slots:
+        return None
+    wheel = _read(layout, TIMER_WHEEL)
+    slot = rng.choice(layout.timer_slots)
+    entry = wheel[slot * 32 : slot * 32 + 32]
+    mode = rng.choice(("move", "copy", "swap", "time"))
+    if mode == "swap" and len(layout.timer_slots) > 1:
+        other = rng.choice([s for s in layout.timer_slots if s != slot])
+        return _c(
+            "timerwheel",
+            "wheel-misplaced",
+            f"wheel slots {slot} and {other} swapped",
+            Op("write", TIMER_WHEEL, offset=slot * 32, data=wheel[other * 32 : other * 32 + 32]),
+            Op("write", TIMER_WHEEL, offset=other * 32, data=entry),
+        )
+    if mode == "time":
+        other = rng.choice(layout.timer_slots)
+        secs = _wheel_slot(layout, other)[0] + rng.choice((0, 1, -1, 86400 * 7, -86400 * 7, 86400 * 14))
+        return _c(
+            "timerwheel",
+            "wheel-misplaced",
+            f"wheel slot {slot} timeSecs := {secs}",
+            Op("write", TIMER_WHEEL, offset=slot * 32, data=_pack(secs, 8)),
+        )
+    to = rng.choice((slot + 1, slot - 1, slot + TIMER_WHEEL_SLOTS // 2, rng.randrange(TIMER_WHEEL_SLOTS)))
+    to %= TIMER_WHEEL_SLOTS
+    ops = [Op("write", TIMER_WHEEL, offset=to * 32, data=entry)]
+    if mode == "move" and to != slot:
+        ops.insert(0, Op("write", TIMER_WHEEL, offset=slot * 32, data=bytes(32)))
+    what = "moved" if mode == "move" else "copied"
+    return _c("timerwheel", "wheel-misplaced", f"wheel slot {slot} {what} to index {to}", *ops)
 
 
 def tm_wheel_size(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     if not _has_timer(layout):
         return None
-    choice = rng.randrange(4)
+    choice = rng.randrange(5)
     if choice == 0:
-        size = rng.choice((0, 1, 31, 32, 38707199, rng.randrange(38707200)))
+        size = rng.choice((0, 1, 31, 32, TIMER_WHEEL_SIZE - 1, rng.randrange(TIMER_WHEEL_SIZE)))
         return _c(
-            "timer", "wheel-size", f"truncate the wheel to {size}", Op("truncate", "timerwheel", size=size)
+            "timerwheel",
+            "wheel-size",
+            f"truncate the wheel to {size}",
+            Op("truncate", TIMER_WHEEL, size=size),
         )
     if choice == 1:
-        return _c("timer", "wheel-size", "the wheel grows by 32", Op("append", "timerwheel", data=bytes(32)))
+        return _c(
+            "timerwheel", "wheel-size", "the wheel grows by 32", Op("append", TIMER_WHEEL, data=bytes(32))
+        )
     if choice == 2:
-        return _c("timer", "wheel-size", "no timerwheel", Op("remove", "timerwheel"))
-    return _c("timer", "wheel-size", "timerwheel is a directory", Op("mkdir", "timerwheel"))
+        return _c("timerwheel", "wheel-size", "no timerwheel", Op("remove", TIMER_WHEEL))
+    if choice == 3:
+        return _c("timerwheel", "wheel-size", "timerwheel unreadable", Op("chmod", TIMER_WHEEL, mode=0))
+    return _c("timerwheel", "wheel-size", "timerwheel is a directory", Op("mkdir", TIMER_WHEEL))
+
+
+# timercheck
+
+
+def _timer_queue_units(layout: StoreLayout) -> int:
+    """Units in the pristine ConsumeQueue of rmq_sys_wheel_timer queue 0 (before the zeros)."""
+    if not (layout.root / TIMER_QUEUE).is_file():
+        return 0
+    cq = _read(layout, TIMER_QUEUE)
+    n = 0
+    while (n + 1) * 20 <= len(cq) and cq[n * 20 : n * 20 + 20].strip(b"\0"):
+        n += 1
+    return n
+
+
+def _has_timercheck(layout: StoreLayout) -> bool:
+    return _has_timer(layout) and (layout.root / TIMER_CHECK).is_file()
 
 
 def tm_check(layout: StoreLayout, rng: random.Random) -> Corruption | None:
-    if not _has_timer(layout) or not (layout.root / "config/timercheck").is_file():
+    if not _has_timercheck(layout):
         return None
     choice = rng.randrange(4)
-    rel = "config/timercheck"
     if choice == 0:
         i = rng.randrange(7)
         data = interesting(rng, 8, (layout.timer_units * 52, 0, -1, 10**13))
         return _c(
-            "timer",
+            "timercheck",
             "check",
-            f"timercheck field {i} := {data.hex()}",
-            Op("write", rel, offset=8 * i, data=data),
+            f"timercheck {TIMER_CHECK_FIELDS[i]} := {data.hex()}",
+            Op("write", TIMER_CHECK, offset=8 * i, data=data),
         )
     if choice == 1:
         size = rng.choice((0, 1, 8, 55, 56, 57, 4095))
-        return _c("timer", "check", f"truncate timercheck to {size}", Op("truncate", rel, size=size))
+        return _c(
+            "timercheck", "check", f"truncate timercheck to {size}", Op("truncate", TIMER_CHECK, size=size)
+        )
     if choice == 2:
         return _c(
-            "timer",
+            "timercheck",
             "check",
             "timercheck garbage",
-            Op("replace", rel, data=bytes(rng.getrandbits(8) for _ in range(4096))),
+            Op("replace", TIMER_CHECK, data=bytes(rng.getrandbits(8) for _ in range(4096))),
         )
-    return _c("timer", "check", "no timercheck", Op("remove", rel))
+    return _c("timercheck", "check", "no timercheck", Op("remove", TIMER_CHECK))
 
 
-def tm_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
-    if not _has_timer(layout):
+def tm_check_read_time(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """lastReadTimeMs far ahead or behind (days, the wheel's 7 days, years), a slot off, not a whole
+    second, before the epoch."""
+    if not _has_timercheck(layout):
         return None
-    choice = rng.randrange(5)
-    if choice == 0:
-        return _c("timer", "files", "no timerlog directory", Op("remove", "timerlog"))
-    if choice == 1:
-        return _c(
-            "timer", "files", "a stray file in timerlog/", Op("replace", "timerlog/notes.txt", data=b"x")
+    now = struct.unpack_from(">q", _read(layout, TIMER_CHECK), 0)[0]
+    delta = rng.choice(
+        (
+            1,
+            -1,
+            999,
+            -1000,
+            1000,
+            DAY_MS,
+            -DAY_MS,
+            7 * DAY_MS,
+            -7 * DAY_MS,
+            7 * DAY_MS + 1000,
+            14 * DAY_MS,
+            3650 * DAY_MS,
+            -3650 * DAY_MS,
+            -now,
+            -now - 1000,
         )
-    if choice == 2:
-        size = rng.choice((52, 1048576, 2 * 1048576))
-        log = _read(layout, TIMER_LOG)
-        data = log[: rng.choice((0, 52, 104, len(log)))]
-        return _c(
-            "timer",
-            "files",
-            f"a second timerlog file at {size}",
-            Op("replace", f"timerlog/{size:020d}", data=data),
-        )
-    if choice == 3:
-        return _c("timer", "files", "the timerlog file is empty", Op("truncate", TIMER_LOG, size=0))
-    return _c("timer", "files", "timerlog is a file", Op("replace", "timerlog", data=b"\0" * 52))
+    )
+    value = now + delta if rng.random() < 0.9 else rng.choice((LONG_MAX, LONG_MIN, LONG_MAX - 1000))
+    return _c(
+        "timercheck",
+        "check-read-time",
+        f"timercheck lastReadTimeMs := {value} ({now}{delta:+d})",
+        Op("write", TIMER_CHECK, offset=0, data=_pack(value, 8)),
+    )
+
+
+def tm_check_queue(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """The queue offsets (lastTimerQueueOffset, masterTimerQueueOffset) and the timerlog flush position
+    past the ConsumeQueue's or the timerlog's end, at it, below it, negative."""
+    if not _has_timercheck(layout):
+        return None
+    units = _timer_queue_units(layout)
+    log_end = layout.timer_units * 52
+    i = rng.choice((1, 2, 2, 3, 3))
+    near = (log_end, log_end - 52, log_end + 52, log_end + 1) if i == 1 else (units, units - 1, units + 1)
+    value = rng.choice((*near, 0, -1, units * 20, INT_MAX + 1, LONG_MAX))
+    what = f"timercheck {TIMER_CHECK_FIELDS[i]} := {value}"
+    ops = [Op("write", TIMER_CHECK, offset=8 * i, data=_pack(value, 8))]
+    if rng.random() < 0.3 and i in (2, 3):  # both queue offsets together
+        j = 5 - i
+        ops.append(Op("write", TIMER_CHECK, offset=8 * j, data=_pack(value, 8)))
+        what += f" and {TIMER_CHECK_FIELDS[j]} too"
+    return _c("timercheck", "check-queue", f"{what} (queue has {units} units, log {log_end} bytes)", *ops)
 
 
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
@@ -1730,7 +1986,9 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "consumequeue": (cq_phy_offset, cq_size, cq_tags_code, cq_unit_bytes, cq_truncate, cq_files),
     "index": (ix_header, ix_slot, ix_entry, ix_cycle, ix_truncate, ix_files),
     "checkpoint": (cp_field, cp_garbage, cp_size),
-    "timer": (tm_log_field, tm_log_bytes, tm_wheel_slot, tm_wheel_size, tm_check, tm_files),
+    "timerlog": (tm_log_field, tm_log_bytes, tm_log_chain, tm_log_target, tm_log_files),
+    "timerwheel": (tm_wheel_slot, tm_wheel_chain, tm_wheel_misplaced, tm_wheel_size),
+    "timercheck": (tm_check, tm_check_read_time, tm_check_queue),
     "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
     "layout": (
         lay_empty_file,

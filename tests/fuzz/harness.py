@@ -17,6 +17,9 @@
   `nobody` when it has them (so chmod-based "permission denied" is real), copies a base, applies a
   corruption, runs the commands and sends back the outcomes; the parent kills a worker that overruns
   its wall-clock bound (a hang in C code the alarm cannot interrupt) and counts that as a failure.
+  Instead of copying a base whole (a timer store holds a 38 MB wheel), a worker hard-links the files of
+  a read-only copy of it (`link_sources`, `link_store`), and each file a corruption changes in place gets
+  a copy of its own first (`corrupt`); the commands run here only read.
 * For the other robustness tests (tests/test_readonly.py, test_broker_lock.py, test_concurrency.py,
   test_disk_errors.py): `write_commands` (every `--execute` path with arguments that change a sample
   store), `snapshot` (a store tree's bytes and mtimes), `in_private_mounts` / `can_mount` (tmpfs and
@@ -34,6 +37,7 @@ import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,7 +48,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from .corrupt import KINDS, Corruption, StoreLayout, map_store, restore_permissions
+from .corrupt import KINDS, TIMER_KINDS, Corruption, StoreLayout, apply_op, map_store, restore_permissions
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data"
@@ -165,7 +169,8 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TM = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC = KINDS
+TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 
 
 @dataclass(frozen=True)
@@ -203,9 +208,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("dump checkpoint", frozenset({CP, LAY}), lambda t, k, f: ["dump", "checkpoint"]),
     Command("dump config", frozenset({CFG, LAY}), lambda t, k, f: ["dump", "config", _config_name(k, f)]),
-    Command("dump timerlog", frozenset({TM}), lambda t, k, f: ["dump", "timerlog"]),
-    Command("dump timerwheel", frozenset({TM}), lambda t, k, f: ["dump", "timerwheel"]),
-    Command("dump timercheck", frozenset({TM}), lambda t, k, f: ["dump", "timercheck"]),
+    Command("dump timerlog", TIMER, lambda t, k, f: ["dump", "timerlog"]),
+    Command("dump timerwheel", TIMER, lambda t, k, f: ["dump", "timerwheel"]),
+    Command("dump timercheck", TIMER, lambda t, k, f: ["dump", "timercheck"]),
     Command(
         "dump config --bak", frozenset({CFG}), lambda t, k, f: ["dump", "config", _config_name(k, f), "--bak"]
     ),
@@ -242,12 +247,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "delay list --timer",
-        frozenset({CL, LAY, TM}),
+        frozenset({CL, LAY, *TIMER}),
         lambda t, k, f: ["delay", "list", "--timer", "--now", str(t.end)],
     ),
     Command(
         "delay stats",
-        frozenset({CL, CQ, CFG, LAY, TM}),
+        frozenset({CL, CQ, CFG, LAY, *TIMER}),
         lambda t, k, f: ["delay", "stats", "--now", str(t.end)],
     ),
     Command("txn list", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["txn", "list", "--now", str(t.end)]),
@@ -275,6 +280,11 @@ COMMANDS: tuple[Command, ...] = (
         "delay replay (dry run)",
         frozenset({CL, CQ, IX, CP, CFG, LAY}),
         lambda t, k, f: ["delay", "replay", "--now", str(t.end + 10**8)],
+    ),
+    Command(
+        "delay replay --timer (dry run)",
+        TIMER,
+        lambda t, k, f: ["delay", "replay", "--timer", "--now", str(t.end + 10**8)],
     ),
     Command(
         "txn resolve (dry run)",
@@ -571,16 +581,89 @@ def _sanitise(text: str, root: str) -> str:
     return text.replace(root, "<store>")
 
 
-def execute(task: Task, base_path: Path, scratch: Path, timeout: float) -> Result:
-    """Copy a base, corrupt it, run the commands, judge them, remove the copy."""
+# --- an input's store: the base's files hard-linked, a file of its own where the corruption changes it --
+
+# Op actions that change a file in place (its bytes or its mode), not only its directory entry
+CHANGES_FILE = frozenset({"write", "truncate", "append", "replace", "chmod"})
+
+
+# Files from this size up (the 38 MB timer wheel, mostly zeros) are copied by cp, which leaves holes for
+# runs of zeros: a fraction of the writes and of the blocks to free again.
+SPARSE_COPY_MIN = 1 << 22
+
+
+def copy_sparse(src: Path, dst: Path) -> None:
+    """Copy a file's bytes (a big one with holes where it holds zeros)."""
+    if os.path.getsize(src) >= SPARSE_COPY_MIN:
+        subprocess.run(["cp", "--sparse=always", str(src), str(dst)], check=True, capture_output=True)
+    else:
+        shutil.copyfile(src, dst)
+
+
+def link_store(base: Path, root: Path) -> None:
+    """`root` as a copy of `base` whose files are hard links to the base's (new directories): the read
+    commands never change a store, and `corrupt` gives a file a copy of its own before changing it."""
+    shutil.copytree(base, root, symlinks=True, copy_function=os.link)
+
+
+def own_file(path: Path) -> None:
+    """Replace a hard link shared with a base by a copy of its own, writable by its owner."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return
+    copy = path.with_name(f".{path.name}.own")
+    copy_sparse(path, copy)
+    os.chmod(copy, stat.S_IMODE(st.st_mode) | 0o200)  # the base's files are read-only (link_sources)
+    os.replace(copy, path)
+
+
+def corrupt(corruption: Corruption, root: Path) -> None:
+    """Apply a corruption to a linked store: each file it changes in place becomes its own first."""
+    for op in corruption.ops:
+        if op.action in CHANGES_FILE:
+            own_file(root / op.path)
+        apply_op(root, op)
+
+
+def link_sources(bases: dict[str, Path], directory: Path, owner: int | None) -> dict[str, Path]:
+    """Each base copied once under `directory` for the workers to hard-link: files read-only (a command
+    that writes fails instead of changing every input after it), owned by the workers' user
+    (fs.protected_hardlinks lets a user link only files it owns or may write)."""
+    out = {}
+    for name, path in bases.items():
+        dst = directory / name
+        if not dst.exists():
+            shutil.copytree(path, dst, symlinks=True, copy_function=copy_sparse)
+        for dirpath, _dirs, files in os.walk(dst):
+            if owner is not None:
+                os.chown(dirpath, owner, owner)
+            for f in files:
+                p = Path(dirpath) / f
+                if owner is not None:
+                    os.chown(p, owner, owner, follow_symlinks=False)
+                if not p.is_symlink():
+                    os.chmod(p, 0o444)
+        out[name] = dst
+    return out
+
+
+def execute(task: Task, base_path: Path, scratch: Path, timeout: float, link: bool = False) -> Result:
+    """Copy a base (or hard-link it: `link_store`), corrupt it, run the commands, judge them, remove
+    the copy."""
     root = scratch / "store"
     if root.exists():
         restore_permissions(root)
         shutil.rmtree(root)
-    shutil.copytree(base_path, root, symlinks=True)
+    if link:
+        link_store(base_path, root)
+    else:
+        shutil.copytree(base_path, root, symlinks=True)
     result = Result(task)
     try:
-        task.corruption.apply(root)
+        corrupt(task.corruption, root)
         for name, argv in task.commands:
             # "<store>" in an argument: the copy's root (a --broker-config the corruption wrote into it)
             full = ["-s", str(root), "-f", task.fmt, *(a.replace("<store>", str(root)) for a in argv)]
@@ -651,12 +734,13 @@ def _limit_memory(budget_mb: int) -> None:
 
 PRELOAD = (
     "encodings.ascii", "encodings.latin_1", "encodings.utf_8", "encodings.utf_8_sig", "encodings.idna",
-    "encodings.utf_16", "encodings.utf_32", "encodings.cp437", "encodings.unicode_escape",
-    "encodings.raw_unicode_escape", "encodings.punycode", "zoneinfo", "csv", "json", "difflib", "base64",
-    "zlib", "lz4.frame", "lz4.block", "zstandard", "tabulate", "uuid", "statistics", "decimal", "gzip",
-    "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale", "calendar", "heapq", "bisect", "hashlib",
-    "ipaddress", "pprint", "typer.rich_utils", "click.exceptions", "rich.table", "rich.console",
-    "rich.markup", "rich.text", "rich.progress", "rich.box", "rich.pretty", "rich.traceback",
+    "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_32", "encodings.cp437",
+    "encodings.unicode_escape", "encodings.raw_unicode_escape", "encodings.punycode", "zoneinfo", "csv",
+    "json", "difflib", "base64", "zlib", "lz4.frame", "lz4.block", "zstandard", "tabulate", "uuid",
+    "statistics", "decimal", "gzip", "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale",
+    "calendar", "heapq", "bisect", "hashlib", "ipaddress", "pprint", "typer.rich_utils", "click.exceptions",
+    "rich.table", "rich.console", "rich.markup", "rich.text", "rich.progress", "rich.box", "rich.pretty",
+    "rich.traceback",
 )  # fmt: skip
 
 
@@ -679,7 +763,8 @@ def preload() -> None:
 def warm_up(bases: list[Base]) -> None:
     """Every command on every base once, and every output format once: imports, caches, kernels."""
     for i, base in enumerate(bases):
-        for name, argv in read_commands(base.targets, LAY):
+        for command in COMMANDS:
+            name, argv = command.name, command.argv(base.targets, LAY, "")  # type: ignore[operator]
             formats = (
                 FORMATS if i == 0 and name in ("info", "query time", "verify", "dump index") else ("json",)
             )
@@ -706,7 +791,13 @@ class _Probe:
 
 
 def _worker(
-    conn: Connection, bases: dict[str, Path], scratch: Path, timeout: float, memory_mb: int, drop: bool
+    conn: Connection,
+    bases: dict[str, Path],
+    scratch: Path,
+    timeout: float,
+    memory_mb: int,
+    drop: bool,
+    link: bool,
 ) -> None:
     scratch.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -732,7 +823,7 @@ def _worker(
                 conn.send(("probe", "MemoryError"))
             continue
         try:
-            result = execute(task, bases[task.base], scratch, timeout)
+            result = execute(task, bases[task.base], scratch, timeout, link)
         except BaseException as exc:  # noqa: BLE001 - a harness problem, reported as such
             result = Result(task)
             result.failures.append(
@@ -761,6 +852,7 @@ class Fuzzer:
         drop_privileges: bool = True,
         scratch: Path | None = None,
         warm: bool = True,
+        link: bool = True,
     ) -> None:
         self.bases = {b.name: b.path for b in bases}
         preload()
@@ -774,6 +866,10 @@ class Fuzzer:
         self.scratch = Path(scratch or tempfile.mkdtemp(prefix="mqtool-fuzz-work-"))
         self.scratch.mkdir(parents=True, exist_ok=True)
         os.chmod(self.scratch, 0o755)
+        self.link = link
+        if link:  # the workers hard-link read-only copies of the bases instead of copying them whole
+            owner = NOBODY if drop_privileges and os.geteuid() == 0 else None
+            self.bases = link_sources(self.bases, self.scratch / "bases", owner)
         self._ctx = multiprocessing.get_context("fork")
         self._workers: list[tuple[multiprocessing.Process, Connection, Path]] = []
         self._serial = 0
@@ -784,7 +880,7 @@ class Fuzzer:
         scratch = self.scratch / f"w{self._serial}"
         proc = self._ctx.Process(
             target=_worker,
-            args=(child, self.bases, scratch, self.timeout, self.memory_mb, self.drop),
+            args=(child, self.bases, scratch, self.timeout, self.memory_mb, self.drop, self.link),
             daemon=True,
         )
         proc.start()
@@ -873,7 +969,7 @@ class Fuzzer:
 
 def kind_applies(base: Base, kind: str) -> bool:
     """Timer corruptions need a store with the timer wheel; every other kind applies to every base."""
-    return kind != TM or bool(base.layout.timer_units)
+    return kind not in TIMER or bool(base.layout.timer_units)
 
 
 def make_tasks(

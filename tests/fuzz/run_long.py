@@ -2,13 +2,15 @@
 
 Makes the pristine stores (small samples, and the golden stores the real broker wrote), then runs
 `--per-type` corrupted inputs of every file type (commitlog, consumequeue, index, checkpoint, config,
-layout) through every read command that reads that type, in `--jobs` forked workers bounded in time and
-memory (see tests/fuzz/harness.py). A sample of inputs also goes through the real console script in a new
-process (`--subprocess-share`). Prints, per file type, the inputs, command runs, exits 0 and 1, error lines
-that name a position, and failures; then every distinct failure with one example, how to reproduce it,
-and the innermost frame of its traceback. Exit status 0 when nothing failed, 1 otherwise.
+layout, timerlog, timerwheel, timercheck) through every read command that reads that type, in `--jobs`
+forked workers bounded in time and memory (see tests/fuzz/harness.py). A sample of inputs also goes
+through the real console script in a new process (`--subprocess-share`). Prints, per file type, the
+inputs, command runs, exits 0 and 1, error lines that name a position, and failures; then every distinct
+failure with one example, how to reproduce it, and the innermost frame of its traceback. Exit status 0
+when nothing failed, 1 otherwise.
 
-A run of 10,000 inputs per type takes a few hours on two cores; `--per-type 200` is a quick look.
+A run of 10,000 inputs per type takes a few hours on two cores; `--per-type 200` is a quick look. A SIGINT
+(Ctrl-C) stops it after the inputs in flight and prints the report of the inputs run so far.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -63,6 +67,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--subprocess-share", type=float, default=0.002, help="share of inputs also run as a process"
     )
     p.add_argument("--keep-root", action="store_true", help="do not drop root privileges in the workers")
+    p.add_argument(
+        "--copy-stores",
+        action="store_true",
+        help="copy each input's store whole instead of hard-linking the files it leaves unchanged",
+    )
     p.add_argument(
         "--workdir", type=Path, default=None, help="where bases and copies live (default: a temp dir)"
     )
@@ -189,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {kind}: strategies {', '.join(strategy_names(kind))}")
 
     stats = {k: collections.Counter() for k in kinds}
+    error_shapes = {k: collections.Counter() for k in kinds}
     by_strategy: collections.Counter[tuple[str, str]] = collections.Counter()
     failures: list[Failure] = []
     total = args.per_type * len(kinds)
@@ -206,8 +216,14 @@ def main(argv: list[str] | None = None) -> int:
             sink.writelines(json.dumps(failure_row(f, task)) + "\n" for f in found)
             sink.flush()
 
+    stopping: list[int] = []  # a SIGINT ends the run after the inputs in flight, with its report
+    signal.signal(signal.SIGINT, lambda signum, _frame: stopping.append(signum))
+
     def tee(iterable):
         for task in iterable:
+            if stopping:
+                print(f"interrupted: {done} of {total} inputs run, the report covers them", flush=True)
+                return
             if rng.random() < args.subprocess_share:
                 sampled.append(task)
             yield task
@@ -220,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             memory_mb=args.memory_mb,
             drop_privileges=not args.keep_root,
             scratch=workdir / "work",
+            link=not args.copy_stores,
         ) as fuzzer:
             print(f"{args.jobs} workers ready ({time.monotonic() - started:.0f} s)", flush=True)
             for result in fuzzer.run(tee(tasks)):
@@ -234,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                         s["error lines with a position"] += has_position
                     slowest.append((seconds, name, str(c)))
                 slowest = sorted(slowest, reverse=True)[:5]
+                for line in result.error_lines:  # their shapes: the numbers folded
+                    error_shapes[c.kind][re.sub(r"-?\d+", "N", line)[:160]] += 1
                 if result.failures:
                     s["failed inputs"] += 1
                     s["failures"] += len(result.failures)
@@ -251,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if sink is not None:
             sink.close()
-    report(kinds, stats, by_strategy, failures, slowest, len(sampled), started)
+    report(kinds, stats, by_strategy, failures, slowest, len(sampled), started, error_shapes)
     if args.failures and failures:
         print(f"\nrerun them one by one: python -m tests.fuzz.run_long --replay {args.failures}")
     if args.workdir is None:
@@ -301,7 +320,9 @@ def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[tuple[Failu
         return [f for fs in pool.map(one, enumerate(tasks)) for f in fs]
 
 
-def report(kinds, stats, by_strategy, failures: list[Failure], slowest, sampled: int, started: float) -> None:
+def report(
+    kinds, stats, by_strategy, failures: list[Failure], slowest, sampled: int, started: float, error_shapes
+) -> None:
     print()
     columns = [
         "inputs",
@@ -327,6 +348,10 @@ def report(kinds, stats, by_strategy, failures: list[Failure], slowest, sampled:
     for kind in kinds:
         row = ", ".join(f"{s}={n}" for (k, s), n in sorted(by_strategy.items()) if k == kind)
         print(f"  {kind}: {row}")
+    print("\ncommonest error lines (numbers folded to N):")
+    for kind in kinds:
+        for line, n in error_shapes[kind].most_common(8):
+            print(f"  {kind} {n:>6}  {line}")
     print("\nslowest commands:")
     for seconds, name, corruption in slowest:
         print(f"  {seconds:6.2f} s  {name}  {corruption}")

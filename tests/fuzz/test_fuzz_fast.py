@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ from .corrupt import (
     BROKER_CONF,
     KINDS,
     STRATEGIES,
+    TIMER_KINDS,
     Corruption,
     Op,
     broker_conf,
@@ -47,6 +49,7 @@ from .harness import (
     read_commands,
     run_cli,
     run_subprocess,
+    snapshot,
 )
 
 SAMPLE_BASES = ("tiny5", "tiny4")
@@ -54,7 +57,7 @@ TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store wher
 
 
 def bases_for(kind: str) -> tuple[str, ...]:
-    return TIMER_BASES if kind == "timer" else SAMPLE_BASES
+    return TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +236,33 @@ def test_broker_config_edges(fuzzer, bases, conf: str, refusing: str) -> None:
 
 
 # --- the harness itself -------------------------------------------------------------------------------
+
+
+def _files_and_modes(root: Path) -> dict[str, object]:
+    modes = {f"{p.relative_to(root)} mode": p.lstat().st_mode for p in root.rglob("*")}
+    return {**snapshot(root), **modes}
+
+
+def test_linked_inputs_leave_the_bases_unchanged(fuzzer, bases) -> None:
+    """The workers hard-link the files of a read-only copy of each base; a corruption that changes a file
+    in place (bytes, size, mode) changes a copy of its own, so the base copy stays as it was, bytes,
+    mtimes and modes, after every strategy of every file type (three draws each)."""
+    sources = [fuzzer.bases[n] for n in (SAMPLE_BASES[0], *TIMER_BASES)]
+    files = [p for src in sources for p in src.rglob("*") if p.is_file()]
+    assert files and all(stat.S_IMODE(p.stat().st_mode) == 0o444 for p in files)
+    before = [_files_and_modes(src) for src in sources]
+    tasks = []
+    for kind in KINDS:
+        base = bases[bases_for(kind)[0]]
+        for s in range(len(STRATEGIES[kind])):
+            for draw in range(3):
+                task = _task(base, kind, random.Random(f"link-{kind}-{s}-{draw}"), s)
+                if kind not in TIMER_KINDS or draw:  # the preparation alone, but for one of each
+                    task = Task(base.name, task.corruption, [])
+                tasks.append(task)
+    failures = _run(fuzzer, tasks)
+    assert [_files_and_modes(src) for src in sources] == before
+    assert not failures, "\n".join(failures)
 
 
 def test_pristine_stores_pass_every_command(bases) -> None:
