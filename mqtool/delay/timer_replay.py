@@ -25,7 +25,7 @@ from store.filewrites import crash_point
 from store.messagerebuild import queue_max_offset, refuse_unclean, store_writer
 from store.schedule import DelayError, real_queue
 from store.storedir import Store
-from store.timer import PROPERTY_TIMER_DEQUEUE_MS, TimerStore
+from store.timer import PROPERTY_TIMER_DEQUEUE_MS, TimerStore, timercheck_path
 from store.timer_columns import STATE_CODE, timer_columns
 from store.timer_dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
 
@@ -134,8 +134,9 @@ def plan_timer_replay(store: Store, *, now: int, real_topic: str | None = None) 
         )
     if timer.check is None:
         raise DelayError(
-            "config/timercheck is missing or short: the broker would start reading the wheel 7 days back; "
-            "mqtool does not make one up"
+            "missing or short: the broker would start reading the wheel 7 days back; mqtool does not make "
+            "a timercheck up",
+            str(timercheck_path(store)),
         )
     dequeue = plan_dequeue(store, timer, now=now)
     if real_topic is not None:
