@@ -783,6 +783,21 @@ def _drop_privileges(scratch: Path) -> bool:
     return True
 
 
+def _no_kernel_cache() -> None:
+    """A worker that dropped root cannot write the numba cache the kernels were loaded with (root's, in the
+    checkout's __pycache__): a type specialization first met on a corrupt input then compiles uncached,
+    as a user whose cache directory is read-only would see it, instead of failing on the cache write."""
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("formats", "store", "mqtool")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, Dispatcher) and getattr(value, "_cache", None) is not None:
+                value._cache = NullCache()
+
+
 @dataclass(frozen=True)
 class _Probe:
     """Ask a worker to allocate `size` bytes (a test of its memory bound)."""
@@ -804,8 +819,8 @@ def _worker(
     os.fsync = lambda _fd: None  # only the rebuild dry run's staging files in /tmp are synced: no need
     if drop and os.geteuid() == 0:
         preload()
-    if drop:
-        _drop_privileges(scratch)
+    if drop and _drop_privileges(scratch):
+        _no_kernel_cache()
     _limit_memory(memory_mb)
     conn.send(("ready", os.getpid()))
     while True:
