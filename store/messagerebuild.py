@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from formats.commitlog import SCHEDULE_TOPIC, Message
+from formats.commitlog import SCHEDULE_TOPIC, Message, build_message
 from formats.consumequeue import FILLER_SIZE
 from formats.errors import FormatError, MqtoolError
 from formats.javahash import java_hashmap_order as _java_hashmap_order
@@ -50,7 +50,7 @@ def java_hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[
 
 
 # `MessageDecoder.string2messageProperties`: 4.9.x `new HashMap()`, 5.x `new HashMap(128)`.
-_DECODER_MAP_CAPACITY = {4: 16, 5: 128}
+DECODER_MAP_CAPACITY = {4: 16, 5: 128}
 
 
 def rebuild_properties(raw: bytes, major: int) -> bytes:
@@ -61,8 +61,39 @@ def rebuild_properties(raw: bytes, major: int) -> bytes:
     pairs joined by \\x02 (4.9.x).
     """
     props = decode_properties(raw)
-    order = java_hashmap_order(props, _DECODER_MAP_CAPACITY[major])
+    order = java_hashmap_order(props, DECODER_MAP_CAPACITY[major])
     return encode_properties([(key, props[key]) for key in order], trailing_separator=major >= 5)
+
+
+def copied_record(
+    msg: Message,
+    *,
+    topic: str,
+    queue_id: int,
+    properties: bytes,
+    store_timestamp: int = 0,
+    queue_offset: int = 0,
+    physical_offset: int = 0,
+) -> Message:
+    """The record a broker service stores again from stored record `msg` (`messageTimeUp`,
+    TimerMessageStore's `convertMessage`): into (topic, queue_id) with `properties`; body, flag, sysflag,
+    born time and host, store host and reconsume times copied; prepared transaction offset 0."""
+    return build_message(
+        topic=topic,
+        body=msg.body,
+        properties=properties,
+        queue_id=queue_id,
+        flag=msg.flag,
+        queue_offset=queue_offset,
+        physical_offset=physical_offset,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=(msg.born_host, msg.born_port),
+        store_timestamp=store_timestamp,
+        store_host=(msg.store_host, msg.store_port),
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=0,
+    )
 
 
 _BROKER_REBUILT_TOPICS = (SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC)

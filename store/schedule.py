@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.commitlog import Message, build_message, java_length, java_parse_int
+from formats.commitlog import Message, java_length, java_parse_int
 from formats.consumequeue import is_ext_address
 from formats.errors import FormatError, MqtoolError
 from formats.names import SCHEDULE_TOPIC
 from formats.properties import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
 from store.layout import DelayLevelTable as DelayLevels
-from store.messagerebuild import MAX_TOPIC_LENGTH_V1, rebuild_properties
+from store.messagerebuild import MAX_TOPIC_LENGTH_V1, copied_record, rebuild_properties
 from store.storedir import Store
 
 DELAY_OFFSET = "delayOffset.json"
@@ -116,19 +116,12 @@ def message_time_up(
         properties = rebuild_properties(msg.properties_raw, major)
     except FormatError as exc:
         raise DelayError(f"schedule record at {msg.physical_offset}: {exc.message}") from None
-    return build_message(
+    return copied_record(
+        msg,
         topic=topic,
-        body=msg.body,
-        properties=properties,
         queue_id=queue_id,
-        flag=msg.flag,
+        properties=properties,
+        store_timestamp=store_timestamp,
         queue_offset=queue_offset,
         physical_offset=physical_offset,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=(msg.born_host, msg.born_port),
-        store_timestamp=store_timestamp,
-        store_host=(msg.store_host, msg.store_port),
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=0,
     )

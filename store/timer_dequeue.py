@@ -35,13 +35,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from formats.commitlog import Message, build_message, java_parse_int
+from formats.commitlog import Message, java_parse_int
 from formats.errors import FormatError
 from formats.properties import decode_properties, encode_properties
 from formats.structs import TimerCheckpoint
 from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS, slot_index
 from store.filewrites import pwrite_all
-from store.messagerebuild import java_hashmap_order, read_message_or_none
+from store.messagerebuild import DECODER_MAP_CAPACITY, copied_record, java_hashmap_order, read_message_or_none
 from store.schedule import real_queue
 from store.storedir import Store
 from store.timer import (
@@ -59,7 +59,6 @@ from store.timer import (
 )
 
 Action = Literal["deliver", "roll", "recalled", "skip", "done", "stop"]
-DECODED_MAP_CAPACITY = 128  # 5.x `string2messageProperties`: new HashMap<>(128)
 
 
 @dataclass
@@ -205,7 +204,9 @@ def timer_time_up(msg: Message, unit: TimerLogUnit, *, dequeue_ms: int, store_ti
         props[PROPERTY_TIMER_ROLL_TIMES] = str((times + 1 + 2**31) % 2**32 - 2**31)  # int arithmetic
     props[PROPERTY_TIMER_DEQUEUE_MS] = str(dequeue_ms)
     order += [k for k in props if k not in order]
-    properties = encode_properties([(k, props[k]) for k in java_hashmap_order(order, DECODED_MAP_CAPACITY)])
+    properties = encode_properties(
+        [(k, props[k]) for k in java_hashmap_order(order, DECODER_MAP_CAPACITY[5])]
+    )
     if unit.roll:
         topic, queue_id = msg.topic, msg.queue_id
     else:
@@ -216,19 +217,8 @@ def timer_time_up(msg: Message, unit: TimerLogUnit, *, dequeue_ms: int, store_ti
             raise FormatError(
                 f"REAL_QID {msg.properties.get('REAL_QID')!r} is not an int (Integer.parseInt fails)"
             )
-    return build_message(
-        topic=topic,
-        body=msg.body,
-        properties=properties,
-        queue_id=queue_id,
-        flag=msg.flag,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=(msg.born_host, msg.born_port),
-        store_timestamp=store_timestamp,
-        store_host=(msg.store_host, msg.store_port),
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=0,
+    return copied_record(
+        msg, topic=topic, queue_id=queue_id, properties=properties, store_timestamp=store_timestamp
     )
 
 
