@@ -90,18 +90,18 @@ def run_mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def rebuild_matches(root: Path) -> None:
-    """The store passes the rebuild check: ConsumeQueues and index rebuilt from the commitlog are equal."""
+def rebuild_staged(root: Path):
+    """ConsumeQueues and index rebuilt from the commitlog into a staging directory (geometry from the
+    files), as the broker's dispatcher would build them."""
     import time
 
     from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
     from store import rebuild
     from store.dispatch import existing_cq_file_size, existing_index_geometry
 
-    staging = rebuild.prepare_staging(root)
-    result = rebuild.build_staging(
+    return rebuild.build_staging(
         root,
-        staging,
+        rebuild.prepare_staging(root),
         cq=True,
         index=True,
         cq_file_size=existing_cq_file_size(root),
@@ -109,10 +109,26 @@ def rebuild_matches(root: Path) -> None:
         delay_levels=DEFAULT_DELAY_LEVELS_MS,
         now_ms=lambda: int(time.time() * 1000),
     )
+
+
+def rebuild_matches(root: Path) -> None:
+    """The store passes the rebuild check: ConsumeQueues and index rebuilt from the commitlog are equal."""
+    from store import rebuild
+
+    result = rebuild_staged(root)
     try:
         diffs = [d for d in rebuild.compare_consume_queues(root, result) if d.status != "same"]
         assert diffs == []
         index = rebuild.compare_index(root, result)
         assert index.status == "same", index.first_difference
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(result.staging, ignore_errors=True)
+
+
+def recover_like_the_broker(root: Path) -> None:
+    """What the broker's abnormal recovery does for these tests: dispatch what is in the commitlog, then a
+    clean shutdown removes `abort`."""
+    from store import rebuild
+
+    rebuild.finish(root, rebuild_staged(root), ["consumequeue", "index"])
+    (root / "abort").unlink(missing_ok=True)

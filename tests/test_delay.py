@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from golden import LOCK_HOLDER as HOLDER
 from golden import copy_store as _copy_store
-from golden import expect, rebuild_matches, snapshot, store_path
+from golden import expect, rebuild_matches, recover_like_the_broker, snapshot, store_path
 from golden import run_mqtool as mqtool
 
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
+from formats.commitlog import encode_message
 from formats.javahash import tags_code
 from mqtool import delay
 from mqtool.delay import (
@@ -31,9 +31,7 @@ from mqtool.delay import (
     message_time_up,
     plan_replay,
 )
-from store import rebuild
 from store.brokerconf import load_broker_config
-from store.dispatch import existing_cq_file_size, existing_index_geometry
 from store.liveness import BrokerRunningError
 from store.messagerebuild import (
     BrokerVersionError,
@@ -410,24 +408,6 @@ def test_killed_before_the_progress_is_saved(tmp_path: Path) -> None:
     rebuild_matches(root)
 
 
-def _recover_like_the_broker(root: Path) -> None:
-    """What the broker's abnormal recovery does for us here: dispatch what is in the commitlog, then a
-    clean shutdown removes `abort`."""
-    staging = rebuild.prepare_staging(root)
-    result = rebuild.build_staging(
-        root,
-        staging,
-        cq=True,
-        index=True,
-        cq_file_size=existing_cq_file_size(root),
-        index_geometry=existing_index_geometry(root),
-        delay_levels=DEFAULT_DELAY_LEVELS_MS,
-        now_ms=lambda: int(time.time() * 1000),
-    )
-    rebuild.finish(root, result, ["consumequeue", "index"])
-    (root / "abort").unlink(missing_ok=True)
-
-
 def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
     """SIGKILL after the n-th write call of the append: a later run (after recovery) completes the replay
     and no message is ever delivered twice."""
@@ -443,7 +423,7 @@ def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
         if (root / "abort").exists():
             with pytest.raises(WriteNotAvailableError, match="abort"):
                 _replay(root, LATE)
-            _recover_like_the_broker(root)
+            recover_like_the_broker(root)
         plan, result = _replay(root, LATE)
         assert result.executed
         outcomes.add(tuple(d.action for d in plan.deliveries))

@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from golden import copy_store as _copy_store
-from golden import expect, rebuild_matches, snapshot, store_path
+from golden import expect, rebuild_matches, recover_like_the_broker, snapshot, store_path
 from golden import run_mqtool as mqtool
 
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, encode_message
+from formats.commitlog import encode_message
 from formats.properties import decode_properties, encode_properties
 from formats.structs import TRANSACTION_COMMIT_TYPE
 from mqtool import transactions as tx
@@ -32,8 +31,6 @@ from mqtool.transactions import (
     select_for_resolve,
     select_halves,
 )
-from store import rebuild
-from store.dispatch import existing_cq_file_size, existing_index_geometry
 from store.messagerebuild import WriteNotAvailableError, rebuild_properties
 from store.storedir import Store
 
@@ -366,22 +363,6 @@ def test_killed_between_commit_copy_and_op(tmp_path: Path) -> None:
     assert set(_commit_copies_of(root, phys).values()) == {1}
 
 
-def _recover_like_the_broker(root: Path) -> None:
-    staging = rebuild.prepare_staging(root)
-    result = rebuild.build_staging(
-        root,
-        staging,
-        cq=True,
-        index=True,
-        cq_file_size=existing_cq_file_size(root),
-        index_geometry=existing_index_geometry(root),
-        delay_levels=DEFAULT_DELAY_LEVELS_MS,
-        now_ms=lambda: int(time.time() * 1000),
-    )
-    rebuild.finish(root, result, ["consumequeue", "index"])
-    (root / "abort").unlink(missing_ok=True)
-
-
 def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
     """SIGKILL after the n-th write call (4.9.x: commit, op, commit, op): running the command again after
     recovery ends every transaction exactly once."""
@@ -397,7 +378,7 @@ def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
             if "pending" in (states(report(root))[2], states(report(root))[5]):
                 with pytest.raises(WriteNotAvailableError, match="abort"):
                     end(root, "commit", [2, 5])
-            _recover_like_the_broker(root)
+            recover_like_the_broker(root)
         end(root, "commit", [2, 5])
         rep = report(root)
         assert (states(rep)[2], states(rep)[5]) == ("committed", "committed")
