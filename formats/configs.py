@@ -39,7 +39,7 @@ from formats.configbase import (
 from formats.fastjson import Path
 
 # ---------------------------------------------------------------------------------------------------
-# Files without a typed model (consumerFilter, consumerOrderInfo, timermetrics, transactionMetrics ...)
+# Files without a typed model (consumerFilter, timermetrics, transactionMetrics ...)
 
 
 @dataclass

@@ -292,10 +292,11 @@ def _mark_pop_groups(store: Store, rows: list[ProgressRow], notes: list[str]) ->
     if not revive_topics(store):
         return
     state = pop_state(store, now=now_ms())
-    groups = {m.group for m in state.messages}
+    groups = {m.group for m in state.messages if not m.orderly}
+    orderly = {m.group for m in state.messages if m.orderly}
     held: dict[tuple[str, str, int], int] = {}
     for m in state.messages:
-        if m.state in ("in-flight", "overdue"):
+        if m.state in ("in-flight", "overdue") and not m.orderly:
             key = (m.group, m.topic, m.queue_id)
             held[key] = held.get(key, 0) + 1
     for r in rows:
@@ -306,6 +307,11 @@ def _mark_pop_groups(store: Store, rows: list[ProgressRow], notes: list[str]) ->
             f"{g} consumes by POP: its offset moves when messages are popped, so lag counts popped "
             "messages as consumed; popInFlight are popped and not acked yet (lagWithInFlight counts them as "
             f"not consumed): mqtool pop list --group {g}"
+        )
+    for g in sorted(orderly & {r.group for r in rows}):
+        notes.append(
+            f"{g} pops orderly: its offset stays at the first unacked message, so lag already counts popped "
+            f"and unacked messages as not consumed: mqtool pop list --group {g}"
         )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from formats import fastjson
+from formats.config_order import ConsumerOrderInfoTable
 from formats.configs import (
     ConsumerOffsetTable,
     DelayOffsetTable,
@@ -55,6 +56,7 @@ MODELS: dict[str, type[Any]] = {
     "topics.json": TopicConfigTable,
     "subscriptionGroup.json": SubscriptionGroupTable,
     "messageRequestMode.json": MessageRequestModeTable,
+    "consumerOrderInfo.json": ConsumerOrderInfoTable,
 }
 
 # TimerMetrics/TransactionMetrics persist with encode(false); every other manager writes PrettyFormat.

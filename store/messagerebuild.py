@@ -138,6 +138,17 @@ def read_message_or_none(store: Store, phy_offset: int, size: int | None) -> Mes
         return None
 
 
+def queue_message_or_none(store: Store, topic: str, queue_id: int, queue_offset: int) -> Message | None:
+    """The message at a queue offset (its ConsumeQueue unit, then the commitlog), or None if there is none."""
+    if queue_id not in store.consume_queues.queue_ids(topic):
+        return None
+    try:
+        unit = store.consume_queue(topic, queue_id).unit(queue_offset)
+    except MqtoolError:
+        return None
+    return None if unit is None else read_message_or_none(store, unit.phy_offset, unit.size)
+
+
 def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
     """A record as JSON; one not written yet has no position, store time or offsetMsgId (the append's)."""
     out = record.to_json(include_body=False)

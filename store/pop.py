@@ -18,6 +18,7 @@ revives into that topic) and commits the checkpoint's queue offset.
 - `overdue`: unacked, the revive time passed, the revive service has not revived it yet (revive backlog);
 - `revived`: its checkpoint is at or before the revive offset: the copy in the retry topic is shown
   when found (same UNIQ_KEY, FIRST_POP_TIME = the pop time).
+Orderly pops write no checkpoint; their messages come from consumerOrderInfo.json (`store.pop_order`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from formats.config_offsets import offset_key
 from formats.errors import FormatError, MqtoolError
 from formats.names import RETRY_PREFIX, pop_retry_topic
 from formats.pop import AckMsg, PopCheckPoint
-from store.messagerebuild import read_message_or_none
+from store.messagerebuild import queue_message_or_none, read_message_or_none
+from store.pop_order import orderly_messages
 from store.storedir import Store
 from store.timer import message_deliver_ms
 
@@ -92,6 +94,7 @@ class PoppedMessage:
     message: Message | None = None
     retry_topic: str | None = None
     retry_phy_offset: int | None = None
+    orderly: bool = False  # an orderly pop (consumerOrderInfo.json, store.pop_order): no checkpoint
 
     def to_json(self) -> dict[str, Any]:
         m = self.message
@@ -111,6 +114,7 @@ class PoppedMessage:
             "uniqKey": None if m is None else m.uniq_key,
             "retryTopic": self.retry_topic,
             "retryPhyOffset": self.retry_phy_offset,
+            "orderly": self.orderly,
         }
 
 
@@ -297,20 +301,11 @@ def _retry_copies(store: Store, topics: set[str]) -> dict[tuple[str, str, str], 
     return out
 
 
-def _original(store: Store, topic: str, queue_id: int, offset: int) -> Message | None:
-    if queue_id not in store.consume_queues.queue_ids(topic):
-        return None
-    try:
-        unit = store.consume_queue(topic, queue_id).unit(offset)
-    except MqtoolError:
-        return None
-    return None if unit is None else read_message_or_none(store, unit.phy_offset, unit.size)
-
-
 def pop_state(store: Store, *, now: int) -> PopState:
     """Every revive queue, its checkpoints paired with their acks, and each popped message's state."""
     topics = revive_topics(store)
     state = PopState(topics[0] if topics else None, store.layout.broker_config.brokerName, now)
+    state.messages.extend(orderly_messages(store, now=now, notes=state.notes))
     if not topics:
         return state
     if len(topics) > 1:
@@ -351,7 +346,7 @@ def pop_state(store: Store, *, now: int) -> PopState:
                 st = "in-flight"
             else:
                 st = "overdue"
-            msg = _original(store, ck.topic, ck.queue_id, offset)
+            msg = queue_message_or_none(store, ck.topic, ck.queue_id, offset)
             row = PoppedMessage(
                 ck.cid,
                 ck.topic,

@@ -34,7 +34,9 @@ def pop_list(
     as PopReviveService pairs checkpoints and acks: group, topic, queue and queue offset, popped at,
     invisible until, revive queue, state at --now (in-flight: unacked and still invisible; overdue: the
     revive service has not revived it yet; revived: copied into the POP retry topic, shown when found;
-    acked), keys, tags, unique key. Checkpoints and acks still in the timer wheel count too."""
+    acked), keys, tags, unique key. Checkpoints and acks still in the timer wheel count too. Orderly pops
+    (consumerOrderInfo.json, no checkpoint, revive queue 999) are marked orderly: overdue there means
+    visible again, and the next orderly pop hands the message out again."""
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_list as listing
 
