@@ -44,6 +44,7 @@ class RetryTopicState:
     kind: str  # "pull", "pop" (V1) or "pop-v2"
     exists: bool
     messages_waiting: int
+    read_in_mode: bool = True  # False: the other mode's retry topic, which this mode's consumers never read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +52,7 @@ class RetryTopicState:
             "kind": self.kind,
             "exists": self.exists,
             "messagesWaiting": self.messages_waiting,
+            "readInMode": self.read_in_mode,
         }
 
 
@@ -125,9 +127,9 @@ class _Context:
         exists = self.topic_exists(topic)
         return RetryTopicState(topic, kind, exists, self.waiting(topic, group) if exists else 0)
 
-    def retry_topics(self, topic: str, group: str, mode: str) -> list[RetryTopicState]:
-        if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
-            return []
+    def mode_retry_topics(self, topic: str, group: str, mode: str) -> list[RetryTopicState]:
+        """The retry topics a consumer of `mode` reads: `%RETRY%group` (PULL), the POP retry topic V1 and,
+        when it exists, V2 (POP)."""
         if mode != "POP":
             return [self.retry_state(pull_retry_topic(group), group, "pull")]
         states = [self.retry_state(pop_retry_topic(topic, group), group, "pop")]
@@ -136,8 +138,33 @@ class _Context:
             states.append(self.retry_state(v2, group, "pop-v2"))
         return states
 
+    def retry_topics(self, topic: str, group: str, mode: str) -> list[RetryTopicState]:
+        """The mode's retry topics, then the other mode's that still hold messages for the group: after a
+        switch nobody reads those (a POP consumer never reads `%RETRY%group`, a PULL one never the POP
+        retry topics), so they must be consumed in the old mode or they are lost."""
+        if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+            return []
+        states = self.mode_retry_topics(topic, group, mode)
+        other = self.mode_retry_topics(topic, group, "PULL" if mode == "POP" else "POP")
+        for s in other:
+            if s.exists and s.messages_waiting:
+                s.read_in_mode = False
+                states.append(s)
+        return states
 
-def _row_note(topic: str, source: str) -> str | None:
+
+def _row_note(topic: str, source: str, mode: str, retry: list[RetryTopicState]) -> str | None:
+    left = [r for r in retry if not r.read_in_mode]
+    if left:
+        other = "PULL" if mode == "POP" else "POP"
+        where = ", ".join(f"{r.topic} ({r.messages_waiting})" for r in left)
+        note = (
+            f"messages wait where only {other} consumers read: {where}; a {mode} consumer of this group "
+            f"never reads them: consume them in {other} mode or they are lost"
+        )
+        if source == "default":
+            note += " (5.x SimpleConsumers and proxy clients pop whatever messageRequestMode.json says)"
+        return note
     if topic.startswith(RETRY_PREFIX):
         if source == "file":
             return "a retry topic: setConsumeMode refuses to set it, but the broker uses this stored entry"
@@ -176,7 +203,8 @@ def consume_modes(
     for (t, g), (mode, share, source) in pairs.items():
         if (group is not None and g != group) or (topic is not None and t != topic):
             continue
-        row = ConsumeModeRow(t, g, mode, share, source, ctx.retry_topics(t, g, mode), _row_note(t, source))
+        retry = ctx.retry_topics(t, g, mode)
+        row = ConsumeModeRow(t, g, mode, share, source, retry, _row_note(t, source, mode, retry))
         out.rows.append(row)
     out.rows.sort(key=lambda r: (r.group, r.topic.startswith(RETRY_PREFIX), r.topic))
     return out
@@ -280,11 +308,11 @@ def plan_consume_mode(
     if before.mode != wanted:
         ctx = _Context(store, catalog)
         for state in before.retry_topics:
-            if state.messages_waiting:
+            if state.messages_waiting and state.read_in_mode:
                 warnings.append(
                     f"{_messages(state.messages_waiting)} in {state.topic}, the {before.mode} retry "
                     f"topic; in {wanted} mode new retries go to "
-                    + ", ".join(s.topic for s in ctx.retry_topics(topic, group, wanted))
+                    + ", ".join(s.topic for s in ctx.mode_retry_topics(topic, group, wanted))
                 )
     return change
 

@@ -61,7 +61,13 @@ def test_show_store_a() -> None:
         pop = rows[("TopicTest", "groupB")]
         assert (pop["mode"], pop["popShareQueueNum"], pop["source"]) == ("POP", 8, "file")
         assert pop["retryTopics"] == [
-            {"topic": "%RETRY%groupB_TopicTest", "kind": "pop", "exists": False, "messagesWaiting": 0}
+            {
+                "topic": "%RETRY%groupB_TopicTest",
+                "kind": "pop",
+                "exists": False,
+                "messagesWaiting": 0,
+                "readInMode": True,
+            }
         ]
         default = rows[("TopicTest", "groupA")]
         assert (default["mode"], default["popShareQueueNum"], default["source"]) == ("PULL", 0, "default")
@@ -73,6 +79,7 @@ def test_show_store_a() -> None:
                 "kind": "pull",
                 "exists": True,
                 "messagesWaiting": retry.max_offset - committed,
+                "readInMode": True,
             }
         ]
         assert default["retryMessagesWaiting"] == retry.max_offset - committed
@@ -222,3 +229,44 @@ def test_cli(tmp_path: Path) -> None:
     assert doc["executed"] and doc["after"][0]["mode"] == "POP" and doc["after"][0]["popShareQueueNum"] == 3
     bad = mqtool("consume-mode", "set", "-s", str(root), "-t", "%RETRY%groupA", "-g", "groupA", "-m", "POP")
     assert bad.returncode == 1 and bad.stderr.startswith("mqtool: error: retry topic is not allowed")
+
+
+def test_show_store_pop_lists_messages_left_in_the_other_modes_retry_topic() -> None:
+    """store-pop (RocketMQ 5.3.3's own POP processors): GID_PULL was switched from PULL to POP with messages
+    still in %RETRY%GID_PULL; GID_REVIVE_V1/V2 popped with no messageRequestMode entry (default PULL) and
+    PopReviveService revived their unacked messages into the POP retry topics V1 and V2."""
+    expect = json.loads((store_path("store-pop") / "expect.json").read_text(encoding="utf-8"))
+    offsets = expect["configFiles"]["consumerOffset"]["offsetTable"]
+
+    def waiting(topic: str, group: str) -> int:
+        cq = expect["consumeQueues"][f"{topic}/0"]
+        return cq["maxOffset"] - offsets.get(f"{topic}@{group}", {}).get("0", cq["minOffset"])
+
+    with Store.open(store_path("store-pop")) as st:
+        rows = rows_by_pair(consume_modes(st))
+    switched = rows[("PullTopic", "GID_PULL")]
+    assert (switched["mode"], switched["source"]) == ("POP", "file")
+    left = [r for r in switched["retryTopics"] if not r["readInMode"]]
+    assert left == [
+        {
+            "topic": "%RETRY%GID_PULL",
+            "kind": "pull",
+            "exists": True,
+            "messagesWaiting": waiting("%RETRY%GID_PULL", "GID_PULL"),
+            "readInMode": False,
+        }
+    ]
+    assert left[0]["messagesWaiting"] == 2  # 3 sent back, offset 1 committed before the switch
+    assert "only PULL consumers read: %RETRY%GID_PULL (2)" in switched["note"]
+    for group, topic, kind in (
+        ("GID_REVIVE_V1", "%RETRY%GID_REVIVE_V1_PopTopicB", "pop"),
+        ("GID_REVIVE_V2", "%RETRY%GID_REVIVE_V2+PopTopicB", "pop-v2"),
+    ):
+        row = rows[("PopTopicB", group)]
+        assert row["mode"] == "PULL" and row["source"] == "default"
+        (pop,) = [r for r in row["retryTopics"] if not r["readInMode"]]
+        assert (pop["topic"], pop["kind"], pop["messagesWaiting"]) == (topic, kind, waiting(topic, group))
+        assert row["retryMessagesWaiting"] == waiting(topic, group) > 0
+        assert "SimpleConsumers and proxy clients pop" in row["note"]
+    # nothing left anywhere: no note
+    assert rows[("PopTopicA", "GID_ACKED")]["note"] is None

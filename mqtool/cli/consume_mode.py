@@ -31,8 +31,10 @@ def show(
     tz: TzOpt = None,
 ) -> None:
     """Show the consume mode of each topic/group: the messageRequestMode.json entry, else the broker's
-    default PULL; the retry topics that apply (%RETRY%group for PULL, %RETRY%group_topic for POP) and
-    how many messages wait in them for the group."""
+    default PULL; the retry topics that apply (%RETRY%group for PULL, %RETRY%group_topic and with retry
+    topic V2 %RETRY%group+topic for POP) and how many messages wait in them for the group. The other
+    mode's retry topics are listed too while they hold messages for the group, with a note: this mode's
+    consumers never read them, so they must be consumed in the other mode or they are lost."""
     from mqtool import consume_mode
 
     s = session(store, fmt, tz)
