@@ -111,6 +111,22 @@ ConsumeQueueUnit = Struct(
     "tagsCode" / Int64sb,
 )
 
+# BatchConsumeQueue unit (`BatchConsumeQueue.putBatchMessagePositionInfo`): the unit of a BatchCQ topic's
+# `batchconsumequeue/<topic>/<queueId>/` files, one per commitlog record; an inner-batch record covers
+# queue offsets [msgBaseOffset, msgBaseOffset + batchSize).
+BCQ_STORE_UNIT_SIZE = 46
+
+BatchConsumeQueueUnit = Struct(
+    "phyOffset" / Int64sb,
+    "size" / Int32sb,
+    "tagsCode" / Int64sb,
+    "storeTime" / Int64sb,
+    "msgBaseOffset" / Int64sb,
+    "batchSize" / Int16sb,
+    "compactedOffset" / Int32sb,
+    "reserved" / Int32sb,
+)
+
 # ConsumeQueueExt unit (`ConsumeQueueExt.CqExtUnit.write`).
 ConsumeQueueExtUnit = Struct(
     "size" / Int16sb,
