@@ -27,6 +27,7 @@ from formats.batchconsumequeue import (
     DEFAULT_BCQ_FILE_SIZE,
     BcqUnit,
     count_valid_prefix,
+    is_batch_cq,
     unit_of_row,
     units_view,
 )
@@ -171,6 +172,20 @@ class BatchConsumeQueue:
         return int(last["msgBaseOffset"]) + int(last["batchSize"])
 
     @property
+    def unit_count(self) -> int:
+        """How many units recovery keeps (one per commitlog record)."""
+        return sum(self.read_position(f) // UNIT for f in self.live_files)
+
+    @property
+    def last_unit(self) -> BcqUnit | None:
+        """The last recovered unit (its record is the queue's furthest in the commitlog)."""
+        for f in reversed(self.live_files):
+            units = self.read_units(f)
+            if len(units):
+                return unit_of_row(units[-1])
+        return None
+
+    @property
     def message_count(self) -> int:
         """`getMessageTotalInQueue`: max - min."""
         return self.max_offset - self.min_offset
@@ -294,4 +309,20 @@ class BatchConsumeQueueStore(ConsumeQueueStore):
         return BatchConsumeQueue(self.root, topic, queue_id, self._commitlog_min_offset)
 
 
-__all__ = ["BatchConsumeQueue", "BatchConsumeQueueStore", "native_bcq_dtype"]
+def batch_cq_topics(store) -> frozenset[str]:
+    """`Store.batch_cq_topics`: BatchCQ topics in topics.json (an unreadable file counts as none) and the
+    topic directories under batchconsumequeue/."""
+    from formats.errors import MqtoolError
+
+    names = set(store.batch_consume_queues.topics())
+    try:
+        topics = store.config("topics.json").load().model
+    except MqtoolError:
+        topics = None
+    for name, config in getattr(topics, "topic_config_table", {}).items():
+        if is_batch_cq(config.attributes):
+            names.add(name)
+    return frozenset(names)
+
+
+__all__ = ["BatchConsumeQueue", "BatchConsumeQueueStore", "batch_cq_topics", "native_bcq_dtype"]
