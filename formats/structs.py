@@ -127,6 +127,19 @@ BatchConsumeQueueUnit = Struct(
     "reserved" / Int32sb,
 )
 
+# One message of a batch body (`MessageDecoder.encodeMessage`, the client's batch encoding): the body of an
+# inner-batch record is these back to back. The magic code and body CRC are written as 0 by the client.
+InnerBatchMessage = Struct(
+    "totalSize" / Int32sb,
+    "magicCode" / Int32sb,
+    "bodyCRC" / Int32sb,
+    "flag" / Int32sb,
+    "bodyLength" / Int32sb,
+    "body" / Bytes(this.bodyLength),
+    "propertiesLength" / Int16sb,
+    "properties" / Bytes(this.propertiesLength),
+)
+
 # ConsumeQueueExt unit (`ConsumeQueueExt.CqExtUnit.write`).
 ConsumeQueueExtUnit = Struct(
     "size" / Int16sb,

@@ -137,6 +137,8 @@ class BatchConsumeQueue:
     def read_position(self, f: MappedFile) -> int:
         return max(0, min(self.file_size, self.max_position - f.start_offset))
 
+    wrote_position = read_position  # the name the file-tail check uses for ConsumeQueues
+
     def read_units(self, f: MappedFile) -> np.ndarray:
         """The units of `f` below its read position (big-endian view)."""
         return self.file_units(f)[: self.read_position(f) // UNIT]

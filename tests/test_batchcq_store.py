@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from golden import expect, store_path
 
 from formats.batchconsumequeue import decode_unit, encode_unit
 from store.batchconsumequeue import BatchConsumeQueueStore
-from tests.golden import expect, store_path
 
 STORE = "store-batchcq"
 QUEUES = expect(STORE)["batchConsumeQueues"]

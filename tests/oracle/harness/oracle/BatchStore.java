@@ -140,6 +140,23 @@ public final class BatchStore {
                 Map<String, Object> dm = (Map<String, Object>) m.get("dispatch");
                 dm.put("msgBaseOffset", d.getMsgBaseOffset());
                 dm.put("batchSize", (int) d.getBatchSize());
+                bb.position(0);
+                org.apache.rocketmq.common.message.MessageExt ext = MessageDecoder.decode(bb, true, false, false);
+                if (MessageSysFlag.check(ext.getSysFlag(), MessageSysFlag.INNER_BATCH_FLAG)) {
+                    // the consumer's unwrap (PullAPIWrapper -> MessageDecoder.decodeMessage(messageExt, list))
+                    List<org.apache.rocketmq.common.message.MessageExt> inner = new ArrayList<>();
+                    MessageDecoder.decodeMessage(ext, inner);
+                    List<Object> rows = new ArrayList<>();
+                    for (org.apache.rocketmq.common.message.MessageExt x : inner) {
+                        Map<String, Object> row = new LinkedHashMap<>();
+                        row.put("queueOffset", x.getQueueOffset());
+                        row.put("flag", x.getFlag());
+                        row.put("properties", new TreeMap<>(x.getProperties()));
+                        row.put("bodyBase64", java.util.Base64.getEncoder().encodeToString(x.getBody()));
+                        rows.add(row);
+                    }
+                    m.put("innerMessages", rows);
+                }
             }
         }
         expect.put("messages", messages);
