@@ -14,7 +14,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from formats.batchconsumequeue import (
+    BATCH_CQ_DIR,
     BCQ_STORE_UNIT_SIZE,
+    DEFAULT_BCQ_FILE_SIZE,
     NO_COMPACTED_OFFSET,
     PROPERTY_INNER_BASE,
     PROPERTY_INNER_NUM,
@@ -22,6 +24,7 @@ from formats.batchconsumequeue import (
     encode_unit,
 )
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int
+from formats.errors import MqtoolError
 from store.dispatch import DispatchRequest
 from store.mappedfile import offset_to_file_name
 from store.transaction import java_parse_long
@@ -97,4 +100,105 @@ def write_queue(directory: Path, units: list[BcqUnit], file_size: int) -> list[s
     return names
 
 
-__all__ = ["INVALID", "batch_fields", "batch_unit", "batch_units", "queue_files", "write_queue"]
+# --- the rebuild's BatchCQ part -------------------------------------------------------------------
+
+
+def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
+    """Move the BatchCQ topics out of the staged ConsumeQueues and build their BatchConsumeQueues.
+
+    `build_staging`'s dispatcher writes every topic into `staging/consumequeue`; the broker keeps a BatchCQ
+    topic only in `batchconsumequeue/`, so those queues leave the staged ConsumeQueues and are built into
+    `staging/batchconsumequeue` (file size: the current files', else broker.conf's
+    `mapperFileSizeBatchConsumeQueue`, else the broker default). A current
+    queue without a live record is carried over unchanged (the broker keeps it with min = max). Returns a
+    `QueueDiff` per BatchCQ queue, current or rebuilt.
+    """
+    import shutil
+
+    from store.batchconsumequeue import BatchConsumeQueue
+    from store.rebuild import QueueDiff
+
+    topics = store.batch_cq_topics
+    staged_cq = result.staging / "consumequeue"
+    for key in [k for k in result.queues if k[0] in topics]:
+        result.cq_units -= result.queues.pop(key).units
+    for topic in topics:
+        shutil.rmtree(staged_cq / topic, ignore_errors=True)
+    # the ConsumeQueue writer's complaints about them (batch base offsets are not unit positions)
+    result.warnings[:] = [w for w in result.warnings if w.split("/", 1)[0] not in topics]
+    old_root, new_root = store.root / BATCH_CQ_DIR, result.staging / BATCH_CQ_DIR
+    new_root.mkdir(parents=True, exist_ok=True)
+    old_queues = set(store.batch_consume_queues.queues())
+    sizes = [store.batch_consume_queue(t, q).file_size for t, q in sorted(old_queues)]
+    configured = store.layout.configured("mapperFileSizeBatchConsumeQueue")
+    file_size = sizes[0] if sizes else configured or DEFAULT_BCQ_FILE_SIZE
+    if file_size % BCQ_STORE_UNIT_SIZE:  # the broker's recovery reads whole units at every 46-byte step
+        raise MqtoolError(
+            f"mapperFileSizeBatchConsumeQueue={file_size} is not a multiple of {BCQ_STORE_UNIT_SIZE}",
+            store.broker_config.source,
+        )
+    built = batch_units(store.commitlog.iter_records(), topics, delay_levels)
+    diffs = []
+    for topic, queue_id in sorted(old_queues | set(built)):
+        old_dir, new_dir = old_root / topic / str(queue_id), new_root / topic / str(queue_id)
+        old = store.batch_consume_queue(topic, queue_id) if (topic, queue_id) in old_queues else None
+        units = built.get((topic, queue_id), [])
+        kept = old is not None and not units and old.max_offset > 0
+        if kept:
+            shutil.copytree(old_dir, new_dir)
+            names = sorted(p.name for p in new_dir.iterdir())
+        else:
+            names = write_queue(new_dir, units, file_size) if units else []
+        new = (
+            BatchConsumeQueue(result.staging, topic, queue_id, result.commitlog_min_offset) if names else None
+        )
+        old_names = [f.name for f in old.files] if old is not None else []
+        diff = QueueDiff(
+            topic,
+            queue_id,
+            "kept" if kept else "same",
+            old.min_offset if old else None,
+            old.max_offset if old else None,
+            new.min_offset if new else None,
+            new.max_offset if new else None,
+            len(old_names),
+            len(names),
+        )
+        if new is None:
+            diff.status = "removed"
+        elif old is None:
+            diff.status = "new"
+        elif not kept:
+            for name in sorted(set(old_names) | set(names)):
+                a, b = _read(old_dir / name), _read(new_dir / name)
+                if a != b:
+                    diff.status = "differs"
+                    diff.first_difference = _first_base_difference(old, units)
+                    break
+        if new is not None:
+            new.close()
+        diffs.append(diff)
+    return diffs
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes() if path.is_file() else b""
+
+
+def _first_base_difference(old, units: list[BcqUnit]) -> int | None:
+    """The base offset of the first unit the rebuild writes differently (None: only the files differ)."""
+    for current, rebuilt in zip(old.iter_units(), units, strict=False):
+        if current != rebuilt:
+            return rebuilt.base_offset
+    return None
+
+
+__all__ = [
+    "INVALID",
+    "batch_fields",
+    "batch_unit",
+    "batch_units",
+    "queue_files",
+    "stage_batch_queues",
+    "write_queue",
+]

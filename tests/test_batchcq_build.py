@@ -11,6 +11,7 @@ from golden import expect, store_path
 from formats.batchconsumequeue import BcqUnit
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
 from store.batchcq_build import INVALID, batch_fields, batch_unit, batch_units, queue_files
+from store.brokerconf import load_broker_config
 from store.storedir import Store
 
 STORE = "store-batchcq"
@@ -58,3 +59,44 @@ def test_negative_base_is_skipped_by_the_dispatch():
 
     props = dict(msg.properties, INNER_BASE="-1")
     assert batch_unit(dataclasses.replace(msg, properties_raw=encode_properties(props))) is None
+
+
+def _quiet(_text: str) -> None:
+    pass
+
+
+def test_rebuild_dry_run_finds_every_queue_the_same():
+    from mqtool.rebuild import rebuild
+
+    with Store.open(store_path(STORE)) as st:
+        report = rebuild(st, "cq", note=_quiet)
+    assert not report.changes and not report.warnings
+    assert {f"{q.topic}/{q.queue_id}" for q in report.queues} >= set(expect(STORE)["batchConsumeQueues"])
+
+
+def test_rebuild_execute_writes_the_brokers_bytes(tmp_path):
+    import shutil
+
+    from golden import copy_store
+
+    from mqtool.rebuild import rebuild
+
+    root = copy_store(STORE, tmp_path / "s")
+    shutil.rmtree(root / "batchconsumequeue")
+    shutil.copytree(root / "consumequeue/PlainTopic", root / "consumequeue/BatchTopicA")  # a stray CQ
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        f"mapperFileSizeBatchConsumeQueue={expect(STORE)['config']['mapperFileSizeBatchConsumeQueue']}\n"
+    )
+    with Store.open(root, load_broker_config(conf)) as st:
+        report = rebuild(st, "cq", execute=True, note=_quiet)
+    assert report.executed
+    status = {(q.topic, q.queue_id): q.status for q in report.queues}
+    assert status[("BatchTopicA", 0)] == "new" and status[("PlainTopic", 0)] == "same"
+    assert not (root / "consumequeue/BatchTopicA").exists()
+    golden = store_path(STORE) / "batchconsumequeue"
+    files = sorted(p.relative_to(golden) for p in golden.rglob("*") if p.is_file())
+    rebuilt = root / "batchconsumequeue"
+    assert files == sorted(p.relative_to(rebuilt) for p in rebuilt.rglob("*") if p.is_file())
+    for rel in files:
+        assert (root / "batchconsumequeue" / rel).read_bytes() == (golden / rel).read_bytes()
