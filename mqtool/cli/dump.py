@@ -94,10 +94,7 @@ def dump_cq(
     fmt: FormatOpt = None,
     tz: TzOpt = None,
 ) -> None:
-    """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode).
-
-    A BatchCQ topic's units also show their batch size and store time (a unit covers the queue offsets
-    from its base offset on)."""
+    """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode)."""
     from mqtool import dump
 
     s = session(store, fmt, tz)
