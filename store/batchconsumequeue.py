@@ -311,20 +311,29 @@ class BatchConsumeQueueStore(ConsumeQueueStore):
         return BatchConsumeQueue(self.root, topic, queue_id, self._commitlog_min_offset)
 
 
-def batch_cq_topics(store) -> frozenset[str]:
-    """`Store.batch_cq_topics`: BatchCQ topics in topics.json (an unreadable file counts as none) and the
-    topic directories under batchconsumequeue/."""
+def configured_batch_cq_topics(store) -> frozenset[str] | None:
+    """The topics topics.json makes BatchCQ (`queue.type=BatchCQ`); None when it cannot be read (a missing
+    file is an empty table, as for the broker)."""
     from formats.errors import MqtoolError
 
-    names = set(store.batch_consume_queues.topics())
     try:
         topics = store.config("topics.json").load().model
     except MqtoolError:
-        topics = None
-    for name, config in getattr(topics, "topic_config_table", {}).items():
-        if is_batch_cq(config.attributes):
-            names.add(name)
-    return frozenset(names)
+        return None
+    table = getattr(topics, "topic_config_table", {})
+    return frozenset(name for name, config in table.items() if is_batch_cq(config.attributes))
 
 
-__all__ = ["BatchConsumeQueue", "BatchConsumeQueueStore", "batch_cq_topics", "native_bcq_dtype"]
+def batch_cq_topics(store) -> frozenset[str]:
+    """`Store.batch_cq_topics`: BatchCQ topics in topics.json and the topic directories under
+    batchconsumequeue/."""
+    return frozenset(store.batch_consume_queues.topics()) | (configured_batch_cq_topics(store) or frozenset())
+
+
+__all__ = [
+    "BatchConsumeQueue",
+    "BatchConsumeQueueStore",
+    "batch_cq_topics",
+    "configured_batch_cq_topics",
+    "native_bcq_dtype",
+]

@@ -215,3 +215,18 @@ def test_offsets_show_lag_on_batch_topics(tmp_path):
     units0 = _field(q0, "units[")
     holding = next(u for u in units0 if u[4] <= 4 < u[4] + u[5])
     assert rows[0].last_consumed_timestamp == holding[3]  # the store time of the batch holding offset 4
+
+
+def test_verify_finds_queue_directories_of_the_wrong_type(tmp_path):
+    """ConsumeQueueStore.queueTypeShouldBe: the broker's load throws on either mismatch."""
+    import shutil
+
+    root = copy_store(STORE, tmp_path / "s")
+    topics = root / "config/topics.json"
+    text = topics.read_text()
+    at = text.index('"BatchTopicB":{')
+    text = text[:at] + text[at:].replace('"queue.type":"BatchCQ"', '"queue.type":"SimpleCQ"', 1)
+    topics.write_text(text)
+    shutil.copytree(root / "consumequeue/PlainTopic", root / "consumequeue/BatchTopicA")
+    wrong = {r["file"] for r in _kinds(root) if r["kind"] == "bcq_queue_type"}
+    assert wrong == {"batchconsumequeue/BatchTopicB", "consumequeue/BatchTopicA"}

@@ -1,10 +1,10 @@
 """BatchConsumeQueue checks (BatchCQ topics): units against the records they point at, base offsets.
 
 Inputs: one queue's units (`store.batchconsumequeue.native_bcq_dtype`), the `RecordIndex`, and per unit
-what the dispatch reads from its record's properties (`INNER_NUM`, `INNER_BASE`; -1 when absent) and the
-number of messages in an inner-batch body (-1 when not an inner batch or unreadable). The dispatch
-(`CommitLog.checkMessageAndReturnSize` -> `setBatchSizeIfNeeded`) takes base offset = INNER_BASE and
-batch size = INNER_NUM when both are set, else the record's queue offset and 1.
+what the dispatch takes from its record (`store.batchcq_build.batch_fields`: INNER_BASE and INNER_NUM
+when both are set, else the record's queue offset and 1; -2 where the broker's check refuses them, -1
+where the record was not read), its INNER_NUM and the number of messages in its inner-batch body (-1
+when absent, not an inner batch or unreadable).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ def check_batch_consume_queue(
     *,
     topic: str,
     queue_id: int,
+    want_base: np.ndarray,
+    want_batch: np.ndarray,
     inner_num: np.ndarray,
-    inner_base: np.ndarray,
     body_count: np.ndarray,
     file_size: int,
     commitlog_min: int,
@@ -66,14 +67,15 @@ def check_batch_consume_queue(
             wrong.append(f"store time {int(u['storeTime'])} != record's {int(records.store_ts[r])}")
         if int(u["tagsCode"]) != int(records.tags_code[r]):
             wrong.append(f"tags code {int(u['tagsCode'])} != record's {int(records.tags_code[r])}")
-        batch_props = inner_num[i] >= 0 and inner_base[i] >= 0
-        want_base = int(inner_base[i]) if batch_props else int(records.queue_offset[r])
-        want_batch = int(inner_num[i]) if batch_props else 1
-        if int(u["msgBaseOffset"]) != want_base:
-            wrong.append(f"base offset != {want_base} ({'INNER_BASE' if batch_props else 'queue offset'})")
-        if int(u["batchSize"]) != want_batch:
-            source = "INNER_NUM" if batch_props else "a plain record"
-            wrong.append(f"batch size {int(u['batchSize'])} != {want_batch} ({source})")
+        if want_base[i] == -2:
+            wrong.append("the broker's check refuses the record's INNER_BASE/INNER_NUM (not numbers)")
+        elif want_base[i] >= -1 and want_batch[i] != -1:
+            if int(u["msgBaseOffset"]) != int(want_base[i]):
+                wrong.append(
+                    f"base offset {int(u['msgBaseOffset'])} != {int(want_base[i])} the dispatch takes"
+                )
+            if int(u["batchSize"]) != int(want_batch[i]):
+                wrong.append(f"batch size {int(u['batchSize'])} != {int(want_batch[i])} the dispatch takes")
         if wrong:
             problems.add("bcq_unit_mismatch", *locate(i), f"{base_detail(i)}: " + "; ".join(wrong))
         inner = int(records.sys_flag[r]) & INNER_BATCH_FLAG != 0

@@ -65,6 +65,7 @@ KINDS: dict[str, str] = {
     "bcq_unit_mismatch": ERROR,
     "bcq_offset_gap": ERROR,
     "bcq_inner_num": ERROR,
+    "bcq_queue_type": ERROR,
     "undispatched": WARNING,
     "deleted_topic": INFO,
     # index
