@@ -180,6 +180,59 @@ public final class BatchStore {
             Json.write(expect).getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * `batchcq-load STORE`: on a copy of STORE, the real broker's start as far as the store goes: topics.json
+     * through the real TopicConfigManager (the load checks each queue directory's type against it), the
+     * BatchCQ file size from the files, `load` (recovery) and `start`; prints whether it loaded and every
+     * BatchConsumeQueue as `batchQueue` reads it (the same fields as expect.json).
+     */
+    public static int load(String storeArg) throws Exception {
+        return Judge.onCopy(storeArg, (root, shown) -> {
+            Geometry g = Geometry.of(root, new String[0]);
+            BrokerConfig bc = new BrokerConfig();
+            bc.setBrokerName(Stores.BROKER_NAME);
+            MessageStoreConfig msc = Stores.config(root, g);
+            File[] topics = new File(root, "batchconsumequeue").listFiles();
+            for (File t : topics == null ? new File[0] : topics) {
+                File[] queues = t.listFiles();
+                for (File q : queues == null ? new File[0] : queues) {
+                    File[] files = q.listFiles();
+                    if (files != null && files.length > 0) {
+                        msc.setMapperFileSizeBatchConsumeQueue((int) files[0].length());
+                    }
+                }
+            }
+            BrokerStatsManager stats = new BrokerStatsManager(CLUSTER, true);
+            BrokerController b = new BrokerController(bc, msc, null);
+            b.topicConfigManager = new TopicConfigManager(b);
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("store", shown);
+            out.put("topicsLoaded", b.topicConfigManager.load());
+            Stores r;
+            try {
+                r = Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc, stats);
+            } catch (RuntimeException e) {
+                out.put("loaded", false);
+                out.put("error", e.getMessage());
+                out.put("clean", false);
+                return out;
+            }
+            out.put("loaded", r.loaded);
+            r.start();
+            r.waitDispatched();
+            Map<String, Object> batch = new TreeMap<>();
+            r.store.getConsumeQueueTable().forEach((topic, queues) -> queues.forEach((qid, cq) -> {
+                if (cq instanceof BatchConsumeQueue) {
+                    batch.put(topic + "/" + qid, batchQueue(r, (BatchConsumeQueue) cq));
+                }
+            }));
+            out.put("batchConsumeQueues", batch);
+            r.shutdown();
+            out.put("clean", r.loaded);
+            return out;
+        });
+    }
+
     /** One BatchConsumeQueue as the real class reads it. */
     static Map<String, Object> batchQueue(Stores r, BatchConsumeQueue cq) {
         Map<String, Object> q = new LinkedHashMap<>();
