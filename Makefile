@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench
+.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,10 @@ oracle-check: oracle-build oracle-build-49
 # Only the timer replay's judge (also the last part of oracle-check): delay replay --timer against a broker run.
 oracle-timer-replay: oracle-build
 	$(BIN)/python tests/oracle/timer_replay_check.py
+
+# Only the BatchCQ rebuild's judge: rebuilt batchconsumequeue/ loaded and read by the real 5.3.3 broker.
+oracle-batchcq: oracle-build
+	$(BIN)/python tests/oracle/batchcq_check.py
 
 oracle-bench: oracle-build
 	$(BIN)/python bench/bench_oracle.py
