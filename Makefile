@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench
+.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh pop-store build/oracle/store-pop 20261126
 	find tests/data/store-pop -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-pop && cp -r build/oracle/store-pop/. tests/data/store-pop/
+	rm -rf build/oracle/store-batchcq
+	tests/oracle/run.sh batchcq-store build/oracle/store-batchcq 20261126
+	find tests/data/store-batchcq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-batchcq && cp -r build/oracle/store-batchcq/. tests/data/store-batchcq/
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py
@@ -68,6 +72,10 @@ oracle-check: oracle-build oracle-build-49
 # Only the timer replay's judge (also the last part of oracle-check): delay replay --timer against a broker run.
 oracle-timer-replay: oracle-build
 	$(BIN)/python tests/oracle/timer_replay_check.py
+
+# Only the BatchCQ rebuild's judge: rebuilt batchconsumequeue/ loaded and read by the real 5.3.3 broker.
+oracle-batchcq: oracle-build
+	$(BIN)/python tests/oracle/batchcq_check.py
 
 oracle-bench: oracle-build
 	$(BIN)/python bench/bench_oracle.py

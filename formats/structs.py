@@ -111,6 +111,35 @@ ConsumeQueueUnit = Struct(
     "tagsCode" / Int64sb,
 )
 
+# BatchConsumeQueue unit (`BatchConsumeQueue.putBatchMessagePositionInfo`): the unit of a BatchCQ topic's
+# `batchconsumequeue/<topic>/<queueId>/` files, one per commitlog record; an inner-batch record covers
+# queue offsets [msgBaseOffset, msgBaseOffset + batchSize).
+BCQ_STORE_UNIT_SIZE = 46
+
+BatchConsumeQueueUnit = Struct(
+    "phyOffset" / Int64sb,
+    "size" / Int32sb,
+    "tagsCode" / Int64sb,
+    "storeTime" / Int64sb,
+    "msgBaseOffset" / Int64sb,
+    "batchSize" / Int16sb,
+    "compactedOffset" / Int32sb,
+    "reserved" / Int32sb,
+)
+
+# One message of a batch body (`MessageDecoder.encodeMessage`, the client's batch encoding): the body of an
+# inner-batch record is these back to back. The magic code and body CRC are written as 0 by the client.
+InnerBatchMessage = Struct(
+    "totalSize" / Int32sb,
+    "magicCode" / Int32sb,
+    "bodyCRC" / Int32sb,
+    "flag" / Int32sb,
+    "bodyLength" / Int32sb,
+    "body" / Bytes(this.bodyLength),
+    "propertiesLength" / Int16sb,
+    "properties" / Bytes(this.propertiesLength),
+)
+
 # ConsumeQueueExt unit (`ConsumeQueueExt.CqExtUnit.write`).
 ConsumeQueueExtUnit = Struct(
     "size" / Int16sb,

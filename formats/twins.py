@@ -18,6 +18,7 @@ from construct import Construct
 
 # the formats modules that declare twins: imported by `registered()` so the registry is complete
 TWIN_MODULES = (
+    "formats.batchconsumequeue",
     "formats.commitlog",
     "formats.consumequeue",
     "formats.indexfile",

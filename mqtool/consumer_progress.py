@@ -200,12 +200,13 @@ def _load_model(store: Store, name: str, notes: list[str]):
 def _queue_row(
     store: Store, group: str, topic: str, queue_id: int, offset: int | None, store_time
 ) -> ProgressRow:
+    if queue_id in store.batch_consume_queues.queue_ids(topic):
+        return _batch_queue_row(store, group, topic, queue_id, offset)
     cqs = store.consume_queues
     if queue_id not in cqs.queue_ids(topic):
         state = "no-queue" if offset is not None else "no-offset"
         return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
     cq = store.consume_queue(topic, queue_id)
-    lo, hi = cq.min_offset, cq.max_offset
 
     def time_at(queue_offset: int) -> int | None:
         unit = cq.unit(queue_offset)
@@ -214,6 +215,30 @@ def _queue_row(
         t = store_time(unit.phy_offset, unit.size)
         return t if t > 0 else None
 
+    return _row(group, topic, queue_id, offset, cq.min_offset, cq.max_offset, time_at)
+
+
+def _batch_queue_row(store: Store, group: str, topic: str, queue_id: int, offset: int | None) -> ProgressRow:
+    """A BatchCQ queue: offsets count messages inside batches; a unit carries its record's store time."""
+    bcq = store.batch_consume_queue(topic, queue_id)
+
+    def time_at(queue_offset: int) -> int | None:
+        unit = bcq.unit(queue_offset)
+        return unit.store_time if unit is not None and unit.store_time > 0 else None
+
+    return _row(group, topic, queue_id, offset, bcq.min_offset, bcq.max_offset, time_at)
+
+
+def _row(
+    group: str,
+    topic: str,
+    queue_id: int,
+    offset: int | None,
+    lo: int,
+    hi: int,
+    time_at: Callable[[int], int | None],
+) -> ProgressRow:
+    """One queue's row from its min/max offsets and the store time at a queue offset."""
     newest = time_at(hi - 1) if hi > lo else None
     if offset is None:
         return ProgressRow(group, topic, queue_id, None, lo, hi, None, None, newest, "no-offset")
@@ -242,7 +267,7 @@ def consumer_progress(
     groups_model = _load_model(store, "subscriptionGroup.json", notes)
     topic_configs = topics_model.topic_config_table if topics_model is not None else {}
     known_groups = set(groups_model.subscription_group_table) if groups_model is not None else set()
-    cq_topics = set(store.consume_queues.topics())
+    cq_topics = set(store.consume_queues.topics()) | set(store.batch_consume_queues.topics())
 
     if group is not None and group not in committed.by_group and group not in known_groups:
         raise MqtoolError(
@@ -267,6 +292,7 @@ def consumer_progress(
         for t in sorted(chosen, key=_topic_order):
             offsets = topics[t]
             queue_ids = set(offsets) | set(store.consume_queues.queue_ids(t))
+            queue_ids |= set(store.batch_consume_queues.queue_ids(t))
             config = topic_configs.get(t)
             if config is not None:
                 queue_ids |= set(range(max(config.read_queue_nums, 0)))

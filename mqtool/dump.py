@@ -62,7 +62,12 @@ def commitlog_records(
 def cq_units(
     store: Store, topic: str, queue_id: int, *, from_offset: int | None = None, count: int | None = None
 ) -> dict[str, Any]:
-    """The units of one ConsumeQueue still on disk, from its first file (or `from_offset`)."""
+    """The units of one ConsumeQueue still on disk, from its first file (or `from_offset`).
+
+    A BatchCQ topic's queue (batchconsumequeue/) answers `batch_cq_units` instead.
+    """
+    if topic in store.batch_consume_queues.topics():
+        return batch_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
     if topic not in store.consume_queues.topics():
         raise MqtoolError(f"no ConsumeQueue for topic {topic!r}", str(store.consumequeue_dir))
     if queue_id not in store.consume_queues.queue_ids(topic):
@@ -98,6 +103,47 @@ def cq_units(
     return {
         "topic": topic,
         "queueId": queue_id,
+        "minOffset": queue.min_offset,
+        "maxOffset": queue.max_offset,
+        "units": rows,
+    }
+
+
+def batch_cq_units(
+    store: Store, topic: str, queue_id: int, *, from_offset: int | None = None, count: int | None = None
+) -> dict[str, Any]:
+    """The units of one BatchConsumeQueue: each with the queue offsets it covers (base offset, batch size),
+    from the first unit (or the unit holding `from_offset`); `count` limits the units."""
+    if queue_id not in store.batch_consume_queues.queue_ids(topic):
+        raise MqtoolError(
+            f"BatchCQ topic {topic!r} has no queue {queue_id} (queues: "
+            f"{', '.join(map(str, store.batch_consume_queues.queue_ids(topic)))})",
+            str(store.batch_consume_queues.directory / topic),
+        )
+    queue = store.batch_consume_queue(topic, queue_id)
+    units = queue.units()
+    if from_offset is not None:
+        units = units[units["msgBaseOffset"] + units["batchSize"] > from_offset]
+    if count is not None:
+        units = units[: max(count, 0)]
+    commitlog_min = store.commitlog.min_offset
+    rows = [
+        {
+            "queueOffset": base,
+            "batchSize": batch,
+            "phyOffset": phy,
+            "size": size,
+            "tagsCode": tags,
+            "storeTime": stored,
+            "compactedOffset": compacted,
+            "state": "expired" if phy < commitlog_min else "ok",
+        }
+        for _pos, phy, size, tags, stored, base, batch, compacted, _reserved in units.tolist()
+    ]
+    return {
+        "topic": topic,
+        "queueId": queue_id,
+        "queueType": "BatchCQ",
         "minOffset": queue.min_offset,
         "maxOffset": queue.max_offset,
         "units": rows,

@@ -54,6 +54,33 @@ def queues_info(store: Store) -> list[dict[str, Any]]:
     return rows
 
 
+def batch_queues_info(store: Store) -> list[dict[str, Any]]:
+    """The BatchCQ topics' queues (batchconsumequeue/): min/max queue offsets, messages, units (records).
+    A BatchCQ topic of topics.json without a directory is listed with no queue."""
+    rows: list[dict[str, Any]] = []
+    listed = set()
+    for topic, queue_id in store.batch_consume_queues.queues():
+        listed.add(topic)
+        try:
+            queue = store.batch_consume_queue(topic, queue_id)
+            lo, hi = queue.min_offset, queue.max_offset
+            rows.append(
+                {
+                    "topic": topic,
+                    "queueId": queue_id,
+                    "minOffset": lo,
+                    "maxOffset": hi,
+                    "messages": queue.message_count if lo >= 0 else 0,
+                    "units": queue.unit_count,
+                }
+            )
+        except MqtoolError as exc:
+            rows.append({"topic": topic, "queueId": queue_id, "error": str(exc)})
+    for topic in sorted(store.batch_cq_topics - listed):
+        rows.append({"topic": topic, "queueId": None, "messages": 0, "units": 0})
+    return rows
+
+
 def index_info(store: Store) -> dict[str, Any]:
     service = store.index_service
     geometry = service.geometry
@@ -122,6 +149,10 @@ def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
             unit = queue.unit(queue.max_offset - 1)
             if unit is not None and not unit.is_filler:
                 cq_end = max(cq_end, unit.phy_offset + unit.size)
+    for topic, queue_id in store.batch_consume_queues.queues():  # recovery takes the BatchCQ units too
+        last = store.batch_consume_queue(topic, queue_id).last_unit
+        if last is not None:
+            cq_end = max(cq_end, last.phy_offset + last.size)
     headers = store.index_service.headers()
     index_end = headers[-1][1].end_phy_offset if headers else None
     return {
@@ -179,6 +210,7 @@ def store_info(store: Store) -> dict[str, Any]:
         },
         "commitlog": commitlog,
         "queues": _section(queues_info, store),
+        "batchQueues": _section(batch_queues_info, store),
         "dispatch": _section(lambda st: dispatch_info(st, commitlog.get("maxOffset", 0)), store),
         "index": _section(index_info, store),
         "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),

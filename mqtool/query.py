@@ -347,15 +347,8 @@ class QueueQueryResult:
         return notes
 
 
-def query_by_queue_offset(
-    store: Store, topic: str, queue_id: int, offset: int, *, count: int = 1
-) -> QueueQueryResult:
-    """The message(s) at queue offsets [offset, offset+count) of topic/queueId (mqadmin queryMsgByOffset)."""
-    if count <= 0:
-        raise MqtoolError("--count must be positive")
-    cq = _queue(store, topic, queue_id)
-    lo, hi = cq.min_offset, cq.max_offset
-    where = f"{topic}/{queue_id}"
+def check_queue_range(where: str, offset: int, lo: int, hi: int) -> None:
+    """Explain a queue offset outside [lo, hi) of queue `where` (QueueOffsetError)."""
     if offset < 0:
         raise QueueOffsetError(f"queue offset {offset} is negative")
     if hi == lo and offset >= lo:
@@ -370,6 +363,21 @@ def query_by_queue_offset(
             f"no message at queue offset {offset} of {where}: maxOffset is {hi} "
             f"(the queue holds [{lo}, {hi}))"
         )
+
+
+def query_by_queue_offset(
+    store: Store, topic: str, queue_id: int, offset: int, *, count: int = 1
+) -> QueueQueryResult:
+    """The message(s) at queue offsets [offset, offset+count) of topic/queueId (mqadmin queryMsgByOffset)."""
+    if count <= 0:
+        raise MqtoolError("--count must be positive")
+    if topic in store.batch_consume_queues.topics():
+        from mqtool.batch_query import query_batch_by_queue_offset
+
+        return query_batch_by_queue_offset(store, topic, queue_id, offset, count=count)
+    cq = _queue(store, topic, queue_id)
+    lo, hi = cq.min_offset, cq.max_offset
+    check_queue_range(f"{topic}/{queue_id}", offset, lo, hi)
     stop = min(hi, offset + count)
     result = QueueQueryResult(topic, queue_id, lo, hi, [])
     commitlog = store.commitlog
@@ -467,6 +475,12 @@ def query_by_time(
         raise MqtoolError(f"--end {end} is before --begin {begin}")
     if skip < 0 or (max_num is not None and max_num <= 0):
         raise MqtoolError("--skip must be >= 0 and --max positive")
+    if topic in store.batch_consume_queues.topics():
+        from mqtool.batch_query import query_batch_by_time
+
+        return query_batch_by_time(
+            store, topic, begin=begin, end=end, queue_id=queue_id, tag=tag, skip=skip, max_num=max_num
+        )
     if queue_id is not None:
         queues = [_queue(store, topic, queue_id)]
     else:

@@ -6,7 +6,8 @@ directory, compares the result with the current files, and prints that plan: per
 files stay the same, differ (and from which queue offset), are new, removed or kept, and whether the
 index contents change. That makes the dry run a consistency check. With `--execute`, under
 `mqtool.safety.write_guard` (refused while a broker holds the lock), the rebuilt directories are
-swapped in atomically; nothing is written when nothing differs.
+swapped in atomically; nothing is written when nothing differs. BatchCQ topics (`queue.type=BatchCQ`)
+are rebuilt into `batchconsumequeue/` (`store.batchcq_build`), their units byte-identical to the broker's.
 
 Settings, each from the first source that has it: the command-line flag, `--broker-config`, the
 current files, the broker default (`mappedFileSizeConsumeQueue`, `maxHashSlotNum`, `maxIndexNum`).
@@ -25,10 +26,10 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
 from mqtool.safety import warn, write_guard
-from store.config import ConfigFile
 from store.consumequeue import is_rocksdb_dir
 from store.layout import Setting
 from store.rebuild import (
@@ -201,17 +202,6 @@ def _refuse_unsupported(store: Store, cq: bool) -> None:
             "not build",
             str(root / "consumequeue_ext"),
         )
-    if cq:
-        try:
-            topics = ConfigFile(root, "topics.json").load().model
-        except MqtoolError:
-            topics = None
-        for name, config in getattr(topics, "topic_config_table", {}).items():
-            if (config.attributes or {}).get("queue.type", "").lower() == "batchcq":
-                raise RebuildRefused(
-                    f"topic {name} is a BatchCQ topic (batchconsumequeue/), which mqtool does not build",
-                    str(root / "config" / "topics.json"),
-                )
     commitlog = root / "commitlog"
     try:
         has_files = commitlog.is_dir() and any(p.name.isdigit() for p in commitlog.iterdir())
@@ -268,6 +258,11 @@ def rebuild(
                 accept_v2=version is None or version.major >= 5,
                 progress=progress,
             )
+            batch_queues = []
+            if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
+                from store.batchcq_build import stage_batch_queues
+
+                batch_queues = stage_batch_queues(store, result, delay_levels)
             report = RebuildReport(
                 target,
                 execute,
@@ -277,7 +272,7 @@ def rebuild(
                 num,
                 version_text,
                 result,
-                compare_consume_queues(store.root, result) if do_cq else [],
+                (compare_consume_queues(store.root, result) + batch_queues) if do_cq else [],
                 compare_index(store.root, result) if do_index else None,
                 warnings=notes + result.warnings,
             )
@@ -294,6 +289,8 @@ def rebuild(
                         for t in ("cq", "index")
                         if (t == "cq" and do_cq) or (t == "index" and do_index)
                     ]
+                    if batch_queues:
+                        names.append(BATCH_CQ_DIR)
                     finish(store.root, result, names)
                     report.executed = True
                 else:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from formats.errors import MqtoolError
 from store import checks
+from store.batchcq_check import check_batch_queue_files
 from store.checks import ERROR, INFO, SEVERITY_ORDER, WARNING, ProblemList
 from store.storecheck import (
     check_checkpoint_file,
@@ -131,12 +132,21 @@ def verify_store(
     found = check_queue_files(
         store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end, advance=advance
     )
-    hits, queues, units_checked = found.hits, found.queues, found.units
+    batch = check_batch_queue_files(
+        store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end
+    )
+    hits, queues, units_checked = found.hits + batch.hits, {**found.queues, **batch.queues}, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     horizon = checks.check_dispatch_coverage(
         records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
     )
-    summary["consumeQueues"] = {"queues": len(queues), "units": units_checked, "dispatchHorizon": horizon}
+    summary["consumeQueues"] = {
+        "queues": len(found.queues),
+        "units": units_checked,
+        "dispatchHorizon": horizon,
+    }
+    if batch.queues:
+        summary["batchConsumeQueues"] = {"queues": len(batch.queues), "units": batch.units}
     timings["consumeQueues"] = time.perf_counter() - t2
 
     # --- index -----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ POSITIVE = frozenset(
         "maxHashSlotNum",
         "maxIndexNum",
         "mappedFileSizeTimerLog",
+        "mapperFileSizeBatchConsumeQueue",
     }
 )
 TIMER_PRECISIONS_MS = (100, 200, 500, 1000)  # MessageStoreConfig.setTimerPrecisionMs rounds down to one
@@ -59,6 +60,7 @@ class BrokerConfig:
     timerPrecisionMs: int = DEFAULT_TIMER_PRECISION_MS
     timerRollWindowSlot: int = DEFAULT_TIMER_ROLL_WINDOW_SLOT
     mappedFileSizeTimerLog: int = DEFAULT_TIMER_LOG_FILE_SIZE
+    mapperFileSizeBatchConsumeQueue: int = 300_000 * 46  # BatchCQ topics' files (46-byte units)
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

@@ -42,6 +42,7 @@ class Store:
         self.root = root
         self.broker_config = broker_config or BrokerConfig()
         self._queues: dict[tuple[str, int], object] = {}
+        self._batch_queues: dict[tuple[str, int], object] = {}
 
     @classmethod
     def open(cls, path: Path | str | None = None, broker_config: BrokerConfig | None = None) -> Store:
@@ -72,9 +73,10 @@ class Store:
             part = self.__dict__.get(name)
             if part is not None:
                 part.close()
-        for queue in self._queues.values():
-            queue.close()
-        self._queues.clear()
+        for queues in (self._queues, self._batch_queues):
+            for queue in queues.values():
+                queue.close()
+            queues.clear()
 
     # --- paths ----------------------------------------------------------------------------------
 
@@ -135,6 +137,28 @@ class Store:
         if key not in self._queues:
             self._queues[key] = self.consume_queues.open(topic, queue_id)
         return self._queues[key]
+
+    @cached_property
+    def batch_consume_queues(self):
+        """`BatchConsumeQueueStore`: the BatchCQ topics' queues under batchconsumequeue/."""
+        from store.batchconsumequeue import BatchConsumeQueueStore
+
+        return BatchConsumeQueueStore(self.root, commitlog_min_offset=self.commitlog.min_offset)
+
+    def batch_consume_queue(self, topic: str, queue_id: int):
+        """The BatchConsumeQueue of (topic, queueId), opened once per store."""
+        key = (topic, queue_id)
+        if key not in self._batch_queues:
+            self._batch_queues[key] = self.batch_consume_queues.open(topic, queue_id)
+        return self._batch_queues[key]
+
+    @cached_property
+    def batch_cq_topics(self) -> frozenset[str]:
+        """Topics the broker keeps in batchconsumequeue/: `queue.type=BatchCQ` in topics.json, and the
+        topic directories there (the broker loads those whatever topics.json says)."""
+        from store.batchconsumequeue import batch_cq_topics
+
+        return batch_cq_topics(self)
 
     @cached_property
     def index_service(self):

@@ -28,7 +28,8 @@ def test_registry_covers_every_twin_module():
     assert {"ConsumeQueueUnit (numpy)", "IndexEntry (numpy)"} <= names
     assert {"TimerLogUnit (numpy)", "TimerWheelSlot (numpy)"} <= names
     assert sum(name.startswith("MessageRecord head") for name in names) == 4  # both host kinds, both hosts
-    assert len(TWIN_MODULES) == 5
+    assert {"BatchConsumeQueueUnit", "BatchConsumeQueueUnit (numpy)"} <= names
+    assert len(TWIN_MODULES) == 6
 
 
 def test_a_wrong_twin_is_caught():

@@ -50,7 +50,26 @@ CQ_COLUMNS = [
 ]
 
 
+BCQ_COLUMNS = [
+    Column("queueOffset", "baseOffset", "int"),
+    Column("batchSize", kind="int"),
+    Column("phyOffset", kind="int"),
+    Column("size", kind="int"),
+    Column("tagsCode", kind="int"),
+    Column("storeTime", kind="time"),
+    Column("compactedOffset", kind="int"),
+    Column("state"),
+]
+
+
 def render_cq(result: dict[str, Any], ctx: RenderContext) -> None:
+    if result.get("queueType") == "BatchCQ":
+        title = (
+            f"BatchConsumeQueue {result['topic']}/{result['queueId']}: "
+            f"min {result['minOffset']}, max {result['maxOffset']}"
+        )
+        emit_rows(result["units"], BCQ_COLUMNS, ctx, title=title, empty="(no units)")
+        return
     title = (
         f"ConsumeQueue {result['topic']}/{result['queueId']}: "
         f"min {result['minOffset']}, max {result['maxOffset']}"

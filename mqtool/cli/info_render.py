@@ -70,6 +70,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 ctx,
                 title="ConsumeQueues",
             )
+        render_batch_queues(doc.get("batchQueues"), ctx)
         index = doc["index"]
         if "error" in index:
             emit_fields([("index", index["error"], "text")], ctx)
@@ -132,3 +133,23 @@ INDEX_HEADER_COLUMNS = [
     Column("hashSlotCount", "slots used", "int"),
     Column("indexCount", "indexCount", "int"),
 ]
+
+
+def render_batch_queues(rows: Any, ctx: RenderContext) -> None:
+    """The BatchCQ topics' queues (only when the store has any)."""
+    if not rows:
+        return
+    if isinstance(rows, dict):
+        emit_fields([("batch queues", rows["error"], "text")], ctx)
+        return
+    columns = [
+        Column("topic", max_width=60),
+        Column("queueId", "queue", "int"),
+        Column("minOffset", "min", "int"),
+        Column("maxOffset", "max", "int"),
+        Column("messages", kind="int"),
+        Column("units", kind="int"),
+    ]
+    if any("error" in r for r in rows):
+        columns.append(Column("error"))
+    emit_table(rows, columns, ctx, title="BatchConsumeQueues (BatchCQ topics: one unit per batch)")

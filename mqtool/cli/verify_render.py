@@ -44,6 +44,12 @@ def render_verify(report: VerifyReport, ctx: RenderContext, *, min_severity: str
         ("index files", ix.get("files"), "int"),
         ("index entries", ix.get("entries"), "int"),
     ]
+    bcq = report.summary.get("batchConsumeQueues")
+    if bcq:  # BatchCQ topics: one unit per batch record
+        pairs[6:6] = [
+            ("batch consume queues", bcq["queues"], "int"),
+            ("batch queue units", bcq["units"], "int"),
+        ]
     if ix.get("keysChecked") is not None:
         pairs.append(("index keys checked (--deep)", ix.get("keysChecked"), "int"))
     pairs.append(("seconds", report.summary.get("seconds", {}).get("total"), "text"))

@@ -58,6 +58,14 @@ KINDS: dict[str, str] = {
     "cq_dirty_files": WARNING,
     "cq_expired_units": INFO,
     "cq_ext_tags": INFO,
+    # BatchCQ topics (batchconsumequeue/)
+    "bcq_file": ERROR,
+    "bcq_points_outside": ERROR,
+    "bcq_not_record_start": ERROR,
+    "bcq_unit_mismatch": ERROR,
+    "bcq_offset_gap": ERROR,
+    "bcq_inner_num": ERROR,
+    "bcq_queue_type": ERROR,
     "undispatched": WARNING,
     "deleted_topic": INFO,
     # index

@@ -10,6 +10,8 @@
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
+ *   batchcq-store DIR [SEED] a 5.x store with BatchCQ topics (inner-batch records) and an ordinary one (BatchStore)
+ *   batchcq-load STORE       on a copy: load and start with topics.json, print every BatchConsumeQueue (BatchStore)
  */
 package oracle;
 
@@ -54,6 +56,12 @@ public final class Oracle {
                 break;
             case "pop-store":
                 PopStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "batchcq-store":
+                BatchStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "batchcq-load":
+                rc = BatchStore.load(args[1]);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
