@@ -55,6 +55,12 @@ public final class Oracle {
             case "pop-store":
                 PopStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
                 break;
+            case "rocksdb-store":
+                RocksDBFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "rocksdb-read":
+                rc = RocksDBFixture.run(args[1]);
+                break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
