@@ -25,6 +25,8 @@ import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.broker.config.v1.RocksDBConsumerOffsetManager;
 import org.apache.rocketmq.broker.config.v1.RocksDBSubscriptionGroupManager;
 import org.apache.rocketmq.broker.config.v1.RocksDBTopicConfigManager;
+import org.apache.rocketmq.broker.config.v2.ConfigStorage;
+import org.apache.rocketmq.broker.config.v2.ConsumerOffsetManagerV2;
 import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
 import org.apache.rocketmq.common.BoundaryType;
 import org.apache.rocketmq.common.BrokerConfig;
@@ -140,6 +142,20 @@ public final class RocksDBFixture {
             groups.putSubscriptionGroupConfig(sg);
         }
         groups.stop();
+        // Config manager v2 (configManagerVersion=v2, config/rdb): its consumer offsets, which a broker switched
+        // to v2 keeps there (it never reads the v1 directories or the JSON). Only offsets: the v2 topic and group
+        // values are fastjson2, which the oracle does not have.
+        ConfigStorage rdb = new ConfigStorage(c);
+        if (!rdb.start()) {
+            throw new IllegalStateException("ConfigStorage did not start");
+        }
+        ConsumerOffsetManagerV2 v2 = new ConsumerOffsetManagerV2(broker, rdb);
+        if (!v2.load()) {
+            throw new IllegalStateException("ConsumerOffsetManagerV2 did not load");
+        }
+        commit(v2, rnd, 30);
+        v2.persist();
+        rdb.shutdown();
         store.shutdown();
         stats.shutdown();
 
@@ -243,6 +259,15 @@ public final class RocksDBFixture {
         co.put("offsetTable", table(offsets.getOffsetTable()));
         offsets.stop();
         conf.put("consumerOffset", co);
+        ConfigStorage rdb = new ConfigStorage(c);
+        Map<String, Object> v2 = new LinkedHashMap<>();
+        v2.put("started", rdb.start());
+        ConsumerOffsetManagerV2 v2offsets = new ConsumerOffsetManagerV2(broker, rdb);
+        v2.put("loaded", v2offsets.load());
+        v2.put("dataVersionCounter", v2offsets.getDataVersion().getCounter().get());
+        v2.put("offsetTable", table(v2offsets.getOffsetTable()));
+        rdb.shutdown();
+        conf.put("consumerOffsetV2", v2);
         RocksDBTopicConfigManager topics = new RocksDBTopicConfigManager(broker);
         Map<String, Object> tc = new LinkedHashMap<>();
         tc.put("loaded", topics.load());
