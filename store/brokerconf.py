@@ -59,6 +59,9 @@ class BrokerConfig:
     timerPrecisionMs: int = DEFAULT_TIMER_PRECISION_MS
     timerRollWindowSlot: int = DEFAULT_TIMER_ROLL_WINDOW_SLOT
     mappedFileSizeTimerLog: int = DEFAULT_TIMER_LOG_FILE_SIZE
+    # RocksDB mode (MessageStoreConfig.storeType "default" / "defaultRocksDB"; BrokerConfig's "v1" / "v2")
+    storeType: str = "default"
+    configManagerVersion: str = "v1"
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

@@ -68,9 +68,9 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        for name in ("commitlog", "index_service"):
+        for name in ("commitlog", "index_service", "consume_queues"):
             part = self.__dict__.get(name)
-            if part is not None:
+            if hasattr(part, "close"):  # a file-based ConsumeQueueStore holds nothing open
                 part.close()
         for queue in self._queues.values():
             queue.close()
@@ -120,9 +120,14 @@ class Store:
 
     @cached_property
     def consume_queues(self):
-        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's)."""
+        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's);
+        `RocksDBConsumeQueueStore` when consumequeue/ is a RocksDB database (storeType=defaultRocksDB)."""
         from store.consumequeue import ConsumeQueueStore
 
+        if self.layout.consume_queues_in_rocksdb:
+            from store.rocksdb_cq import RocksDBConsumeQueueStore
+
+            return RocksDBConsumeQueueStore(self.root, commitlog_min_offset=self.commitlog.min_offset)
         return ConsumeQueueStore(
             self.root,
             commitlog_min_offset=self.commitlog.min_offset,
@@ -154,10 +159,13 @@ class Store:
         return read_checkpoint(self.root)
 
     def config(self, name: str):
-        """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does)."""
+        """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does); the RocksDB
+        tables the broker loads instead when it keeps them in RocksDB (`store.rocksdb_config`)."""
         from store.config import ConfigFile
+        from store.rocksdb_config import rocksdb_config_file
 
-        return ConfigFile(self.root, name)
+        kv = rocksdb_config_file(self.root, name, self.broker_config, self.layout.consume_queues_in_rocksdb)
+        return kv or ConfigFile(self.root, name)
 
     # --- writers (the caller holds the store lock: `mqtool.safety.write_guard`) ------------------
 
