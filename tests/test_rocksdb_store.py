@@ -282,3 +282,41 @@ def test_garbage_value_is_one_line(tmp_path: Path) -> None:
     assert "consumequeue" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(RocksDBReadError, match="CURRENT is missing"):
         ReadOnlyRocksDB(tmp_path, ("default",))
+
+
+def test_rebuild_dry_run_compares_the_rocksdb_units_with_a_rebuild(tmp_path: Path) -> None:
+    from rocksdict import Options, Rdict
+
+    from formats.rocksdb import cq_key, parse_cq_value
+    from mqtool.rebuild import rebuild
+
+    with Store.open(ROOT) as store:
+        report = rebuild(store, "cq")
+    assert {(d.topic, d.queue_id): d.status for d in report.queues} == {
+        tuple([k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])]): "same"
+        for k in expect()["consumeQueue"]["queues"]
+    }
+    # a copy whose RdbTopic/2 unit at its min offset + 3 points elsewhere: found there
+    root = copy_store("store-rocksdb", tmp_path / "s")
+    offset = expect()["consumeQueue"]["queues"]["RdbTopic/2"]["minOffset"] + 3
+    db = Rdict(
+        str(root / "consumequeue"),
+        options=Options(raw_mode=True),
+        column_families={"offset": Options(raw_mode=True)},
+    )
+    key = cq_key("RdbTopic", 2, offset)
+    phy, size, tags, stored = parse_cq_value(db[key])
+    db[key] = (
+        (phy + 1).to_bytes(8, "big")
+        + size.to_bytes(4, "big")
+        + tags.to_bytes(8, "big")
+        + stored.to_bytes(8, "big")
+    )
+    db.close()
+    with Store.open(root) as store:
+        report = rebuild(store, "cq")
+        diffs = {(d.topic, d.queue_id): d for d in report.queues}
+    assert diffs[("RdbTopic", 2)].status == "differs" and diffs[("RdbTopic", 2)].first_difference == offset
+    assert sum(d.status == "differs" for d in diffs.values()) == 1
+    line = _one_line_error(root, "rebuild", "cq", "--execute")
+    assert "RocksDB" in line
