@@ -103,6 +103,17 @@ V2DataVersionKey = Struct(
 V2DataVersionValue = Struct("state_version" / Int64sb, "timestamp" / Int64sb, "counter" / Int64sb)
 
 
+# --- POP state (PopConsumerRocksdbStore, kvStore/, popConsumerKVServiceEnable) --------------------------
+POP_STATE_DIR = "kvStore"  # PopConsumerService.ROCKSDB_DIRECTORY
+POP_STATE_COLUMN_FAMILY = "popState"
+_AT = Const(b"@")
+PopRecordKey = Struct(  # PopConsumerRecord.getKeyBytes; group and topic end at the '@' (names have none)
+    "visibility_timeout" / Int64sb,
+    "rest" / GreedyBytes,
+)
+PopRecordKeyTail = Struct(_AT, "queue_id" / Int32sb, _AT, "offset" / Int64sb)  # after "group@topic"
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetEntry:
     """One entry of the consume queue's `offset` column family (`RocksDBConsumeQueueOffsetTable`)."""
@@ -172,6 +183,23 @@ def max_phy_offset_key() -> bytes:
 
 def parse_max_phy_offset(value: bytes, file: str | None = None) -> int:
     return _parse(MaxPhyOffsetValue, value, "max physical offset checkpoint", file).phy_offset
+
+
+def parse_pop_record_key(key: bytes, file: str | None = None) -> tuple[int, str, str, int, int]:
+    """(visibilityTimeout, group, topic, queueId, offset) of a `popState` key."""
+    head = _parse(PopRecordKey, key, "POP state key", file)
+    names, tail = head.rest[:-14], head.rest[-14:]
+    t = _parse(PopRecordKeyTail, tail, "POP state key", file)
+    group, sep, topic = names.partition(b"@")
+    if not sep or len(key) < 8 + 14:
+        raise FormatError(f"POP state key {key[:40].hex()}: no group@topic", file)
+    return (
+        head.visibility_timeout,
+        group.decode("utf-8", "replace"),
+        topic.decode("utf-8", "replace"),
+        t.queue_id,
+        t.offset,
+    )
 
 
 def parse_v2_consumer_offset(key: bytes, value: bytes, file: str | None = None) -> tuple[str, str, int, int]:

@@ -320,3 +320,44 @@ def test_rebuild_dry_run_compares_the_rocksdb_units_with_a_rebuild(tmp_path: Pat
     assert sum(d.status == "differs" for d in diffs.values()) == 1
     line = _one_line_error(root, "rebuild", "cq", "--execute")
     assert "RocksDB" in line
+
+
+def test_pop_state_records_as_scan_expired_records_reads_them() -> None:
+    from store.pop_kv import has_pop_state, pop_state_records
+
+    want = expect()["popState"]
+    assert has_pop_state(ROOT) and len(want) == 9  # 12 popped, 3 acked (deleted)
+    got = [
+        {
+            "popTime": r.pop_time,
+            "groupId": r.group,
+            "topicId": r.topic,
+            "queueId": r.queue_id,
+            "retryFlag": r.retry_flag,
+            "invisibleTime": r.invisible_time,
+            "offset": r.offset,
+            "attemptTimes": r.attempt_times,
+            "attemptId": r.attempt_id,
+            "visibilityTimeout": r.visibility_timeout,
+        }
+        for r in pop_state_records(ROOT)
+    ]
+    assert got == want
+    # the revive's window: [lower, upper) of visibility times, at most max_count
+    lower, upper = want[2]["visibilityTimeout"], want[6]["visibilityTimeout"]
+    window = [r.offset for r in pop_state_records(ROOT, lower, upper, 3)]
+    assert window == [w["offset"] for w in want if lower <= w["visibilityTimeout"] < upper][:3]
+
+
+def test_garbage_unit_value_is_one_line(tmp_path: Path) -> None:
+    from rocksdict import Options, Rdict
+
+    from formats.rocksdb import cq_key
+
+    root = copy_store("store-rocksdb", tmp_path / "s")
+    families = {"offset": Options(raw_mode=True)}
+    db = Rdict(str(root / "consumequeue"), options=Options(raw_mode=True), column_families=families)
+    db[cq_key("RdbTopic", 0, expect()["consumeQueue"]["queues"]["RdbTopic/0"]["minOffset"])] = b"garbage"
+    db.close()
+    line = _one_line_error(root, "dump", "cq", "RdbTopic", "0")
+    assert "consume queue unit" in line and str(root / "consumequeue") in line

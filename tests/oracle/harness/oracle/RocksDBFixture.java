@@ -28,6 +28,8 @@ import org.apache.rocketmq.broker.config.v1.RocksDBTopicConfigManager;
 import org.apache.rocketmq.broker.config.v2.ConfigStorage;
 import org.apache.rocketmq.broker.config.v2.ConsumerOffsetManagerV2;
 import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
+import org.apache.rocketmq.broker.pop.PopConsumerRecord;
+import org.apache.rocketmq.broker.pop.PopConsumerRocksdbStore;
 import org.apache.rocketmq.common.BoundaryType;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicConfig;
@@ -156,6 +158,25 @@ public final class RocksDBFixture {
         commit(v2, rnd, 30);
         v2.persist();
         rdb.shutdown();
+        // POP state in RocksDB (popConsumerKVServiceEnable=true: PopConsumerService's kvStore/, column family
+        // popState): records as PopConsumerService writes them at pop time, some deleted as its ack does.
+        PopConsumerRocksdbStore pop = new PopConsumerRocksdbStore(root + File.separator + "kvStore");
+        if (!pop.start()) {
+            throw new IllegalStateException("PopConsumerRocksdbStore did not start");
+        }
+        List<PopConsumerRecord> popped = new ArrayList<>();
+        long popTime = 1795000000000L;
+        for (int k = 0; k < 12; k++) {
+            String topic = k % 3 == 2 ? "%RETRY%GID_rdb_pop_RdbTopic" : TOPICS[0][0];
+            PopConsumerRecord r = new PopConsumerRecord(popTime + k * 1000L, "GID_rdb_pop", topic, k % 4,
+                k % 3 == 2 ? PopConsumerRecord.RetryType.RETRY_TOPIC_V1.getCode() : 0, 60_000L + (k % 2) * 30_000L,
+                60 + k, "attempt-" + k);
+            r.setAttemptTimes(k % 3);
+            popped.add(r);
+        }
+        pop.writeRecords(popped);
+        pop.deleteRecords(List.of(popped.get(1), popped.get(4), popped.get(7)));
+        pop.shutdown();
         store.shutdown();
         stats.shutdown();
 
@@ -268,6 +289,26 @@ public final class RocksDBFixture {
         v2.put("offsetTable", table(v2offsets.getOffsetTable()));
         rdb.shutdown();
         conf.put("consumerOffsetV2", v2);
+        PopConsumerRocksdbStore pop = new PopConsumerRocksdbStore(root + File.separator + "kvStore");
+        List<Map<String, Object>> records = new ArrayList<>();
+        if (pop.start()) {
+            for (PopConsumerRecord r : pop.scanExpiredRecords(0, Long.MAX_VALUE, 1000)) {
+                Map<String, Object> one = new LinkedHashMap<>();
+                one.put("popTime", r.getPopTime());
+                one.put("groupId", r.getGroupId());
+                one.put("topicId", r.getTopicId());
+                one.put("queueId", r.getQueueId());
+                one.put("retryFlag", r.getRetryFlag());
+                one.put("invisibleTime", r.getInvisibleTime());
+                one.put("offset", r.getOffset());
+                one.put("attemptTimes", r.getAttemptTimes());
+                one.put("attemptId", r.getAttemptId());
+                one.put("visibilityTimeout", r.getVisibilityTimeout());
+                records.add(one);
+            }
+            pop.shutdown();
+        }
+        out.put("popState", records);
         RocksDBTopicConfigManager topics = new RocksDBTopicConfigManager(broker);
         Map<String, Object> tc = new LinkedHashMap<>();
         tc.put("loaded", topics.load());
