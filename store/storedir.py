@@ -187,6 +187,14 @@ class Store:
         from store.dispatch import Dispatcher
 
         layout = self.layout
+        if layout.consume_queues_in_rocksdb:  # units would land as files inside the RocksDB directory
+            from store.consumequeue import RocksDBConsumeQueueError
+
+            raise RocksDBConsumeQueueError(
+                "consume queues are stored in RocksDB (storeType=defaultRocksDB); mqtool writes no message "
+                "into such a store (its consume queue units would not reach RocksDB)",
+                str(self.consumequeue_dir),
+            )
         geometry = index_geometry or layout.configured_index_geometry or layout.index_geometry_on_disk
         return Dispatcher(
             self.consumequeue_dir,

@@ -361,3 +361,13 @@ def test_garbage_unit_value_is_one_line(tmp_path: Path) -> None:
     db.close()
     line = _one_line_error(root, "dump", "cq", "RdbTopic", "0")
     assert "consume queue unit" in line and str(root / "consumequeue") in line
+
+
+def test_no_message_is_appended_into_a_rocksdb_mode_store(tmp_path: Path) -> None:
+    from store.consumequeue import RocksDBConsumeQueueError
+
+    root = copy_store("store-rocksdb", tmp_path / "s")
+    before = snapshot(root)
+    with Store.open(root) as store, pytest.raises(RocksDBConsumeQueueError, match="writes no message"):
+        store.appender()
+    assert snapshot(root) == before
