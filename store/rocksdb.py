@@ -45,10 +45,13 @@ class ReadOnlyRocksDB:
 
         self.path = Path(path)
         where = str(self.path)
-        if not self.path.is_dir():
-            raise RocksDBReadError("not a RocksDB directory (missing)", where)
-        if not (self.path / "CURRENT").is_file():
-            raise RocksDBReadError("not a readable RocksDB database: CURRENT is missing", where)
+        try:
+            if not self.path.is_dir():
+                raise RocksDBReadError("not a RocksDB directory (missing)", where)
+            if not (self.path / "CURRENT").is_file():
+                raise RocksDBReadError("not a readable RocksDB database: CURRENT is missing", where)
+        except OSError as exc:
+            raise RocksDBReadError(f"cannot read: {exc.strerror or exc}", where) from exc
         self._links = tempfile.mkdtemp(prefix="mqtool-rocksdb-")
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._links, True)
         try:
