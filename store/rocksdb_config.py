@@ -76,7 +76,11 @@ class KVTable:
 def read_v1_table(directory: Path) -> KVTable:
     """`RocksDBConfigManager.loadData` + `loadDataVersion` of one v1 directory (empty when it is missing,
     as a broker creating it would start)."""
-    if not directory.exists():
+    try:
+        missing = not directory.exists()
+    except OSError as exc:
+        raise MqtoolError(f"cannot read: {exc.strerror or exc}", str(directory)) from exc
+    if missing:
         return KVTable({}, None, directory, False)
     where = str(directory)
     entries: dict[str, Any] = {}
