@@ -65,6 +65,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh batchcq-store build/oracle/store-batchcq 20261126
 	find tests/data/store-batchcq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-batchcq && cp -r build/oracle/store-batchcq/. tests/data/store-batchcq/
+	rm -rf build/oracle/store-rocksdb
+	tests/oracle/run.sh rocksdb-store build/oracle/store-rocksdb 20261126
+	find tests/data/store-rocksdb -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-rocksdb && cp -r build/oracle/store-rocksdb/. tests/data/store-rocksdb/
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

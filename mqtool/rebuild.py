@@ -188,12 +188,12 @@ def resolve_settings(
     return cq, slots, num, notes
 
 
-def _refuse_unsupported(store: Store, cq: bool) -> None:
+def _refuse_unsupported(store: Store, cq: bool, execute: bool = True) -> None:
     root = store.root
-    if cq and is_rocksdb_dir(root / "consumequeue"):
+    if cq and execute and is_rocksdb_dir(root / "consumequeue"):
         raise RebuildRefused(
             "consume queues are stored in RocksDB (storeType=defaultRocksDB); only file-based ones can be "
-            "rebuilt",
+            "rebuilt (the dry run compares the RocksDB units with a rebuild)",
             str(root / "consumequeue"),
         )
     if cq and (root / "consumequeue_ext").is_dir():
@@ -231,7 +231,7 @@ def rebuild(
     if target not in TARGETS:
         raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index or all")
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
-    _refuse_unsupported(store, do_cq)
+    _refuse_unsupported(store, do_cq, execute)
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
     version = store.layout.detected_version
     version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"

@@ -61,6 +61,9 @@ class BrokerConfig:
     timerRollWindowSlot: int = DEFAULT_TIMER_ROLL_WINDOW_SLOT
     mappedFileSizeTimerLog: int = DEFAULT_TIMER_LOG_FILE_SIZE
     mapperFileSizeBatchConsumeQueue: int = 300_000 * 46  # BatchCQ topics' files (46-byte units)
+    # RocksDB mode (MessageStoreConfig.storeType "default" / "defaultRocksDB"; BrokerConfig's "v1" / "v2")
+    storeType: str = "default"
+    configManagerVersion: str = "v1"
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

@@ -67,14 +67,17 @@ def read_commitlog_min_offset(root: Path | str) -> int:
 
 def is_rocksdb_dir(directory: Path) -> bool:
     """A RocksDB database directory (`RocksDBConsumeQueueStore`): CURRENT / MANIFEST-* / OPTIONS-* files."""
-    if not directory.is_dir():
+    try:
+        if not directory.is_dir():
+            return False
+        if (directory / "CURRENT").is_file():
+            return True
+        return any(
+            entry.is_file() and entry.name.startswith(("MANIFEST-", "OPTIONS-"))
+            for entry in os.scandir(directory)
+        )
+    except OSError:  # unreadable: not known to be RocksDB; listing it then fails with its own error
         return False
-    if (directory / "CURRENT").is_file():
-        return True
-    return any(
-        entry.is_file() and entry.name.startswith(("MANIFEST-", "OPTIONS-"))
-        for entry in os.scandir(directory)
-    )
 
 
 class ConsumeQueue:

@@ -194,7 +194,7 @@ def _flush(dispatcher: Dispatcher, result: BuildResult) -> None:
 def _carry_over_expired_queues(root: Path, staging: Path, commitlog_min: int, result: BuildResult) -> None:
     """Copy queues that have no live record but a max offset (all units below the commitlog min)."""
     cq_dir = root / "consumequeue"
-    if not cq_dir.is_dir():
+    if not cq_dir.is_dir() or is_rocksdb_dir(cq_dir):  # RocksDB queues are only compared (rocksdb_rebuild)
         return
     store = ConsumeQueueStore(root, commitlog_min_offset=commitlog_min)
     for topic, queue_id in store.queues():
@@ -266,6 +266,10 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     """Every queue of the current store or the rebuild, with how the rebuild changes it."""
     old_root = root / "consumequeue"
     new_root = result.staging / "consumequeue"
+    if is_rocksdb_dir(old_root):
+        from store.rocksdb_rebuild import compare_rocksdb_queues
+
+        return compare_rocksdb_queues(root, result)
     old_queues: set[tuple[str, int]] = set()
     if old_root.is_dir() and not is_rocksdb_dir(old_root):
         old_queues = set(ConsumeQueueStore(root, commitlog_min_offset=result.commitlog_min_offset).queues())

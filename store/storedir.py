@@ -69,9 +69,9 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        for name in ("commitlog", "index_service"):
+        for name in ("commitlog", "index_service", "consume_queues"):
             part = self.__dict__.get(name)
-            if part is not None:
+            if hasattr(part, "close"):  # a file-based ConsumeQueueStore holds nothing open
                 part.close()
         for queues in (self._queues, self._batch_queues):
             for queue in queues.values():
@@ -122,9 +122,14 @@ class Store:
 
     @cached_property
     def consume_queues(self):
-        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's)."""
+        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's);
+        `RocksDBConsumeQueueStore` when consumequeue/ is a RocksDB database (storeType=defaultRocksDB)."""
         from store.consumequeue import ConsumeQueueStore
 
+        if self.layout.consume_queues_in_rocksdb:
+            from store.rocksdb_cq import RocksDBConsumeQueueStore
+
+            return RocksDBConsumeQueueStore(self.root, commitlog_min_offset=self.commitlog.min_offset)
         return ConsumeQueueStore(
             self.root,
             commitlog_min_offset=self.commitlog.min_offset,
@@ -178,10 +183,13 @@ class Store:
         return read_checkpoint(self.root)
 
     def config(self, name: str):
-        """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does)."""
+        """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does); the RocksDB
+        tables the broker loads instead when it keeps them in RocksDB (`store.rocksdb_config`)."""
         from store.config import ConfigFile
+        from store.rocksdb_config import rocksdb_config_file
 
-        return ConfigFile(self.root, name)
+        kv = rocksdb_config_file(self.root, name, self.broker_config, self.layout.consume_queues_in_rocksdb)
+        return kv or ConfigFile(self.root, name)
 
     # --- writers (the caller holds the store lock: `mqtool.safety.write_guard`) ------------------
 
@@ -203,6 +211,14 @@ class Store:
         from store.dispatch import Dispatcher
 
         layout = self.layout
+        if layout.consume_queues_in_rocksdb:  # units would land as files inside the RocksDB directory
+            from store.consumequeue import RocksDBConsumeQueueError
+
+            raise RocksDBConsumeQueueError(
+                "consume queues are stored in RocksDB (storeType=defaultRocksDB); mqtool writes no message "
+                "into such a store (its consume queue units would not reach RocksDB)",
+                str(self.consumequeue_dir),
+            )
         geometry = index_geometry or layout.configured_index_geometry or layout.index_geometry_on_disk
         return Dispatcher(
             self.consumequeue_dir,

@@ -65,6 +65,11 @@ def store_context(plan: StorePlan, opts: AuditOptions):
         try:
             cq = store.consume_queue(topic, queue_id)
             cq_files, last_end = [], 0
+            if not cq.files and hasattr(cq, "store_times"):  # a RocksDB queue: its units in a file of ours
+                from mqtool.audit.rocksdb_units import rocksdb_cq_file
+
+                cq_file, last_end = rocksdb_cq_file(cq)
+                cq_files = [cq_file] if cq_file else []
             for f in cq.live_files:
                 count = cq.wrote_position(f) // 20
                 units = cq.file_units(f)[:count]

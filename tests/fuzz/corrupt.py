@@ -29,6 +29,9 @@ File types (`KINDS`):
   units, past the log), wrong counts, slots at a wrong index or with another slot's time, a wheel of the
   wrong length; timercheck garbage, truncation, a read time far ahead or behind, queue offsets and the
   flush position past the ConsumeQueue's and the timerlog's end.
+* `rocksdb` (RocksDB-mode stores: `consumequeue/`, `config/consumerOffsets`, ... are RocksDB databases) —
+  CURRENT missing or pointing nowhere, SST files truncated, bit-flipped or removed, MANIFEST truncated or
+  garbage, the WAL with garbage appended, a database with other column families in its place.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TIMER_KINDS = ("timerlog", "timerwheel", "timercheck")
-KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout", *TIMER_KINDS)
+ROCKSDB_KIND = "rocksdb"  # RocksDB-mode stores: the consume queue and config databases
+KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout", *TIMER_KINDS, ROCKSDB_KIND)
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -1971,6 +1975,123 @@ def tm_check_queue(layout: StoreLayout, rng: random.Random) -> Corruption | None
     return _c("timercheck", "check-queue", f"{what} (queue has {units} units, log {log_end} bytes)", *ops)
 
 
+# rocksdb ----------------------------------------------------------------------------------------------
+
+
+def rocksdb_dirs(layout: StoreLayout) -> list[str]:
+    """The store's RocksDB database directories (those with a CURRENT file)."""
+    return sorted({str(Path(f).parent) for f in layout.all_files if Path(f).name == "CURRENT"})
+
+
+def _rdb_files(layout: StoreLayout, rng: random.Random, pick) -> tuple[str, list[str]] | None:
+    dirs = rocksdb_dirs(layout)
+    if not dirs:
+        return None
+    d = rng.choice(dirs)
+    files = [f for f in layout.all_files if str(Path(f).parent) == d and pick(Path(f).name)]
+    return (d, files) if files else None
+
+
+def _size(layout: StoreLayout, rel: str) -> int:
+    return (layout.root / rel).stat().st_size
+
+
+def rdb_current(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    found = _rdb_files(layout, rng, lambda n: n == "CURRENT")
+    if found is None:
+        return None
+    rel = found[1][0]
+    choice = rng.randrange(4)
+    if choice == 0:
+        return _c("rocksdb", "current", f"{rel} removed", Op("remove", rel))
+    if choice == 1:
+        return _c("rocksdb", "current", f"{rel} empty", Op("truncate", rel, size=0))
+    data = rng.choice((b"MANIFEST-999999\n", b"MANIFEST-000005", b"\xff" * 16, b"../../etc/passwd\n"))
+    return _c("rocksdb", "current", f"{rel} := {data!r}", Op("replace", rel, data=data))
+
+
+def rdb_sst_truncate(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    found = _rdb_files(layout, rng, lambda n: n.endswith(".sst"))
+    if found is None:
+        return None
+    rel = rng.choice(found[1])
+    size = _size(layout, rel)
+    to = rng.choice((0, 1, size // 2, size - 1, size - 48, rng.randrange(max(size, 1))))
+    return _c(
+        "rocksdb",
+        "sst-truncate",
+        f"{rel} truncated to {max(to, 0)} of {size}",
+        Op("truncate", rel, size=max(to, 0)),
+    )
+
+
+def rdb_sst_bytes(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    found = _rdb_files(layout, rng, lambda n: n.endswith(".sst"))
+    if found is None:
+        return None
+    rel = rng.choice(found[1])
+    size = _size(layout, rel)
+    pos = rng.choice((0, size - 48, size - 8, rng.randrange(max(size, 1))))
+    pos = min(max(pos, 0), max(size - 1, 0))
+    data = bytes(rng.randrange(256) for _ in range(rng.choice((1, 4, 16))))[: size - pos]
+    return _c(
+        "rocksdb",
+        "sst-bytes",
+        f"{rel} bytes at {pos} := {data.hex()}",
+        Op("write", rel, offset=pos, data=data),
+    )
+
+
+def rdb_sst_missing(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    found = _rdb_files(layout, rng, lambda n: n.endswith(".sst"))
+    if found is None:
+        return None
+    rel = rng.choice(found[1])
+    return _c("rocksdb", "sst-missing", f"{rel} removed", Op("remove", rel))
+
+
+def rdb_manifest(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    found = _rdb_files(layout, rng, lambda n: n.startswith("MANIFEST-"))
+    if found is None:
+        return None
+    rel = rng.choice(found[1])
+    size = _size(layout, rel)
+    if rng.random() < 0.5:
+        to = rng.choice((0, 7, size // 2, size - 1))
+        return _c("rocksdb", "manifest", f"{rel} truncated to {to}", Op("truncate", rel, size=to))
+    pos = rng.randrange(max(size, 1))
+    data = bytes(rng.randrange(256) for _ in range(8))[: max(size - pos, 0)]
+    return _c(
+        "rocksdb",
+        "manifest",
+        f"{rel} bytes at {pos} := {data.hex()}",
+        Op("write", rel, offset=pos, data=data),
+    )
+
+
+def rdb_wal(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    found = _rdb_files(layout, rng, lambda n: n.endswith(".log"))
+    if found is None:
+        return None
+    rel = rng.choice(found[1])
+    data = bytes(rng.randrange(256) for _ in range(rng.choice((1, 7, 32, 300))))
+    return _c("rocksdb", "wal", f"{rel} + {len(data)} garbage bytes", Op("append", rel, data=data))
+
+
+def rdb_other_database(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    dirs = rocksdb_dirs(layout)
+    if len(dirs) < 2:
+        return None
+    victim, other = rng.sample(dirs, 2)
+    return _c(
+        "rocksdb",
+        "other-database",
+        f"{victim} replaced by {other} (other column families)",
+        Op("remove", victim),
+        Op("rename", other, target=victim),
+    )
+
+
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "commitlog": (
         cl_truncate_boundary,
@@ -2000,6 +2121,15 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
         lay_lock_abort,
         lay_stray,
         lay_fifo,
+    ),
+    "rocksdb": (
+        rdb_current,
+        rdb_sst_truncate,
+        rdb_sst_bytes,
+        rdb_sst_missing,
+        rdb_manifest,
+        rdb_wal,
+        rdb_other_database,
     ),
 }
 

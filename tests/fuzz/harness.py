@@ -48,7 +48,17 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from .corrupt import KINDS, TIMER_KINDS, Corruption, StoreLayout, apply_op, map_store, restore_permissions
+from .corrupt import (
+    KINDS,
+    ROCKSDB_KIND,
+    TIMER_KINDS,
+    Corruption,
+    StoreLayout,
+    apply_op,
+    map_store,
+    restore_permissions,
+    rocksdb_dirs,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data"
@@ -63,7 +73,7 @@ SAMPLES: dict[str, list[str]] = {
     "small5": ["-n", "300", "--seed", "13", "--file-size", "65536", "--cq-file-size", "600",
                "--max-hash-slot-num", "64", "--max-index-num", "100"],
 }  # fmt: skip
-GOLDEN_STORES = ("store-a", "store-c", "store-49a", "store-timer-states", "store-timer5")
+GOLDEN_STORES = ("store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb")
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown")
 
@@ -169,7 +179,7 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB = KINDS
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 
 
@@ -291,6 +301,12 @@ COMMANDS: tuple[Command, ...] = (
         frozenset({CL, CQ, IX, CP, CFG, LAY}),
         lambda t, k, f: ["txn", "resolve", "--policy", "commit", "--now", str(t.end + 10**8)],
     ),
+)
+
+
+# on a RocksDB-mode store whatever reads consume queues or config files reads the RocksDB databases
+COMMANDS = tuple(
+    Command(c.name, c.reads | {RDB} if c.reads & {CQ, CFG} else c.reads, c.argv) for c in COMMANDS
 )
 
 
@@ -983,7 +999,11 @@ class Fuzzer:
 
 
 def kind_applies(base: Base, kind: str) -> bool:
-    """Timer corruptions need a store with the timer wheel; every other kind applies to every base."""
+    """Timer corruptions need a store with the timer wheel, RocksDB ones a RocksDB-mode store (whose
+    consume queue is no ConsumeQueue files); every other kind applies to every base."""
+    rocksdb = bool(rocksdb_dirs(base.layout))
+    if kind in (ROCKSDB_KIND, CQ):
+        return rocksdb == (kind == ROCKSDB_KIND)
     return kind not in TIMER or bool(base.layout.timer_units)
 
 

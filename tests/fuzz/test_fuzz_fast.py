@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from .corrupt import (
     BROKER_CONF,
     KINDS,
+    ROCKSDB_KIND,
     STRATEGIES,
     TIMER_KINDS,
     Corruption,
@@ -54,9 +55,12 @@ from .harness import (
 
 SAMPLE_BASES = ("tiny5", "tiny4")
 TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store where the real timer ran
+ROCKSDB_BASES = ("store-rocksdb",)  # the RocksDB corruptions, a store the real RocksDBMessageStore wrote
 
 
 def bases_for(kind: str) -> tuple[str, ...]:
+    if kind == ROCKSDB_KIND:
+        return ROCKSDB_BASES
     return TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
@@ -71,7 +75,10 @@ def workdir():
 
 @pytest.fixture(scope="module")
 def bases(workdir) -> dict[str, Base]:
-    return {b.name: b for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES])}
+    return {
+        b.name: b
+        for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES, *ROCKSDB_BASES])
+    }
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,8 @@
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  *   batchcq-store DIR [SEED] a 5.x store with BatchCQ topics (inner-batch records) and an ordinary one (BatchStore)
  *   batchcq-load STORE       on a copy: load and start with topics.json, print every BatchConsumeQueue (BatchStore)
+ *   rocksdb-store DIR [SEED] a storeType=defaultRocksDB store with RocksDB config (RocksDBFixture)
+ *   rocksdb-read STORE       what the real RocksDB consume queue and config managers read from STORE (RocksDBFixture)
  */
 package oracle;
 
@@ -62,6 +64,12 @@ public final class Oracle {
                 break;
             case "batchcq-load":
                 rc = BatchStore.load(args[1]);
+                break;
+            case "rocksdb-store":
+                RocksDBFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "rocksdb-read":
+                rc = RocksDBFixture.run(args[1]);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
