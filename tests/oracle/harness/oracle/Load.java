@@ -52,7 +52,7 @@ public final class Load {
         DefaultMessageStore probe = new DefaultMessageStore(Stores.config(root, g), probeStats, null, bc,
             new ConcurrentHashMap<>());
         Judge.Walk before = Judge.walkFiles(
-            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, false, true), root, g.commitLog);
+            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, false, true), root, g.commitLog, g.lmq);
         Map<String, long[]> cqBefore = Judge.rawConsumeQueues(root);
         probeStats.shutdown();
 

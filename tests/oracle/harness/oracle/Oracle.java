@@ -10,6 +10,7 @@
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
+ *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  */
 package oracle;
 
@@ -54,6 +55,9 @@ public final class Oracle {
                 break;
             case "pop-store":
                 PopStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "lmq-store":
+                LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
