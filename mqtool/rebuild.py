@@ -267,6 +267,7 @@ def rebuild(
                 zone=zone,
                 accept_v2=version is None or version.major >= 5,
                 progress=progress,
+                lmq=store.layout.lmq,
             )
             report = RebuildReport(
                 target,

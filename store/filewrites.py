@@ -215,6 +215,9 @@ def remove_leftovers(root: Path) -> list[Path]:
     return removed
 
 
+MAX_OPEN_FILES = 256  # descriptors a FileSet keeps open at once
+
+
 class FileSet:
     """Read-write descriptors of the files one phase writes, fsynced and closed together."""
 
@@ -224,6 +227,14 @@ class FileSet:
     def fd(self, path: Path) -> int:
         fd = self._fds.get(path)
         if fd is None:
+            if len(self._fds) >= MAX_OPEN_FILES:
+                # a phase may touch 100,000+ files (LMQ queues): fsync and close the oldest early
+                oldest, old_fd = next(iter(self._fds.items()))
+                try:
+                    os.fsync(old_fd)
+                finally:
+                    os.close(old_fd)
+                    del self._fds[oldest]
             try:
                 fd = os.open(path, os.O_RDWR)
             except OSError as exc:

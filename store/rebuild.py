@@ -61,6 +61,7 @@ from store.filewrites import (
     write_done,
 )
 from store.indexwriter import list_index_files
+from store.lmq import LmqSettings, resolve_lmq_settings
 
 DIRECTORIES = {"cq": "consumequeue", "index": "index"}
 STAGING_NAME = TMP_PREFIX + "rebuild"
@@ -121,8 +122,10 @@ def build_staging(
     zone: tzinfo | None = None,
     accept_v2: bool = True,
     progress: Callable[[int], None] | None = None,
+    lmq: LmqSettings | None = None,
 ) -> BuildResult:
-    """Dispatch every live commitlog record into `staging/consumequeue` and `staging/index`."""
+    """Dispatch every live commitlog record into `staging/consumequeue` and `staging/index` (LMQ queues
+    too, as `lmq` says; by default as the store's files show)."""
     cq_root = staging / "consumequeue"
     index_dir = staging / "index"
     staging.mkdir(parents=True, exist_ok=True)
@@ -134,6 +137,7 @@ def build_staging(
         now_ms=now_ms,
         zone=zone,
         scratch=staging,
+        lmq=lmq if lmq is not None else resolve_lmq_settings(root),
     )
     commitlog = CommitLog.open(root)
     try:

@@ -1,0 +1,138 @@
+"""LMQ multi-dispatch on store-lmq (written by RocketMQ 5.3.3 with enableLmq and enableMultiDispatch, see
+tests/data/store-lmq/README.md): mqtool's readers against what the real classes read back, its
+dispatcher and rebuild against the files the real ReputMessageService wrote."""
+
+from __future__ import annotations
+
+import shutil
+from functools import cache
+from pathlib import Path
+
+import pytest
+from golden import GOLDEN, copy_store, run_mqtool, snapshot
+
+from store import rebuild
+from store.brokerconf import load_broker_config
+from store.consumequeue import ConsumeQueue
+from store.lmq import LmqSettings, multi_dispatch_units, resolve_lmq_settings
+from store.storedir import Store
+
+ROOT = GOLDEN / "store-lmq"
+UNITS_KEY = "units[queueOffset,phyOffset,size,tagsCode]"
+
+
+@cache
+def expect() -> dict:
+    import json
+
+    with open(ROOT / "expect.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def lmq_queues() -> dict[str, dict]:
+    return {k: v for k, v in expect()["consumeQueues"].items() if k.startswith("%LMQ%")}
+
+
+def test_fixture_has_dozens_of_lmq_queues_over_several_files() -> None:
+    queues = lmq_queues()
+    assert len(queues) >= 40
+    assert all(k.endswith("/0") for k in queues)  # LMQ_QUEUE_ID
+    assert max(len(list((ROOT / "consumequeue" / k).iterdir())) for k in queues) >= 3
+    # the retry topic's records name LMQ queues but are never multi-dispatched
+    retry = [e for e in expect()["events"] if e["topic"].startswith("%RETRY%")]
+    assert retry and all(e["innerMultiQueueOffset"] is None for e in retry)
+
+
+def test_every_lmq_unit_read_as_the_broker_reads_it() -> None:
+    for key, q in lmq_queues().items():
+        topic, qid = key.rsplit("/", 1)
+        queue = ConsumeQueue(ROOT, topic, int(qid))
+        try:
+            assert (queue.min_offset, queue.max_offset) == (q["minOffset"], q["maxOffset"]), key
+            got = [[o, u.phy_offset, u.size, u.tags_code] for o, u in queue.iter_units()]
+        finally:
+            queue.close()
+        assert got == q[UNITS_KEY], key
+
+
+def test_lmq_settings_from_the_files_and_from_broker_conf(tmp_path: Path) -> None:
+    assert resolve_lmq_settings(ROOT) == LmqSettings(True, True, "current files")
+    assert resolve_lmq_settings(GOLDEN / "store-a") == LmqSettings()
+    copy = copy_store("store-lmq", tmp_path / "s", parts=("commitlog", "config"))
+    (copy / "broker.conf").write_text("enableLmq=true\nenableMultiDispatch=false\n")
+    with Store.open(copy, load_broker_config(copy / "broker.conf")) as store:
+        assert store.layout.lmq == LmqSettings(True, False, "broker.conf")
+
+
+def test_multi_dispatch_units_follow_the_broker_rules() -> None:
+    on = LmqSettings(True, True)
+    units = multi_dispatch_units("T", 3, "%LMQ%a,b,%LMQ%x/y,%LMQ%c", "4,5,6,7", on)
+    # a non-LMQ name keeps the record's queue id; a name with a path separator is skipped
+    assert [(u.queue, u.queue_id, u.queue_offset) for u in units] == [
+        ("%LMQ%a", 0, 4),
+        ("b", 3, 5),
+        ("%LMQ%c", 0, 7),
+    ]
+    assert multi_dispatch_units("%RETRY%g", 0, "%LMQ%a", "1", on) == []
+    assert multi_dispatch_units("rmq_sys_X", 0, "%LMQ%a", "1", on) == []
+    assert multi_dispatch_units("SCHEDULE_TOPIC_XXXX", 0, "%LMQ%a", "1", on) == []
+    assert multi_dispatch_units("T", 0, "%LMQ%a", "1", LmqSettings(True, False)) == []
+    assert multi_dispatch_units("T", 0, "%LMQ%a", " ", on) == []
+    problems: list[str] = []
+    assert multi_dispatch_units("T", 0, "%LMQ%a,%LMQ%b", "1", on, problems) == []
+    assert problems and "2 queues but" in problems[0]
+    problems.clear()
+    units = multi_dispatch_units("T", 0, "%LMQ%a,%LMQ%b", "1,null", on, problems)
+    assert [u.queue for u in units] == ["%LMQ%a"] and "'null'" in problems[0]
+
+
+def staged(root: Path, lmq: LmqSettings | None = None) -> rebuild.BuildResult:
+    """ConsumeQueues rebuilt from the commitlog alone (the fixture's file size given as broker.conf would)."""
+    return rebuild.build_staging(
+        root,
+        rebuild.prepare_staging(root),
+        cq=True,
+        index=False,
+        cq_file_size=expect()["config"]["mappedFileSizeConsumeQueue"],
+        index_geometry=None,
+        delay_levels=(),
+        now_ms=lambda: 0,
+        lmq=lmq,
+    )
+
+
+def test_rebuild_writes_the_lmq_queues_byte_identical(tmp_path: Path) -> None:
+    """From the commitlog and lmqConsumerOffset.json alone (the file that tells an LMQ broker's store)."""
+    root = copy_store("store-lmq", tmp_path / "s", drop=("consumequeue", "index"))
+    result = staged(root)
+    try:
+        assert sum(1 for t, _ in result.queues if t.startswith("%LMQ%")) == len(lmq_queues())
+        want = snapshot(ROOT / "consumequeue")
+        assert snapshot(result.staging / "consumequeue") == want
+    finally:
+        shutil.rmtree(result.staging, ignore_errors=True)
+
+
+def test_rebuild_execute_keeps_every_lmq_queue(tmp_path: Path) -> None:
+    root = copy_store("store-lmq", tmp_path / "s")
+    plan = run_mqtool("--store", str(root), "rebuild", "--format", "json")
+    assert plan.returncode == 0, plan.stderr
+    assert '"removed"' not in plan.stdout and '"differs"' not in plan.stdout
+    done = run_mqtool("--store", str(root), "rebuild", "--execute")
+    assert done.returncode == 0, done.stderr
+    assert snapshot(root / "consumequeue") == snapshot(ROOT / "consumequeue")
+
+
+def test_rebuild_without_multi_dispatch_drops_the_lmq_queues(tmp_path: Path) -> None:
+    """broker.conf saying enableMultiDispatch=false is what such a broker would dispatch: no LMQ units."""
+    root = copy_store("store-lmq", tmp_path / "s", drop=("consumequeue", "index"))
+    result = staged(root, LmqSettings(True, False, "broker.conf"))
+    try:
+        assert not any(t.startswith("%LMQ%") for t, _ in result.queues)
+    finally:
+        shutil.rmtree(result.staging, ignore_errors=True)
+
+
+@pytest.mark.parametrize("store", ["store-a", "store-pop"])
+def test_stores_without_lmq_stay_without(store: str) -> None:
+    assert resolve_lmq_settings(GOLDEN / store).enable_multi_dispatch is False
