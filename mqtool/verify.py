@@ -136,7 +136,15 @@ def verify_store(
     horizon = checks.check_dispatch_coverage(
         records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
     )
+    lmq = checks.check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
     summary["consumeQueues"] = {"queues": len(queues), "units": units_checked, "dispatchHorizon": horizon}
+    if lmq.queues or lmq.missing_units:
+        summary["consumeQueues"]["lmq"] = {
+            "queues": lmq.queues,
+            "units": lmq.units,
+            "missingUnits": lmq.missing_units,
+            "settings": store.layout.lmq.source,
+        }
     timings["consumeQueues"] = time.perf_counter() - t2
 
     # --- index -----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import numpy as np
 from formats.errors import MqtoolError
 from store import checks
 from store.checks import ProblemList
+from store.lmq import is_lmq
 from store.storedir import Store
 
 
@@ -74,37 +75,63 @@ def check_queue_files(
         return found
     for topic, queue_id in queue_list:
         try:
-            queue = store.consume_queue(topic, queue_id)
-            units = queue.units(0)
-            min_offset, max_offset = queue.min_offset, queue.max_offset
+            # opened and closed one at a time: a store may hold 100,000+ (LMQ) queues
+            queue = store.consume_queues.open(topic, queue_id)
         except MqtoolError as exc:
             problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
             continue
-        checked = units
-        if outside_only:
-            phy = units["phyOffset"]
-            checked = units[(units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)]
-        if not outside_only or len(checked):
-            found.hits.append(
-                checks.check_consume_queue(
-                    checked,
-                    records,
-                    problems,
-                    topic=topic,
-                    queue_id=queue_id,
-                    min_offset=min_offset,
-                    file_size=queue.file_size,
-                    commitlog_min=commitlog_min,
-                    valid_end=valid_end,
-                )
-            )
-        found.units += len(units)
-        last_end = int(units["phyOffset"][-1]) + int(units["size"][-1]) if len(units) else 0
-        found.queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
-        check_cq_files(store, queue, topic, queue_id, problems)
-        if advance is not None:
-            advance(sum(f.size for f in queue.files))
+        try:
+            _check_queue(store, queue, topic, queue_id, records, problems, found, commitlog_min=commitlog_min,
+                         valid_end=valid_end, outside_only=outside_only, advance=advance)  # fmt: skip
+        finally:
+            queue.close()
     return found
+
+
+def _check_queue(
+    store: Store,
+    queue: Any,
+    topic: str,
+    queue_id: int,
+    records: Any,
+    problems: ProblemList,
+    found: QueueCheck,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    outside_only: bool,
+    advance: Any,
+) -> None:
+    try:
+        units = queue.units(0)
+        min_offset, max_offset = queue.min_offset, queue.max_offset
+    except MqtoolError as exc:
+        problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
+        return
+    checked = units
+    if outside_only:
+        phy = units["phyOffset"]
+        checked = units[(units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)]
+    if not outside_only or len(checked):
+        hits = checks.check_consume_queue(
+            checked,
+            records,
+            problems,
+            topic=topic,
+            queue_id=queue_id,
+            min_offset=min_offset,
+            file_size=queue.file_size,
+            commitlog_min=commitlog_min,
+            valid_end=valid_end,
+        )
+        if not is_lmq(topic):  # an LMQ unit is not the record's own: dispatch coverage counts only those
+            found.hits.append(hits)
+    found.units += len(units)
+    last_end = int(units["phyOffset"][-1]) + int(units["size"][-1]) if len(units) else 0
+    found.queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
+    check_cq_files(store, queue, topic, queue_id, problems)
+    if advance is not None:
+        advance(sum(f.size for f in queue.files))
 
 
 def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:

@@ -136,3 +136,74 @@ def test_rebuild_without_multi_dispatch_drops_the_lmq_queues(tmp_path: Path) -> 
 @pytest.mark.parametrize("store", ["store-a", "store-pop"])
 def test_stores_without_lmq_stay_without(store: str) -> None:
     assert resolve_lmq_settings(GOLDEN / store).enable_multi_dispatch is False
+
+
+# --- verify ---------------------------------------------------------------------------------------
+
+
+def verify(root: Path):
+    from mqtool.verify import verify_store
+
+    with Store.open(root) as st:
+        return verify_store(st, deep=True)
+
+
+def kinds(report) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in report.problems.to_pylist():
+        out.setdefault(r["kind"], []).append(r)
+    return out
+
+
+def test_verify_judges_every_lmq_unit_clean() -> None:
+    report = verify(ROOT)
+    assert report.clean, kinds(report)
+    lmq = report.summary["consumeQueues"]["lmq"]
+    want = lmq_queues()
+    assert lmq["queues"] == len(want)
+    assert lmq["units"] == sum(q["maxOffset"] - q["minOffset"] for q in want.values())
+    assert lmq["missingUnits"] == 0
+
+
+def test_verify_finds_an_lmq_queue_a_rebuild_without_lmq_lost(tmp_path: Path) -> None:
+    root = copy_store("store-lmq", tmp_path / "s")
+    shutil.rmtree(root / "consumequeue" / "%LMQ%room07")
+    found = kinds(verify(root))
+    assert set(found) - {"recovery"} == {"lmq_missing_unit"}
+    (row,) = found["lmq_missing_unit"]
+    want = lmq_queues()["%LMQ%room07/0"]["maxOffset"]
+    assert row["file"] == "consumequeue/%LMQ%room07/0"
+    assert f"{want} records name this LMQ queue" in row["detail"] and "does not exist" in row["detail"]
+
+
+def write_unit(root: Path, queue: str, offset: int, unit: list[int]) -> None:
+    from formats.consumequeue import CQ_UNIT_STRUCT
+
+    size = expect()["config"]["mappedFileSizeConsumeQueue"]
+    path = root / "consumequeue" / queue / "0" / f"{offset * 20 // size * size:020d}"
+    with open(path, "r+b") as fh:
+        fh.seek(offset * 20 % size)
+        fh.write(CQ_UNIT_STRUCT.pack(*unit))
+
+
+def test_verify_finds_lmq_units_the_records_do_not_name(tmp_path: Path) -> None:
+    root = copy_store("store-lmq", tmp_path / "s")
+    units = lmq_queues()["%LMQ%room03/0"][UNITS_KEY]
+    # unit 2 -> a record that names other queues only; units 4 and 5 swapped (each record names the other)
+    named = {e["wroteOffset"] for e in expect()["events"] if "%LMQ%room03" in (e["innerMultiDispatch"] or "")}
+    other = next(
+        m for m in expect()["messages"] if m["kind"] == "MESSAGE" and m["physicalOffset"] not in named
+    )
+    write_unit(
+        root, "%LMQ%room03", 2, [other["physicalOffset"], other["totalSize"], other["dispatch"]["tagsCode"]]
+    )
+    write_unit(root, "%LMQ%room03", 4, units[5][1:])
+    write_unit(root, "%LMQ%room03", 5, units[4][1:])
+    found = kinds(verify(root))
+    (not_named,) = found["lmq_unit_not_named"]
+    assert f"queue offset 2 points to phy {other['physicalOffset']}" in not_named["detail"]
+    mismatch = found["lmq_queue_offset_mismatch"]
+    assert sorted(r["detail"].split("queue offset ")[1].split(" ")[0] for r in mismatch) == ["4", "5"]
+    assert mismatch[0]["detail"].endswith("the offset 5")
+    # the record unit 2 pointed at before now lacks its unit; the others are errors of their own
+    assert "lmq_missing_unit" not in found  # offset 2 < max offset: the unit is there, wrong (reported above)
