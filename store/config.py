@@ -21,6 +21,7 @@ from formats import fastjson
 from formats.configs import (
     ConsumerOffsetTable,
     DelayOffsetTable,
+    LmqConsumerOffsetTable,
     MessageRequestModeTable,
     RawConfig,
     SubscriptionGroupTable,
@@ -50,7 +51,7 @@ CONFIG_NAMES: tuple[str, ...] = (
 
 MODELS: dict[str, type[Any]] = {
     "consumerOffset.json": ConsumerOffsetTable,
-    "lmqConsumerOffset.json": ConsumerOffsetTable,
+    "lmqConsumerOffset.json": LmqConsumerOffsetTable,
     "delayOffset.json": DelayOffsetTable,
     "topics.json": TopicConfigTable,
     "subscriptionGroup.json": SubscriptionGroupTable,

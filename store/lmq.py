@@ -17,11 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.names import RETRY_PREFIX, SCHEDULE_TOPIC
+from formats.names import LMQ_PREFIX, LMQ_QUEUE_ID, RETRY_PREFIX, SCHEDULE_TOPIC
 from store.brokerconf import BrokerConfig
 
-LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX
-LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID
 LMQ_DISPATCH_SEPARATOR = ","  # MixAll.LMQ_DISPATCH_SEPARATOR
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
@@ -152,6 +150,12 @@ def store_shows_lmq(root: Path) -> bool:
     return next(lmq_queue_names(root / "consumequeue"), None) is not None
 
 
+def offset_file_name(settings: LmqSettings) -> str:
+    """The consumer offset file the broker loads: an enableLmq broker runs LmqConsumerOffsetManager
+    (lmqConsumerOffset.json, every group's offsets) and never reads consumerOffset.json."""
+    return LMQ_OFFSET_FILE if settings.enable_lmq else "consumerOffset.json"
+
+
 def resolve_lmq_settings(root: Path, config: BrokerConfig | None = None) -> LmqSettings:
     """enableLmq / enableMultiDispatch: broker.conf when it sets either, else on when the files show LMQ
     queues or lmqConsumerOffset.json (what only a broker with both on writes), else off."""
@@ -177,6 +181,7 @@ __all__ = [
     "java_split",
     "lmq_queue_names",
     "multi_dispatch_units",
+    "offset_file_name",
     "resolve_lmq_settings",
     "store_shows_lmq",
     "topic_allows_lmq",

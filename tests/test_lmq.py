@@ -207,3 +207,96 @@ def test_verify_finds_lmq_units_the_records_do_not_name(tmp_path: Path) -> None:
     assert mismatch[0]["detail"].endswith("the offset 5")
     # the record unit 2 pointed at before now lacks its unit; the others are errors of their own
     assert "lmq_missing_unit" not in found  # offset 2 < max offset: the unit is there, wrong (reported above)
+
+
+# --- consumer offsets: lmqConsumerOffset.json -----------------------------------------------------
+
+
+def test_lmq_offset_file_read_as_the_real_manager_reads_it() -> None:
+    from store.config import encode_config
+
+    want = expect()["offsets"]["lmqConsumerOffset"]
+    with Store.open(ROOT) as st:
+        loaded = st.config("lmqConsumerOffset.json").load()
+    model = loaded.model
+    assert model.lmq_offset_table == want["lmqOffsetTable"]
+    assert {k: {str(q): o for q, o in v.items()} for k, v in model.offset_table.items()} == want[
+        "offsetTable"
+    ]
+    for key, offset in want["queryOffset"].items():  # queryOffset(group, topic, 0)
+        topic, group = key.split("@")
+        assert model.get(topic, group) == {0: offset}
+    # written back unchanged, byte for byte
+    assert encode_config(model, True) == (ROOT / "config" / "lmqConsumerOffset.json").read_text()
+
+
+def test_offsets_show_reads_the_file_an_lmq_broker_reads() -> None:
+    from mqtool.consumer_progress import consumer_progress
+
+    want = expect()["offsets"]["lmqConsumerOffset"]
+    with Store.open(ROOT) as st:
+        progress = consumer_progress(st)
+    got = {(r.group, r.topic, r.queue_id): r for r in progress.rows}
+    for key, offset in want["lmqOffsetTable"].items():
+        topic, group = key.split("@")
+        row = got[(group, topic, 0)]
+        q = expect()["consumeQueues"][f"{topic}/0"]
+        assert (row.consumer_offset, row.max_offset, row.lag) == (
+            offset,
+            q["maxOffset"],
+            q["maxOffset"] - offset,
+        )
+    plain = want["offsetTable"]["TopicA@GID_plain"]
+    assert {q: got[("GID_plain", "TopicA", q)].consumer_offset for q in range(4)} == {
+        int(q): o for q, o in plain.items()
+    }
+    assert any(
+        "lmqConsumerOffset.json" in n and "never reads consumerOffset.json" in n for n in progress.notes
+    )
+
+
+def test_offsets_reset_writes_lmq_consumer_offset_json(tmp_path: Path) -> None:
+    root = copy_store("store-lmq", tmp_path / "s")
+    plain_before = (root / "config" / "consumerOffset.json").read_bytes()
+    args = ("--store", str(root), "offsets", "reset", "--execute")
+    done = run_mqtool(*args, "--group", "%LMQ%GID_room0", "--topic", "%LMQ%hot", "--to-offset", "100")
+    assert done.returncode == 0, done.stderr
+    assert "not in topics.json" not in done.stderr  # LmqTopicConfigManager answers for every LMQ topic
+    done = run_mqtool(*args, "--group", "GID_plain", "--topic", "TopicB", "--to-earliest")
+    assert done.returncode == 0, done.stderr
+    with Store.open(root) as st:
+        model = st.config("lmqConsumerOffset.json").load().model
+    want = dict(
+        expect()["offsets"]["lmqConsumerOffset"]["lmqOffsetTable"], **{"%LMQ%hot@%LMQ%GID_room0": 100}
+    )
+    assert model.lmq_offset_table == want
+    assert model.offset_table["TopicB@GID_plain"] == {0: 0, 1: 0}
+    assert (root / "config" / "consumerOffset.json").read_bytes() == plain_before
+
+
+def test_appender_refuses_a_message_naming_lmq_queues(tmp_path: Path) -> None:
+    from store.appender import AppendError, CommitLogAppender, NewMessage
+
+    root = copy_store("store-lmq", tmp_path / "s")
+    props = {"INNER_MULTI_DISPATCH": "%LMQ%hot", "TAGS": "t"}
+    with pytest.raises(AppendError, match="INNER_MULTI_QUEUE_OFFSET"), CommitLogAppender(root) as app:
+        app.append(NewMessage("TopicA", b"x", props))
+    # the broker never multi-dispatches a retry topic's record: nothing to fill, the append goes through
+    with CommitLogAppender(root) as app:
+        app.append(NewMessage("%RETRY%GID_lmq", b"x", props))
+    assert verify(root).clean
+
+
+def test_info_counts_the_lmq_queues_in_one_line() -> None:
+    from mqtool.info import store_info
+
+    with Store.open(ROOT) as st:
+        doc = store_info(st)
+    want = lmq_queues()
+    assert doc["lmq"]["queues"] == len(want)
+    assert doc["lmq"]["messages"] == sum(q["maxOffset"] - q["minOffset"] for q in want.values())
+    assert not any(r["topic"].startswith("%LMQ%") for r in doc["queues"])
+    assert doc["dispatch"]["consumeQueueEnd"] == expect()["maxPhyOffset"]
+    assert "lmqConsumerOffset.json" in {r["file"] for r in doc["configFiles"]}
+    with Store.open(GOLDEN / "store-a") as st:
+        assert store_info(st)["lmq"] is None
