@@ -268,6 +268,7 @@ def rebuild(
                 accept_v2=version is None or version.major >= 5,
                 progress=progress,
                 lmq=store.layout.lmq,
+                durable=may_write,
             )
             report = RebuildReport(
                 target,

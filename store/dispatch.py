@@ -284,8 +284,10 @@ class Dispatcher:
         copy_on_write: bool = False,
         scratch: Path,
         lmq: LmqSettings | None = None,
+        durable: bool = True,
     ) -> None:
         self.cq_root = cq_root
+        self.durable = durable  # False: no fsync (a dry run's staging, thrown away)
         self.lmq = lmq or LmqSettings()
         self.lmq_units = 0
         self._lmq_problems: list[str] = []
@@ -312,6 +314,7 @@ class Dispatcher:
         writer = self.queues.get(key)
         if writer is None:
             writer = ConsumeQueueWriter(self.cq_root, topic, queue_id, self.cq_file_size)
+            writer.durable = self.durable
             self.queues[key] = writer
         return writer
 
@@ -355,7 +358,8 @@ class Dispatcher:
                 if writer.has_pending:
                     units += writer.pending_units
                     writer.flush(files, self.scratch)
-            files.sync_and_close()
+            if self.durable:
+                files.sync_and_close()
         finally:
             files.close()
         return units

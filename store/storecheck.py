@@ -19,6 +19,7 @@ import numpy as np
 from formats.errors import MqtoolError
 from store import checks
 from store.checks import ProblemList
+from store.filewrites import last_nonzero_end
 from store.lmq import is_lmq
 from store.storedir import Store
 
@@ -141,8 +142,10 @@ def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems
     if live:
         last = live[-1]
         wrote = queue.wrote_position(last)
-        if wrote < last.size:
-            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:]
+        # holes skipped (SEEK_DATA): a queue's last file is mostly unwritten, and LMQ stores have 100,000+
+        end = last_nonzero_end(last.path, wrote, last.size) if wrote < last.size else wrote
+        if end > wrote:
+            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:end]
             checks.check_cq_tail(
                 rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where
             )

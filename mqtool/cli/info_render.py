@@ -48,11 +48,10 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
         if lmq and "error" in lmq:
             pairs.append(("LMQ queues", lmq["error"], "text"))
         elif lmq:
-            unreadable = f", {lmq['unreadable']} unreadable" if lmq["unreadable"] else ""
             pairs.append(
                 (
                     "LMQ queues",
-                    f"{lmq['queues']} %LMQ% queues, {lmq['messages']} units{unreadable} (enableLmq "
+                    f"{lmq['queues']} %LMQ% queues (enableLmq "
                     f"{str(lmq['enableLmq']).lower()}, enableMultiDispatch "
                     f"{str(lmq['enableMultiDispatch']).lower()}: {lmq['settingsFrom']})",
                     "text",
