@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MARK = "round-robin"  # the generator's version: a store cached by another one is written again
 sys.path.insert(0, str(ROOT))
 
 
@@ -42,12 +43,14 @@ def generate(store: Path, queues: int, records: int) -> None:
         shutil.rmtree(store)
     (store / "commitlog").mkdir(parents=True)
     next_offset = [0] * queues
+    cursor = 0  # queues are named round-robin, so every one gets units once records * 3 >= queues
     t0 = time.perf_counter()
     # no LMQ markers yet: the appender writes the records, TopicA's units and the index
     with CommitLogAppender(Store(store, BrokerConfig())) as app:
         app.keep_results = False
         for i in range(records):
-            names = list(dict.fromkeys((i * 3 + k) % queues for k in range(1 + i % 5)))
+            names = list(dict.fromkeys((cursor + k) % queues for k in range(1 + i % 5)))
+            cursor += len(names)
             props = {
                 "TAGS": f"tag{i % 3}",
                 "KEYS": f"key-{i}",
@@ -82,7 +85,7 @@ def generate(store: Path, queues: int, records: int) -> None:
         st.config("lmqConsumerOffset.json").save(table, pretty=True)
     print(f"generated {records} records, {dispatcher.lmq_units} LMQ units in {queues} queues in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
-    (store / ".complete").write_text(f"{queues} {records}\n")
+    (store / ".complete").write_text(f"{queues} {records} {MARK}\n")
 
 
 def run(args: list[str]) -> tuple[float, float]:
@@ -112,7 +115,7 @@ def main() -> None:
     opts = ap.parse_args()
     store = opts.dir / "store"
     marker = store / ".complete"
-    if not marker.exists() or marker.read_text().split() != [str(opts.queues), str(opts.records)]:
+    if not marker.exists() or marker.read_text().split() != [str(opts.queues), str(opts.records), MARK]:
         generate(store, opts.queues, opts.records)
     lmq_dirs = sum(1 for e in os.scandir(store / "consumequeue") if e.name.startswith("%LMQ%"))
     print(f"store {store}: {lmq_dirs} LMQ queues, {opts.records} records", flush=True)
