@@ -300,3 +300,26 @@ def test_info_counts_the_lmq_queues_in_one_line() -> None:
     assert "lmqConsumerOffset.json" in {r["file"] for r in doc["configFiles"]}
     with Store.open(GOLDEN / "store-a") as st:
         assert store_info(st)["lmq"] is None
+
+
+# --- reads of an LMQ queue --------------------------------------------------------------------------
+
+
+def cli_json(*args: str):
+    import json
+
+    done = run_mqtool("--store", str(ROOT), *args, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_dump_cq_and_query_offset_and_time_on_an_lmq_queue() -> None:
+    q = lmq_queues()["%LMQ%room03/0"]
+    units = q[UNITS_KEY]
+    dumped = cli_json("dump", "cq", "%LMQ%room03", "0")
+    assert [[u["queueOffset"], u["phyOffset"], u["size"], u["tagsCode"]] for u in dumped] == units
+    last = cli_json("query", "offset", "%LMQ%room03", "0", str(units[-1][0]))
+    assert [m["physicalOffset"] for m in last] == [units[-1][1]]
+    assert "%LMQ%room03" in last[0]["properties"]["INNER_MULTI_DISPATCH"]
+    found = cli_json("query", "time", "%LMQ%room03", "--begin", "2000-01-01", "--end", "2100-01-01")
+    assert [m["physicalOffset"] for m in found] == [u[1] for u in units]
