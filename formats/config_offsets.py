@@ -14,6 +14,7 @@ from formats.configbase import (
     _data_version,
     _dv_json,
     _int_long_map,
+    _long,
     _object,
     _str_key,
     _table,
@@ -23,6 +24,7 @@ from formats.configbase import (
     java_split_topic_group,
 )
 from formats.fastjson import Path
+from formats.names import LMQ_PREFIX, LMQ_QUEUE_ID
 
 # consumerOffset.json / lmqConsumerOffset.json
 
@@ -126,6 +128,51 @@ class ConsumerOffsetTable:
     def bump_version(self, now_ms: int) -> None:
         if self.data_version is not None:
             self.data_version = self.data_version.next_version(now_ms)
+
+
+@dataclass
+class LmqConsumerOffsetTable(ConsumerOffsetTable):
+    """lmqConsumerOffset.json (`LmqConsumerOffsetManager`, the manager of a broker with enableLmq): the
+    `offsetTable` of every other group, plus `lmqOffsetTable` "topic@group" -> offset for groups named
+    `%LMQ%...` (their one queue, id 0). `get`/`set_offset`/`entries` branch on the group as its
+    queryOffset/commitOffset do (`MixAll.isLmq(group)`)."""
+
+    lmq_offset_table: dict[str, int] = field(default_factory=dict)
+
+    KNOWN: ClassVar[tuple[str, ...]] = (*ConsumerOffsetTable.KNOWN, "lmqOffsetTable")
+
+    @classmethod
+    def from_json(cls, value: Any) -> Self:
+        table = super().from_json(value)
+        obj = _object(value, ())
+        lmq = _table(obj, "lmqOffsetTable", ())
+        table.lmq_offset_table = {_str_key(k): _long(v, ("lmqOffsetTable", k)) for k, v in lmq.items()}
+        table.extra.pop("lmqOffsetTable", None)
+        return table
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        out["lmqOffsetTable"] = dict(self.lmq_offset_table)
+        return {name: out[name] for name in sorted(out, key=str)}
+
+    def entries(self) -> Iterator[tuple[str, str, int, int]]:
+        yield from super().entries()
+        for key, offset in self.lmq_offset_table.items():
+            split = split_offset_key(key)
+            if split is not None:
+                yield split[0], split[1], LMQ_QUEUE_ID, offset
+
+    def get(self, topic: str, group: str) -> dict[int, int] | None:
+        if not group.startswith(LMQ_PREFIX):
+            return super().get(topic, group)
+        offset = self.lmq_offset_table.get(offset_key(topic, group))
+        return None if offset is None else {LMQ_QUEUE_ID: offset}
+
+    def set_offset(self, topic: str, group: str, queue_id: int, offset: int) -> None:
+        if not group.startswith(LMQ_PREFIX):
+            super().set_offset(topic, group, queue_id, offset)
+        else:  # commitOffset: the queue id is not part of the key
+            self.lmq_offset_table[offset_key(topic, group)] = offset
 
 
 # ---------------------------------------------------------------------------------------------------

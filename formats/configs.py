@@ -24,7 +24,13 @@ from formats.config_metadata import (
     TopicConfig,
     TopicConfigTable,
 )
-from formats.config_offsets import ConsumerOffsetTable, DelayOffsetTable, offset_key, split_offset_key
+from formats.config_offsets import (
+    ConsumerOffsetTable,
+    DelayOffsetTable,
+    LmqConsumerOffsetTable,
+    offset_key,
+    split_offset_key,
+)
 from formats.configbase import (
     JAVA_INT_MAX,
     JAVA_INT_MIN,
@@ -105,6 +111,7 @@ __all__ = [
     "ConfigModel",
     "ConfigValueError",
     "ConsumerOffsetTable",
+    "LmqConsumerOffsetTable",
     "DataVersion",
     "DelayOffsetTable",
     "MessageRequestMode",

@@ -127,10 +127,15 @@ def count_valid_prefix(units: np.ndarray) -> int:
     """How many units at the start are valid: the index of the first invalid unit, or all of them."""
     import numpy as np
 
-    invalid = ~valid_mask(units)
-    if not invalid.any():
-        return len(units)
-    return int(np.argmax(invalid))
+    # in growing chunks: a queue's last file is mostly unwritten (sparse), and a store may hold 100,000+
+    start, step = 0, 1024
+    while start < len(units):
+        invalid = ~valid_mask(units[start : start + step])
+        if invalid.any():
+            return start + int(np.argmax(invalid))
+        start += step
+        step *= 4
+    return len(units)
 
 
 def to_native(units: np.ndarray, first_queue_offset: int = 0) -> np.ndarray:

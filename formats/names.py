@@ -8,6 +8,8 @@ from __future__ import annotations
 
 RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
+LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX (light message queues, multi-dispatched)
+LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID: an LMQ has one queue
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
 SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"  # MixAll.CID_RMQ_SYS_PREFIX (isSysConsumerGroup)
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"  # TopicValidator.RMQ_SYS_TRANS_HALF_TOPIC
@@ -62,6 +64,8 @@ __all__ = [
     "DLQ_PREFIX",
     "INIT_SUBSCRIPTION_GROUPS",
     "RETRY_PREFIX",
+    "LMQ_PREFIX",
+    "LMQ_QUEUE_ID",
     "SCHEDULE_TOPIC",
     "SYSTEM_GROUP_PREFIX",
 ]

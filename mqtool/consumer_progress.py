@@ -28,6 +28,7 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX
+from store.lmq import offset_file_name
 from store.storedir import Store
 
 # MixAll's built-in groups: left out of the "no committed offset" rows unless asked for by name.
@@ -87,15 +88,22 @@ def committed_offsets(store: Store, *, strict: bool = False) -> CommittedOffsets
     """Load consumerOffset.json as the broker does (.bak fallback). With `strict=False` a file that
     cannot be loaded gives empty tables and a note instead of an error."""
     out = CommittedOffsets()
+    lmq = store.layout.lmq
+    name = offset_file_name(lmq)
+    if name != "consumerOffset.json":
+        out.notes.append(
+            f"offsets from {name}: the store's broker runs with enableLmq ({lmq.source}), whose "
+            "LmqConsumerOffsetManager keeps every group's offsets there and never reads consumerOffset.json"
+        )
     try:
-        loaded = store.config("consumerOffset.json").load()
+        loaded = store.config(name).load()
     except MqtoolError as exc:
         if strict:
             raise
         out.notes.append(f"consumer offsets unknown: {exc}")
         return out
     if loaded.source != "file":
-        out.notes.append(f"consumerOffset.json: {loaded.reason}")
+        out.notes.append(f"{name}: {loaded.reason}")
     out.notes.extend(loaded.warnings)
     for topic, group, queue_id, offset in loaded.model.entries():
         out.by_queue.setdefault((topic, queue_id), {})[group] = offset
@@ -206,16 +214,19 @@ def _queue_row(
     if queue_id not in cqs.queue_ids(topic):
         state = "no-queue" if offset is not None else "no-offset"
         return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
-    cq = store.consume_queue(topic, queue_id)
+    cq = cqs.open(topic, queue_id)  # closed here: an LMQ store may have 100,000+ queues
+    try:
 
-    def time_at(queue_offset: int) -> int | None:
-        unit = cq.unit(queue_offset)
-        if unit is None:
-            return None
-        t = store_time(unit.phy_offset, unit.size)
-        return t if t > 0 else None
+        def time_at(queue_offset: int) -> int | None:
+            unit = cq.unit(queue_offset)
+            if unit is None:
+                return None
+            t = store_time(unit.phy_offset, unit.size)
+            return t if t > 0 else None
 
-    return _row(group, topic, queue_id, offset, cq.min_offset, cq.max_offset, time_at)
+        return _row(group, topic, queue_id, offset, cq.min_offset, cq.max_offset, time_at)
+    finally:
+        cq.close()
 
 
 def _batch_queue_row(store: Store, group: str, topic: str, queue_id: int, offset: int | None) -> ProgressRow:

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from formats.errors import MqtoolError
+from store.lmq import is_lmq, lmq_queue_names
 from store.storedir import Store
 
 CONFIG_FILES = (
     "topics.json",
     "subscriptionGroup.json",
     "consumerOffset.json",
+    "lmqConsumerOffset.json",
     "delayOffset.json",
     "messageRequestMode.json",
     "consumerFilter.json",
@@ -40,17 +42,34 @@ def commitlog_info(store: Store) -> dict[str, Any]:
     }
 
 
+def _min_max(store: Store, topic: str, queue_id: int) -> tuple[int, int]:
+    queue = store.consume_queues.open(topic, queue_id)  # closed at once: a store may hold 100,000+ queues
+    try:
+        return queue.min_offset, queue.max_offset
+    finally:
+        queue.close()
+
+
 def queues_info(store: Store) -> list[dict[str, Any]]:
+    """A row per queue; LMQ queues (`%LMQ%...`, up to 100,000+) are only counted, by `lmq_info`."""
     rows = []
-    for topic, queue_id in store.consume_queues.queues():
-        try:
-            queue = store.consume_queue(topic, queue_id)
-            lo, hi = queue.min_offset, queue.max_offset
-            rows.append(
-                {"topic": topic, "queueId": queue_id, "minOffset": lo, "maxOffset": hi, "messages": hi - lo}
-            )
-        except MqtoolError as exc:
-            rows.append({"topic": topic, "queueId": queue_id, "error": str(exc)})
+    for topic in store.consume_queues.topics():
+        if is_lmq(topic):
+            continue
+        for queue_id in store.consume_queues.queue_ids(topic):
+            try:
+                lo, hi = _min_max(store, topic, queue_id)
+                rows.append(
+                    {
+                        "topic": topic,
+                        "queueId": queue_id,
+                        "minOffset": lo,
+                        "maxOffset": hi,
+                        "messages": hi - lo,
+                    }
+                )
+            except MqtoolError as exc:
+                rows.append({"topic": topic, "queueId": queue_id, "error": str(exc)})
     return rows
 
 
@@ -79,6 +98,19 @@ def batch_queues_info(store: Store) -> list[dict[str, Any]]:
     for topic in sorted(store.batch_cq_topics - listed):
         rows.append({"topic": topic, "queueId": None, "messages": 0, "units": 0})
     return rows
+def lmq_info(store: Store) -> dict[str, Any] | None:
+    """The LMQ queues in one line: how many (directories only: opening 100,000+ queues to count their
+    messages would take minutes); None when there are none and the broker does not multi-dispatch."""
+    settings = store.layout.lmq
+    queues = sum(len(store.consume_queues.queue_ids(t)) for t in lmq_queue_names(store.consumequeue_dir))
+    if not queues and not settings.enable_multi_dispatch:
+        return None
+    return {
+        "queues": queues,
+        "enableLmq": settings.enable_lmq,
+        "enableMultiDispatch": settings.enable_multi_dispatch,
+        "settingsFrom": settings.source,
+    }
 
 
 def index_info(store: Store) -> dict[str, Any]:
@@ -144,11 +176,16 @@ def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
     """How far the ConsumeQueues and the index cover the commitlog (the reput position after a restart)."""
     cq_end = 0
     for topic, queue_id in store.consume_queues.queues():
-        queue = store.consume_queue(topic, queue_id)
-        if queue.max_offset > queue.min_offset:
-            unit = queue.unit(queue.max_offset - 1)
-            if unit is not None and not unit.is_filler:
-                cq_end = max(cq_end, unit.phy_offset + unit.size)
+        if is_lmq(topic):  # an LMQ unit repeats a unit its record's own queue got first: never further
+            continue
+        queue = store.consume_queues.open(topic, queue_id)
+        try:
+            if queue.max_offset > queue.min_offset:
+                unit = queue.unit(queue.max_offset - 1)
+                if unit is not None and not unit.is_filler:
+                    cq_end = max(cq_end, unit.phy_offset + unit.size)
+        finally:
+            queue.close()
     for topic, queue_id in store.batch_consume_queues.queues():  # recovery takes the BatchCQ units too
         last = store.batch_consume_queue(topic, queue_id).last_unit
         if last is not None:
@@ -211,6 +248,7 @@ def store_info(store: Store) -> dict[str, Any]:
         "commitlog": commitlog,
         "queues": _section(queues_info, store),
         "batchQueues": _section(batch_queues_info, store),
+        "lmq": _section(lmq_info, store),
         "dispatch": _section(lambda st: dispatch_info(st, commitlog.get("maxOffset", 0)), store),
         "index": _section(index_info, store),
         "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),

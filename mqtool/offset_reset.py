@@ -24,7 +24,6 @@ from formats.configs import (
 from formats.errors import MqtoolError
 from mqtool.consumer_progress import is_system_group, store_time_of
 from mqtool.reset_apply import (
-    CONSUMER_OFFSET,
     ApplyResult,
     ConfigNotWritableError,
     PlanOutdatedError,
@@ -44,6 +43,7 @@ from mqtool.reset_plan import (
 from mqtool.reset_plan_file import PlanFileRow, export_plan, read_plan_file
 from store.config import LoadedConfig
 from store.consumequeue import StoreTimeOf
+from store.lmq import LMQ_QUEUE_ID, is_lmq, offset_file_name
 from store.storedir import Store
 
 # --- config tables --------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ class StoreCatalog:
 
         topics, _ = model("topics.json")
         groups, _ = model("subscriptionGroup.json")
-        offsets, offsets_loaded = model(CONSUMER_OFFSET)
+        offsets, offsets_loaded = model(offset_file_name(store.layout.lmq))
         mode_path = store.config_dir / "messageRequestMode.json"
         return cls(
             topics=topics,
@@ -194,6 +194,8 @@ def _topics_for(
 
 def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: list[str]) -> list[int]:
     """0 .. readQueueNums-1 of the topic config (as the broker's reset), else the consumequeue dirs."""
+    if store.layout.lmq.enable_lmq and is_lmq(topic):
+        return [LMQ_QUEUE_ID]  # LmqTopicConfigManager.selectTopicConfig: one queue, never in topics.json
     config = catalog.topic_config(topic)
     if config is not None:
         if config.read_queue_nums <= 0:

@@ -257,6 +257,8 @@ def rebuild(
                 zone=zone,
                 accept_v2=version is None or version.major >= 5,
                 progress=progress,
+                lmq=store.layout.lmq,
+                durable=may_write,
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/

@@ -1,4 +1,5 @@
-"""Applying a reset plan: consumerOffset.json written as the 5.2+ server-side reset does.
+"""Applying a reset plan: consumerOffset.json written as the 5.2+ server-side reset does
+(lmqConsumerOffset.json on a store of a broker with enableLmq, `store.lmq.offset_file_name`).
 
 Unconditionally, creating `topic@group` entries (`ConsumerOffsetManager.assignResetOffset`), under the
 write safety rules of `mqtool.safety`: dry run unless `execute`, never while a broker holds the store
@@ -19,6 +20,7 @@ from mqtool.safety import warn, write_guard
 from mqtool.timeparse import now_ms
 from store.config import LoadedConfig
 from store.filewrites import crash_point
+from store.lmq import offset_file_name
 from store.storedir import Store
 
 CONSUMER_OFFSET = "consumerOffset.json"
@@ -76,7 +78,7 @@ def apply_plan(
     write is refused (PlanOutdatedError). Then `set_offset` for every changed row, dataVersion bumped
     when the file has one, saved atomically (previous content in `.bak`), and read back to check.
     """
-    config = store.config(CONSUMER_OFFSET)
+    config = store.config(offset_file_name(store.layout.lmq))
     changes = plan.changes
     result = ApplyResult(False, config.path, len(changes))
     with write_guard(store, execute, note=note) as may_write:
@@ -95,7 +97,7 @@ def apply_plan(
             if found != r.current_offset:
                 raise PlanOutdatedError(
                     f"{r.group} {r.topic}/{r.queue_id} is now at {found}, not {r.current_offset} as planned: "
-                    "consumerOffset.json changed since the plan was made; plan again",
+                    f"{config.name} changed since the plan was made; plan again",
                     str(config.path),
                 )
         result.data_version_before = model.data_version

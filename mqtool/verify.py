@@ -140,11 +140,19 @@ def verify_store(
     horizon = checks.check_dispatch_coverage(
         records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
     )
+    lmq = checks.check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
     summary["consumeQueues"] = {
         "queues": len(found.queues),
         "units": units_checked,
         "dispatchHorizon": horizon,
     }
+    if lmq.queues or lmq.missing_units:
+        summary["consumeQueues"]["lmq"] = {
+            "queues": lmq.queues,
+            "units": lmq.units,
+            "missingUnits": lmq.missing_units,
+            "settings": store.layout.lmq.source,
+        }
     if batch.queues:
         summary["batchConsumeQueues"] = {"queues": len(batch.queues), "units": batch.units}
     timings["consumeQueues"] = time.perf_counter() - t2

@@ -117,6 +117,12 @@ from store.filewrites import (
     write_done,
 )
 from store.indexwriter import list_index_files
+from store.lmq import (
+    PROPERTY_INNER_MULTI_DISPATCH,
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+    is_blank,
+    topic_allows_lmq,
+)
 from store.mappedfile import offset_to_file_name
 from store.storedir import Store
 from store.version import BrokerVersion, version_of_record
@@ -481,6 +487,9 @@ class CommitLogAppender:
             self._add(_BLANK.pack(room, BLANK_MAGIC))  # the rest of the file stays as it is (zeros)
             self.position += room
             self._new_chunk()
+        multi_dispatch = props.get(PROPERTY_INNER_MULTI_DISPATCH)
+        if multi_dispatch is not None and self.store.layout.lmq.enable_lmq:
+            self._refuse_lmq(topic, multi_dispatch)
         tags_code = dispatch_tags_code(topic, props, store_ts, self.delay_levels)
         if tags_code is None:
             raise AppendError(f"DELAY property {props.get('DELAY')!r} is not an integer")
@@ -546,6 +555,8 @@ class CommitLogAppender:
                     props.get(PROPERTY_KEYS),
                     props.get(PROPERTY_UNIQ_KEY),
                     sys_flag,
+                    multi_dispatch,
+                    props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET),
                 )
             )
         self.appended += 1
@@ -555,6 +566,18 @@ class CommitLogAppender:
         if self._pending_bytes >= self.batch_bytes:
             self.commit()
         return result
+
+    def _refuse_lmq(self, topic: str, multi_dispatch: str) -> None:
+        """A broker with enableLmq fills INNER_MULTI_QUEUE_OFFSET at put time and re-serialises the message's
+        whole in-memory property map (`handlePropertiesForLmqMsg`), which differs by write path (WAIT, the
+        properties messageTimeUp clears); mqtool does not reproduce that, so it refuses rather than write a
+        record whose LMQ queues never get it."""
+        if topic_allows_lmq(topic) and not is_blank(multi_dispatch):
+            raise AppendError(
+                f"a message to {topic} naming LMQ queues (INNER_MULTI_DISPATCH={multi_dispatch!r}) on a "
+                "store of a broker with enableLmq: its put path fills INNER_MULTI_QUEUE_OFFSET, which mqtool "
+                "does not reproduce; leave this message to the broker"
+            )
 
     def _new_chunk(self) -> _Chunk:
         start = self.position - self.position % self.file_size

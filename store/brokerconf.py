@@ -55,6 +55,9 @@ class BrokerConfig:
     brokerClusterName: str = "DefaultCluster"
     enableRetryTopicV2: bool = False
     enabledAppendPropCRC: bool = False
+    # LMQ multi-dispatch (MessageStoreConfig): INNER_MULTI_DISPATCH records also go to %LMQ% queues
+    enableLmq: bool = False
+    enableMultiDispatch: bool = False
     # the 5.x timer wheel (TimerMessageStore)
     timerWheelEnable: bool = True
     timerPrecisionMs: int = DEFAULT_TIMER_PRECISION_MS

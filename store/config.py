@@ -22,6 +22,7 @@ from formats.config_order import ConsumerOrderInfoTable
 from formats.configs import (
     ConsumerOffsetTable,
     DelayOffsetTable,
+    LmqConsumerOffsetTable,
     MessageRequestModeTable,
     RawConfig,
     SubscriptionGroupTable,
@@ -51,7 +52,7 @@ CONFIG_NAMES: tuple[str, ...] = (
 
 MODELS: dict[str, type[Any]] = {
     "consumerOffset.json": ConsumerOffsetTable,
-    "lmqConsumerOffset.json": ConsumerOffsetTable,
+    "lmqConsumerOffset.json": LmqConsumerOffsetTable,
     "delayOffset.json": DelayOffsetTable,
     "topics.json": TopicConfigTable,
     "subscriptionGroup.json": SubscriptionGroupTable,

@@ -74,6 +74,7 @@ class ConsumeQueueWriter:
         self._pending = bytearray()
         self._pending_start = self.write_end
         self.units_written = 0
+        self.durable = True  # False: new files without fsync (a dry run's staging)
 
     def _check_files(self, queue: ConsumeQueue) -> None:
         for f in queue.files:
@@ -159,7 +160,7 @@ class ConsumeQueueWriter:
     def _write(self, files: FileSet, scratch: Path, file_start: int, position: int, data) -> None:
         path = self.directory / offset_to_file_name(file_start)
         if not path.exists():
-            create_sparse_file(path, self.file_size, scratch, [(position, bytes(data))])
+            create_sparse_file(path, self.file_size, scratch, [(position, bytes(data))], durable=self.durable)
             return
         pwrite_all(files.fd(path), data, position)
 

@@ -62,6 +62,12 @@ from store.consumequeue_writer import ConsumeQueueWriter
 from store.filewrites import FileSet
 from store.indexwriter import IndexWriter
 from store.layout import delay_levels_ms, existing_cq_file_size, existing_index_geometry
+from store.lmq import (
+    PROPERTY_INNER_MULTI_DISPATCH,
+    PROPERTY_INNER_MULTI_QUEUE_OFFSET,
+    LmqSettings,
+    multi_dispatch_units,
+)
 
 # --- dispatch requests -----------------------------------------------------------------------------
 
@@ -80,6 +86,9 @@ class DispatchRequest:
     keys: str | None
     uniq_key: str | None
     sys_flag: int
+    # INNER_MULTI_DISPATCH / INNER_MULTI_QUEUE_OFFSET (LMQ multi-dispatch, see store.lmq)
+    multi_dispatch: str | None = None
+    multi_queue_offset: str | None = None
 
     @classmethod
     def from_message(
@@ -96,6 +105,8 @@ class DispatchRequest:
             keys=msg.keys,
             uniq_key=msg.uniq_key,
             sys_flag=msg.sys_flag,
+            multi_dispatch=msg.properties.get(PROPERTY_INNER_MULTI_DISPATCH),
+            multi_queue_offset=msg.properties.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET),
         )
 
     @property
@@ -197,6 +208,8 @@ def _fast_request(
         props.get(PROPERTY_KEYS),
         props.get(PROPERTY_UNIQ_KEY),
         sys_flag,
+        props.get(PROPERTY_INNER_MULTI_DISPATCH),
+        props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET),
     )
 
 
@@ -270,8 +283,14 @@ class Dispatcher:
         zone: tzinfo | None = None,
         copy_on_write: bool = False,
         scratch: Path,
+        lmq: LmqSettings | None = None,
+        durable: bool = True,
     ) -> None:
         self.cq_root = cq_root
+        self.durable = durable  # False: no fsync (a dry run's staging, thrown away)
+        self.lmq = lmq or LmqSettings()
+        self.lmq_units = 0
+        self._lmq_problems: list[str] = []
         self.cq_file_size = cq_file_size or DEFAULT_CQ_FILE_SIZE
         self.scratch = scratch
         self.queues: dict[tuple[str, int], ConsumeQueueWriter] = {}
@@ -295,6 +314,7 @@ class Dispatcher:
         writer = self.queues.get(key)
         if writer is None:
             writer = ConsumeQueueWriter(self.cq_root, topic, queue_id, self.cq_file_size)
+            writer.durable = self.durable
             self.queues[key] = writer
         return writer
 
@@ -304,20 +324,31 @@ class Dispatcher:
 
     def dispatch(self, req: DispatchRequest, *, cq: bool = True, index: bool = True) -> None:
         self.records += 1
-        if (
-            cq
-            and req.goes_to_consume_queue
-            and self.queue(req.topic, req.queue_id).put(
+        if cq and req.goes_to_consume_queue:
+            if self.queue(req.topic, req.queue_id).put(
                 req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
-            )
-        ):
-            self.logics_msg_timestamp = req.store_timestamp
+            ):
+                self.logics_msg_timestamp = req.store_timestamp
+            if req.multi_dispatch is not None and self.lmq.dispatches:
+                self._multi_dispatch(req)
         if index and self.index is not None:
             self.index.build(req)
 
+    def _multi_dispatch(self, req: DispatchRequest) -> None:
+        """`ConsumeQueue.multiDispatchLmqQueue`: the record's unit again in each queue it names."""
+        problems: list[str] = []
+        for unit in multi_dispatch_units(
+            req.topic, req.queue_id, req.multi_dispatch, req.multi_queue_offset, self.lmq, problems
+        ):
+            if self.queue(unit.queue, unit.queue_id).put(
+                req.commit_log_offset, req.msg_size, req.tags_code, unit.queue_offset
+            ):
+                self.lmq_units += 1
+        self._lmq_problems.extend(f"record at {req.commit_log_offset}: {p}" for p in problems)
+
     @property
     def warnings(self) -> list[str]:
-        return [w for q in self.queues.values() for w in q.warnings]
+        return [w for q in self.queues.values() for w in q.warnings] + self._lmq_problems
 
     def flush_consume_queues(self) -> int:
         files = FileSet()
@@ -327,7 +358,8 @@ class Dispatcher:
                 if writer.has_pending:
                     units += writer.pending_units
                     writer.flush(files, self.scratch)
-            files.sync_and_close()
+            if self.durable:
+                files.sync_and_close()
         finally:
             files.close()
         return units

@@ -115,13 +115,14 @@ def temp_path(scratch: Path, name: str) -> Path:
 
 
 def create_sparse_file(
-    path: Path, size: int, scratch: Path, content: Iterable[tuple[int, bytes]] = ()
+    path: Path, size: int, scratch: Path, content: Iterable[tuple[int, bytes]] = (), *, durable: bool = True
 ) -> None:
     """Create `path` as a full-size sparse file (optionally with some bytes written), atomically.
 
     The file is made under a temporary name in `scratch` (the store root), filled, fsynced, then
     hard-linked to its final name, which fails rather than replacing an existing file; a crash leaves
     either no file or the whole file at `path` (plus a temporary file the next writer removes).
+    `durable=False` skips the fsyncs: for files nobody relies on after a crash (a dry run's staging).
     """
     tmp = temp_path(scratch, path.name)
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -130,7 +131,8 @@ def create_sparse_file(
         write_done()
         for offset, data in content:
             pwrite_all(fd, data, offset)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except OSError as exc:  # no space, say: no half-made temporary file is left behind
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -151,10 +153,12 @@ def create_sparse_file(
             raise DispatchError("file appeared while being created", str(path)) from None
         os.rename(tmp, path)  # no hard links on this file system
         write_done()
-        fsync_dir(path.parent)
+        if durable:
+            fsync_dir(path.parent)
         return
     write_done()
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
     os.unlink(tmp)
     write_done()
 
@@ -215,6 +219,9 @@ def remove_leftovers(root: Path) -> list[Path]:
     return removed
 
 
+MAX_OPEN_FILES = 256  # descriptors a FileSet keeps open at once
+
+
 class FileSet:
     """Read-write descriptors of the files one phase writes, fsynced and closed together."""
 
@@ -224,6 +231,14 @@ class FileSet:
     def fd(self, path: Path) -> int:
         fd = self._fds.get(path)
         if fd is None:
+            if len(self._fds) >= MAX_OPEN_FILES:
+                # a phase may touch 100,000+ files (LMQ queues): fsync and close the oldest early
+                oldest, old_fd = next(iter(self._fds.items()))
+                try:
+                    os.fsync(old_fd)
+                finally:
+                    os.close(old_fd)
+                    del self._fds[oldest]
             try:
                 fd = os.open(path, os.O_RDWR)
             except OSError as exc:
@@ -248,28 +263,36 @@ class FileSet:
 def last_nonzero_end(path: Path, start: int, end: int) -> int:
     """One past the last non-zero byte of `path` in [start, end), or `start` when that range is all zero.
 
-    Holes of a sparse file are skipped with SEEK_DATA, so a pre-allocated file costs nothing.
+    Holes of a sparse file are skipped (SEEK_DATA / SEEK_HOLE): only the data extents are read, so a
+    pre-allocated file costs little.
     """
     if end <= start:
         return start
     fd = os.open(path, os.O_RDONLY)
     try:
-        try:
-            data_at = os.lseek(fd, start, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:
-                return start  # nothing but a hole after `start`
-            data_at = start
-        if data_at >= end:
-            return start
+        extents: list[tuple[int, int]] = []
+        at = start
+        while at < end:
+            try:
+                data_at = os.lseek(fd, at, os.SEEK_DATA)
+                hole_at = os.lseek(fd, data_at, os.SEEK_HOLE)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    break  # nothing but a hole after `at`
+                extents = [(start, end)]  # no hole support: read it all
+                break
+            if data_at >= end:
+                break
+            extents.append((data_at, min(hole_at, end)))
+            at = hole_at
         chunk = 1 << 22
-        hi = end
-        while hi > data_at:
-            lo = max(data_at, hi - chunk)
-            kept = len(os.pread(fd, hi - lo, lo).rstrip(b"\0"))
-            if kept:
-                return lo + kept
-            hi = lo
+        for lo_bound, hi in reversed(extents):
+            while hi > lo_bound:
+                lo = max(lo_bound, hi - chunk)
+                kept = len(os.pread(fd, hi - lo, lo).rstrip(b"\0"))
+                if kept:
+                    return lo + kept
+                hi = lo
         return start
     finally:
         os.close(fd)

@@ -19,6 +19,7 @@ from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
 from store.brokerconf import BrokerConfig
 from store.consumequeue import ConsumeQueueStore, is_rocksdb_dir
+from store.lmq import LmqSettings, resolve_lmq_settings
 from store.mappedfile import MappedFileQueue
 from store.version import BrokerVersion, detect_broker_version, resolve_broker_version
 
@@ -141,6 +142,11 @@ class StoreLayout:
     def consume_queues_in_rocksdb(self) -> bool:
         """consumequeue/ holds a RocksDB database (storeType=defaultRocksDB), not mapped files."""
         return is_rocksdb_dir(self.root / "consumequeue")
+
+    @cached_property
+    def lmq(self) -> LmqSettings:
+        """enableLmq / enableMultiDispatch (see `store.lmq.resolve_lmq_settings`)."""
+        return resolve_lmq_settings(self.root, self.broker_config)
 
     @cached_property
     def detected_version(self) -> BrokerVersion | None:

@@ -56,11 +56,13 @@ from store.filewrites import (
     SWAP_NOTE,
     TMP_PREFIX,
     fsync_dir,
+    last_nonzero_end,
     remove_leftovers,
     restore_interrupted_swaps,
     write_done,
 )
 from store.indexwriter import list_index_files
+from store.lmq import LmqSettings, resolve_lmq_settings
 
 DIRECTORIES = {"cq": "consumequeue", "index": "index"}
 STAGING_NAME = TMP_PREFIX + "rebuild"
@@ -121,8 +123,12 @@ def build_staging(
     zone: tzinfo | None = None,
     accept_v2: bool = True,
     progress: Callable[[int], None] | None = None,
+    lmq: LmqSettings | None = None,
+    durable: bool = True,
 ) -> BuildResult:
-    """Dispatch every live commitlog record into `staging/consumequeue` and `staging/index`."""
+    """Dispatch every live commitlog record into `staging/consumequeue` and `staging/index` (LMQ queues
+    too, as `lmq` says; by default as the store's files show). `durable=False` (a dry run, whose staging is
+    thrown away) writes without fsync."""
     cq_root = staging / "consumequeue"
     index_dir = staging / "index"
     staging.mkdir(parents=True, exist_ok=True)
@@ -134,6 +140,8 @@ def build_staging(
         now_ms=now_ms,
         zone=zone,
         scratch=staging,
+        lmq=lmq if lmq is not None else resolve_lmq_settings(root),
+        durable=durable,
     )
     commitlog = CommitLog.open(root)
     try:
@@ -251,13 +259,18 @@ class QueueDiff:
     first_difference: int | None = None  # queue offset of the first differing unit
 
 
-def _file_bytes(path: Path) -> bytes:
+def _file_data(path: Path) -> tuple[int, bytes]:
+    """(size, bytes up to the last non-zero one): a ConsumeQueue file is mostly an unwritten (sparse)
+    tail, and a store may hold 100,000+ of them; two files are equal when both parts are."""
     try:
         if not path.exists():
-            return b""
+            return -1, b""
         if not path.is_file():  # a FIFO would block, a device never end
             raise RebuildError("cannot read: not a regular file", str(path))
-        return path.read_bytes()
+        size = path.stat().st_size
+        end = last_nonzero_end(path, 0, size)
+        with open(path, "rb") as fh:
+            return size, fh.read(end)
     except OSError as exc:
         raise RebuildError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
 
@@ -310,10 +323,13 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
         else:
             names = sorted(set(old_names) | set(new.files))
             for name in names:
-                a, b = _file_bytes(old_dir / name), _file_bytes(new_dir / name)
-                if a != b:
+                (size_a, a), (size_b, b) = _file_data(old_dir / name), _file_data(new_dir / name)
+                if size_a != size_b or a != b:
                     diff.status = "differs"
-                    diff.first_difference = _first_unit_difference(int(name), a, b)
+                    width = max(len(a), len(b))
+                    diff.first_difference = _first_unit_difference(
+                        int(name), a.ljust(width, b"\0"), b.ljust(width, b"\0")
+                    )
                     break
         diffs.append(diff)
     return diffs

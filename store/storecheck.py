@@ -19,6 +19,8 @@ import numpy as np
 from formats.errors import MqtoolError
 from store import checks
 from store.checks import ProblemList
+from store.filewrites import last_nonzero_end
+from store.lmq import is_lmq
 from store.storedir import Store
 
 
@@ -74,37 +76,63 @@ def check_queue_files(
         return found
     for topic, queue_id in queue_list:
         try:
-            queue = store.consume_queue(topic, queue_id)
-            units = queue.units(0)
-            min_offset, max_offset = queue.min_offset, queue.max_offset
+            # opened and closed one at a time: a store may hold 100,000+ (LMQ) queues
+            queue = store.consume_queues.open(topic, queue_id)
         except MqtoolError as exc:
             problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
             continue
-        checked = units
-        if outside_only:
-            phy = units["phyOffset"]
-            checked = units[(units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)]
-        if not outside_only or len(checked):
-            found.hits.append(
-                checks.check_consume_queue(
-                    checked,
-                    records,
-                    problems,
-                    topic=topic,
-                    queue_id=queue_id,
-                    min_offset=min_offset,
-                    file_size=queue.file_size,
-                    commitlog_min=commitlog_min,
-                    valid_end=valid_end,
-                )
-            )
-        found.units += len(units)
-        last_end = int(units["phyOffset"][-1]) + int(units["size"][-1]) if len(units) else 0
-        found.queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
-        check_cq_files(store, queue, topic, queue_id, problems)
-        if advance is not None:
-            advance(sum(f.size for f in queue.files))
+        try:
+            _check_queue(store, queue, topic, queue_id, records, problems, found, commitlog_min=commitlog_min,
+                         valid_end=valid_end, outside_only=outside_only, advance=advance)  # fmt: skip
+        finally:
+            queue.close()
     return found
+
+
+def _check_queue(
+    store: Store,
+    queue: Any,
+    topic: str,
+    queue_id: int,
+    records: Any,
+    problems: ProblemList,
+    found: QueueCheck,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    outside_only: bool,
+    advance: Any,
+) -> None:
+    try:
+        units = queue.units(0)
+        min_offset, max_offset = queue.min_offset, queue.max_offset
+    except MqtoolError as exc:
+        problems.add("cq_file", rel_path(store, exc.file), exc.offset, exc.message)
+        return
+    checked = units
+    if outside_only:
+        phy = units["phyOffset"]
+        checked = units[(units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)]
+    if not outside_only or len(checked):
+        hits = checks.check_consume_queue(
+            checked,
+            records,
+            problems,
+            topic=topic,
+            queue_id=queue_id,
+            min_offset=min_offset,
+            file_size=queue.file_size,
+            commitlog_min=commitlog_min,
+            valid_end=valid_end,
+        )
+        if not is_lmq(topic):  # an LMQ unit is not the record's own: dispatch coverage counts only those
+            found.hits.append(hits)
+    found.units += len(units)
+    last_end = int(units["phyOffset"][-1]) + int(units["size"][-1]) if len(units) else 0
+    found.queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
+    check_cq_files(store, queue, topic, queue_id, problems)
+    if advance is not None:
+        advance(sum(f.size for f in queue.files))
 
 
 def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems: ProblemList) -> None:
@@ -114,8 +142,10 @@ def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems
     if live:
         last = live[-1]
         wrote = queue.wrote_position(last)
-        if wrote < last.size:
-            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:]
+        # holes skipped (SEEK_DATA): a queue's last file is mostly unwritten, and LMQ stores have 100,000+
+        end = last_nonzero_end(last.path, wrote, last.size) if wrote < last.size else wrote
+        if end > wrote:
+            rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:end]
             checks.check_cq_tail(
                 rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where
             )

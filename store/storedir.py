@@ -226,6 +226,7 @@ class Store:
             cq_file_size=layout.cq_file_size(cq_file_size).value,
             index_geometry=geometry,
             scratch=options.pop("scratch", self.root),
+            lmq=options.pop("lmq", layout.lmq),
             **options,
         )
 

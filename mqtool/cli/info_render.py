@@ -44,6 +44,19 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                         "text",
                     )
                 )
+        lmq = doc.get("lmq")
+        if lmq and "error" in lmq:
+            pairs.append(("LMQ queues", lmq["error"], "text"))
+        elif lmq:
+            pairs.append(
+                (
+                    "LMQ queues",
+                    f"{lmq['queues']} %LMQ% queues (enableLmq "
+                    f"{str(lmq['enableLmq']).lower()}, enableMultiDispatch "
+                    f"{str(lmq['enableMultiDispatch']).lower()}: {lmq['settingsFrom']})",
+                    "text",
+                )
+            )
         emit_fields(pairs, ctx, title="Store")
         queues = doc["queues"]
         if isinstance(queues, dict):

@@ -34,7 +34,8 @@ Severities, decided here (`mqtool verify` exits non-zero only for errors):
 
 Broker quirks honoured: PREPARED/ROLLBACK records get no ConsumeQueue unit, ROLLBACK records no index
 entry; the tags code of SCHEDULE_TOPIC_XXXX records is the delivery time; LMQ queues (`%LMQ%...`) hold
-units of records of other topics (only size is compared); a pre-blank filler below the min offset is
+units of records of other topics (size and tags code compared; the record must name the queue in
+INNER_MULTI_DISPATCH at the unit's offset, `store.checks.lmq`); a pre-blank filler below the min offset is
 fine; an index file's first entry may carry a time diff against the copied begin time (never checked);
 a key's entries may straddle two index files (coverage is checked over all files); the last indexed
 record may be indexed twice after a re-dispatch.
@@ -78,6 +79,7 @@ from store.checks.javastrings import (
     pow31,
     split_tokens,
 )
+from store.checks.lmq import LmqCoverage, check_lmq_coverage
 from store.checks.problems import (
     BLANK,
     END,
@@ -131,6 +133,8 @@ __all__ = [
     "check_consume_queue",
     "check_cq_tail",
     "check_dispatch_coverage",
+    "check_lmq_coverage",
+    "LmqCoverage",
     "check_file_records",
     "check_index_coverage",
     "check_index_file",

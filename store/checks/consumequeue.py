@@ -13,8 +13,10 @@ from formats.consumequeue import FILLER_SIZE, MAX_ADDR
 from formats.structs import (
     CQ_STORE_UNIT_SIZE,
 )
+from store.checks.lmq import lmq_unit_faults
 from store.checks.problems import ERROR, WARNING, ProblemList, fmt
 from store.checks.records import RecordIndex
+from store.lmq import is_lmq
 
 
 @dataclass
@@ -204,7 +206,36 @@ def check_consume_queue(
             " has TOTALSIZE ",
             r_size[bad],
         )
-    if not topic.startswith("%LMQ%"):  # LMQ queues hold units of records of other topics
+    if is_lmq(topic):  # LMQ queues hold units of records of other topics, named by INNER_MULTI_DISPATCH
+        faults = lmq_unit_faults(records, topic, queue_id, u_qo, ri)
+        if faults.not_named.any():
+            bad = faults.not_named
+            names = pa.array(records.topics or [""]).take(pa.array(records.topic[ri][bad]))
+            report(
+                "lmq_unit_not_named",
+                bad,
+                f"{where}: unit at queue offset ",
+                u_qo[bad],
+                " points to phy ",
+                u_phy[bad],
+                " (topic ",
+                names,
+                f"), whose record's INNER_MULTI_DISPATCH does not name {topic} (or its topic is never "
+                "multi-dispatched)",
+            )
+        if faults.offset_differs.any():
+            bad = faults.offset_differs
+            report(
+                "lmq_queue_offset_mismatch",
+                bad,
+                f"{where}: unit at queue offset ",
+                u_qo[bad],
+                " points to phy ",
+                u_phy[bad],
+                f" whose INNER_MULTI_QUEUE_OFFSET gives {topic} the offset ",
+                faults.named_offset[bad],
+            )
+    else:
         r_topic = records.topic[ri]
         bad = r_topic != records.topic_code(topic)
         if bad.any():

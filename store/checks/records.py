@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, SCHEDULE_TOPIC, java_parse_int
 from formats.javahash import java_string_hash
-from formats.properties import PROPERTY_DELAY_TIME_LEVEL
+from formats.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
 from formats.structs import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -21,6 +21,7 @@ from formats.structs import (
 )
 from store.checks.javastrings import _string_parts, java_hash_spans, java_hash_strings, pow31, split_tokens
 from store.checks.problems import OK
+from store.lmq import PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_MULTI_QUEUE_OFFSET
 
 
 @dataclass
@@ -44,6 +45,8 @@ class RecordIndex:
     file_names: list[str]  # their paths relative to the store root
     keys: pa.Array | None = None
     uniq_keys: pa.Array | None = None
+    # row -> (INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET) of the rows naming LMQ queues
+    multi_dispatch: dict[int, tuple[str, str | None]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.phy)
@@ -116,6 +119,8 @@ class RecordIndexBuilder:
         }
         self.keys: list[pa.Array] = []
         self.uniq: list[pa.Array] = []
+        self.rows = 0
+        self.multi_dispatch: dict[int, tuple[str, str | None]] = {}
 
     def add(self, batch: pa.RecordBatch | pa.Table, *, below: int | None = None) -> None:
         """Add the `ok` rows (below `below`) of a decoded batch; batches come in physical order."""
@@ -161,6 +166,10 @@ class RecordIndexBuilder:
         if self.with_keys:
             self.keys.append(batch.column("keys"))
             self.uniq.append(batch.column("uniqKey"))
+        if "properties" in batch.schema.names:
+            for row, pair in multi_dispatch_of(batch.column("properties")).items():
+                self.multi_dispatch[self.rows + row] = pair
+        self.rows += batch.num_rows
 
     def build(self, file_starts: Sequence[int], file_names: Sequence[str]) -> RecordIndex:
         def cat(name: str, dtype: Any) -> np.ndarray:
@@ -181,6 +190,7 @@ class RecordIndexBuilder:
             file_names=list(file_names),
             keys=_concat(self.keys, pa.string()) if self.with_keys else None,
             uniq_keys=_concat(self.uniq, pa.string()) if self.with_keys else None,
+            multi_dispatch=self.multi_dispatch,
         )
 
 
@@ -321,6 +331,32 @@ def delay_levels_of(properties: pa.Array) -> np.ndarray:
         row[~simple].tolist(), v_start[~simple].tolist(), v_end[~simple].tolist(), strict=True
     ):
         out[r] = java_parse_int(bytes(data[a:b]).decode("utf-8", "replace")) or 0
+    return out
+
+
+_MULTI_PAIR = (PROPERTY_INNER_MULTI_DISPATCH + "\x01").encode()
+
+
+def multi_dispatch_of(properties: pa.Array) -> dict[int, tuple[str, str | None]]:
+    """Row -> (INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET) of the PROPERTIES values naming LMQ queues.
+    One C-speed search over the buffer; only the rows that have the property are decoded."""
+    out: dict[int, tuple[str, str | None]] = {}
+    n = len(properties)
+    if n == 0:
+        return out
+    data, starts, lengths, valid = _binary_parts(properties)
+    ends = starts + np.where(valid, lengths, 0)
+    lo, hi = int(starts[0]), int(ends[-1])
+    region = data[lo:hi].tobytes()
+    at = region.find(_MULTI_PAIR)
+    while at >= 0:
+        row = int(np.searchsorted(ends, lo + at, side="right"))
+        if row < n and valid[row] and row not in out:
+            props = decode_properties(data[int(starts[row]) : int(ends[row])].tobytes())
+            value = props.get(PROPERTY_INNER_MULTI_DISPATCH)
+            if value is not None:
+                out[row] = (value, props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET))
+        at = region.find(_MULTI_PAIR, max(at + 1, int(ends[min(row, n - 1)]) - lo))
     return out
 
 

@@ -16,6 +16,7 @@ public final class Geometry {
     public boolean timer;
     public int timerRollWindowSlot;  // 0: the broker's default (2 days of slots)
     public int timerPrecisionMs;  // 0: the broker's default (1000 ms)
+    public boolean lmq;  // enableLmq + enableMultiDispatch: the store has %LMQ% queues or lmqConsumerOffset.json
 
     /** File sizes from the files; index geometry from the arguments (it cannot be told from one file). */
     static Geometry of(String root, String[] extra) throws IOException {
@@ -34,6 +35,9 @@ public final class Geometry {
             g.timerLog = (int) tl[0].length();
         }
         g.timer = new File(root, "timerwheel").exists();
+        String[] queues = new File(root, "consumequeue").list();
+        g.lmq = new File(root, "config/lmqConsumerOffset.json").exists()
+            || queues != null && java.util.Arrays.stream(queues).anyMatch(q -> q.startsWith("%LMQ%"));
         if (extra.length >= 2) {
             g.hashSlots = Integer.parseInt(extra[0]);
             g.indexNum = Integer.parseInt(extra[1]);

@@ -57,12 +57,19 @@ public final class Judge {
         long dataEnd;
         long firstFile;
         String stop = "end";
+        boolean lmq;  // the broker multi-dispatches to LMQ queues (enableLmq + enableMultiDispatch)
         final Map<String, long[]> dispatch = new HashMap<>();
     }
 
     /** The commitlog files as they are on disk, walked with CommitLog.checkMessageAndReturnSize (CRC on). */
     static Walk walkFiles(Function<ByteBuffer, DispatchRequest> check, String root, int fileSize) throws IOException {
+        return walkFiles(check, root, fileSize, false);
+    }
+
+    static Walk walkFiles(Function<ByteBuffer, DispatchRequest> check, String root, int fileSize, boolean lmq)
+        throws IOException {
         Walk w = new Walk();
+        w.lmq = lmq;
         File[] files = new File(root, "commitlog").listFiles();
         if (files == null) {
             return w;
@@ -111,6 +118,10 @@ public final class Judge {
                 if (dispatched(d.getSysFlag())) {
                     w.dispatch.put(d.getTopic() + "/" + d.getQueueId() + "/" + d.getConsumeQueueOffset(),
                         new long[] {base + pos, d.getMsgSize(), d.getTagsCode()});
+                    if (lmq) {
+                        lmqUnits(d.getTopic(), d.getQueueId(), d.getPropertiesMap(),
+                            new long[] {base + pos, d.getMsgSize(), d.getTagsCode()}, w.dispatch);
+                    }
                 }
                 pos += d.getMsgSize();
             }
@@ -148,16 +159,47 @@ public final class Judge {
     }
 
     /** What the dispatcher computes from each loaded record: topic/queue/offset -> phyOffset, size, tagsCode. */
-    static Map<String, long[]> dispatchOf(List<Map<String, Object>> records) {
+    static Map<String, long[]> dispatchOf(List<Map<String, Object>> records, boolean lmq) {
         Map<String, long[]> out = new HashMap<>();
         for (Map<String, Object> r : records) {
             if ("MESSAGE".equals(r.get("kind")) && dispatched((Integer) r.get("sysFlag"))) {
                 Map<?, ?> d = (Map<?, ?>) r.get("dispatch");
-                out.put(r.get("topic") + "/" + r.get("queueId") + "/" + d.get("consumeQueueOffset"),
-                    new long[] {(Long) r.get("physicalOffset"), (Integer) d.get("msgSize"), (Long) d.get("tagsCode")});
+                long[] unit = {(Long) r.get("physicalOffset"), (Integer) d.get("msgSize"), (Long) d.get("tagsCode")};
+                out.put(r.get("topic") + "/" + r.get("queueId") + "/" + d.get("consumeQueueOffset"), unit);
+                if (lmq) {
+                    @SuppressWarnings("unchecked")
+                    Map<String, String> props = (Map<String, String>) r.get("properties");
+                    lmqUnits((String) r.get("topic"), (Integer) r.get("queueId"), props, unit, out);
+                }
             }
         }
         return out;
+    }
+
+    /**
+     * The units ConsumeQueue.multiDispatchLmqQueue adds for one record (MultiDispatchUtils.checkMultiDispatchQueue's
+     * conditions, names with a path separator skipped, queue id 0 for an LMQ queue).
+     */
+    static void lmqUnits(String topic, int queueId, Map<String, String> props, long[] unit, Map<String, long[]> out) {
+        if (props == null || topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX) || topic.startsWith("rmq_sys_")
+            || topic.equals("SCHEDULE_TOPIC_XXXX")) {
+            return;
+        }
+        String queues = props.get("INNER_MULTI_DISPATCH");
+        String offsets = props.get("INNER_MULTI_QUEUE_OFFSET");
+        if (queues == null || offsets == null || queues.isBlank() || offsets.isBlank()) {
+            return;
+        }
+        String[] q = queues.split(",");
+        String[] o = offsets.split(",");
+        if (q.length != o.length) {
+            return;
+        }
+        for (int i = 0; i < q.length; i++) {
+            if (!q[i].contains(File.separator)) {
+                out.put(q[i] + "/" + (q[i].startsWith(MixAll.LMQ_PREFIX) ? 0 : queueId) + "/" + Long.parseLong(o[i]), unit);
+            }
+        }
     }
 
     /** ConsumeQueue units against what the dispatcher computes from the commitlog records. */
@@ -265,7 +307,7 @@ public final class Judge {
         out.put("crcErrors", crc.size());
         out.put("crcErrorSamples", crc.subList(0, Math.min(SAMPLES, crc.size())));
         Map<String, Object> cqb = compare(before.dispatch, cqBefore, before.firstFile);
-        Map<String, Object> cqa = compare(dispatchOf(records), cqAfter, minAfter);
+        Map<String, Object> cqa = compare(dispatchOf(records, before.lmq), cqAfter, minAfter);
         Map<String, Object> cqs = new LinkedHashMap<>();
         cqs.put("beforeLoad", cqb);
         cqs.put("afterLoad", cqa);

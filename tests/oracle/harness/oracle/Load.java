@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.broker.loadbalance.MessageRequestModeManager;
 import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
+import org.apache.rocketmq.broker.offset.LmqConsumerOffsetManager;
 import org.apache.rocketmq.broker.schedule.DelayOffsetSerializeWrapper;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicConfig;
@@ -52,7 +53,7 @@ public final class Load {
         DefaultMessageStore probe = new DefaultMessageStore(Stores.config(root, g), probeStats, null, bc,
             new ConcurrentHashMap<>());
         Judge.Walk before = Judge.walkFiles(
-            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, false, true), root, g.commitLog);
+            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, false, true), root, g.commitLog, g.lmq);
         Map<String, long[]> cqBefore = Judge.rawConsumeQueues(root);
         probeStats.shutdown();
 
@@ -119,6 +120,19 @@ public final class Load {
         offsets.getOffsetTable().forEach((k, v) -> table.put(k, new TreeMap<>(v)));
         co.put("offsetTable", table);
         out.put("consumerOffset", co);
+
+        if (new File(dir + "lmqConsumerOffset.json").exists() || s.config.isEnableLmq()) {
+            // the manager a broker with enableLmq runs instead of ConsumerOffsetManager
+            LmqConsumerOffsetManager lmq = new LmqConsumerOffsetManager(broker);
+            Map<String, Object> lo = new LinkedHashMap<>();
+            lo.put("source", Judge.source(dir + "lmqConsumerOffset.json", t -> new LmqConsumerOffsetManager().decode(t)));
+            lo.put("loaded", lmq.load());
+            Map<String, Object> ltable = new TreeMap<>();
+            lmq.getOffsetTable().forEach((k, v) -> ltable.put(k, new TreeMap<>(v)));
+            lo.put("offsetTable", ltable);
+            lo.put("lmqOffsetTable", new TreeMap<>(lmq.getLmqOffsetTable()));
+            out.put("lmqConsumerOffset", lo);
+        }
 
         MessageRequestModeManager modes = new MessageRequestModeManager(broker);
         Map<String, Object> mr = new LinkedHashMap<>();

@@ -14,6 +14,7 @@
  *   batchcq-load STORE       on a copy: load and start with topics.json, print every BatchConsumeQueue (BatchStore)
  *   rocksdb-store DIR [SEED] a storeType=defaultRocksDB store with RocksDB config (RocksDBFixture)
  *   rocksdb-read STORE       what the real RocksDB consume queue and config managers read from STORE (RocksDBFixture)
+ *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  */
 package oracle;
 
@@ -70,6 +71,9 @@ public final class Oracle {
                 break;
             case "rocksdb-read":
                 rc = RocksDBFixture.run(args[1]);
+                break;
+            case "lmq-store":
+                LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

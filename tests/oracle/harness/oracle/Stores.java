@@ -54,6 +54,8 @@ public final class Stores {
         c.setDuplicationEnable(false);
         c.setEnableCompaction(false);
         c.setMaxMsgsNumBatch(100000);
+        c.setEnableLmq(g.lmq);
+        c.setEnableMultiDispatch(g.lmq);
         return c;
     }
 
