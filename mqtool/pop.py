@@ -145,14 +145,14 @@ def summarize(cols: PopColumns) -> PopStats:
     """Per group and per revive queue sums of the checkpoints' columns (store.pop_columns): a
     checkpoint's unacked messages are all revived, in flight (before its revive time) or overdue."""
     now = cols.now
-    unacked = cols.messages - cols.acked
+    unacked = cols.unacked
     in_flight = ~cols.revived & np.asarray(np.asarray(cols.revive_time) > now, bool)
     overdue = ~cols.revived & ~in_flight
     held = unacked > 0
     times = np.asarray(cols.revive_time)
     groups = []
     names = np.array(cols.group, object)
-    for name in sorted({g for g, m in zip(cols.group, cols.messages.tolist(), strict=True) if m > 0}):
+    for name in sorted(cols.groups()):
         mine = names == name
         groups.append(
             GroupPopStats(

@@ -62,12 +62,31 @@ class PopColumns:
     now: int
     queues: list[QueueSummary] = field(default_factory=list)
     group: list[str] = field(default_factory=list)
+    topic: list[str] = field(default_factory=list)  # the popped queue's topic and id
+    queue_id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     revive_queue: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     revive_time: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     messages: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # popped by it
     acked: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     revived: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def unacked(self) -> np.ndarray:
+        return self.messages - self.acked
+
+    def held(self) -> dict[tuple[str, str, int], int]:
+        """Popped and not acked yet (in flight or overdue, not revived) per group, topic and queue."""
+        out: dict[tuple[str, str, int], int] = {}
+        rows = np.flatnonzero(~self.revived & (self.unacked > 0))
+        for i, n in zip(rows.tolist(), self.unacked[rows].tolist(), strict=True):
+            key = (self.group[i], self.topic[i], int(self.queue_id[i]))
+            out[key] = out.get(key, 0) + n
+        return out
+
+    def groups(self) -> set[str]:
+        """The groups that popped messages."""
+        return {g for g, m in zip(self.group, self.messages.tolist(), strict=True) if m > 0}
 
     @classmethod
     def of_state(cls, state: PopState) -> PopColumns:
@@ -81,6 +100,8 @@ class PopColumns:
             for q in state.queues
         ]
         out.group = [cp.ck.cid for cp in cps]
+        out.topic = [cp.ck.topic for cp in cps]
+        out.queue_id = np.array([cp.ck.queue_id for cp in cps], np.int64)
         out.revive_queue = np.array([cp.record.revive_queue for cp in cps], np.int64)
         out.revive_time = np.array([cp.revive_time for cp in cps], object)
         out.messages = np.array([len(cp.ck.ack_offsets()) for cp in cps], np.int64)
@@ -302,6 +323,8 @@ def pop_columns(store: Store, *, now: int) -> PopColumns:
     has_revive = np.array([q in offsets for q in qid[cps].tolist()], bool)
     out.revived = ~in_timer[cps] & has_revive & (qoff[cps] <= revive_of)
     out.group = text["c"].take(pa.array(cps)).to_pylist()
+    out.topic = text["t"].take(pa.array(cps)).to_pylist()
+    out.queue_id = num["q"][cps]
     out.revive_queue = qid[cps]
     out.revive_time = revive_time
     out.messages = messages
