@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from .corrupt import (
     BROKER_CONF,
     KINDS,
+    POP_KINDS,
     STRATEGIES,
     TIMER_KINDS,
     Corruption,
@@ -54,10 +55,11 @@ from .harness import (
 
 SAMPLE_BASES = ("tiny5", "tiny4")
 TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store where the real timer ran
+POP_BASES = ("store-pop",)  # the POP corruptions need a store where the real POP classes wrote
 
 
 def bases_for(kind: str) -> tuple[str, ...]:
-    return TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
+    return POP_BASES if kind in POP_KINDS else TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +73,10 @@ def workdir():
 
 @pytest.fixture(scope="module")
 def bases(workdir) -> dict[str, Base]:
-    return {b.name: b for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES])}
+    return {
+        b.name: b
+        for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES, *POP_BASES])
+    }
 
 
 @pytest.fixture(scope="module")
