@@ -216,8 +216,15 @@ def parse_bodies(bodies: pa.Array, kind: np.ndarray) -> ReviveBodies:
                 patch[name].append(value)
         mask = _mask(n, slow)
         for name in TEXTS:
-            texts[name] = pc.replace_with_mask(texts[name], mask, pa.array(patch[name], pa.string()))
+            values = [None if v is None else _arrow_text(v) for v in patch[name]]
+            texts[name] = pc.replace_with_mask(texts[name], mask, pa.array(values, pa.string()))
     return ReviveBodies(kind, ok, fast, error, numbers, texts, lists["d"].build(), lists["aol"].build())
+
+
+def _arrow_text(value: str) -> str:
+    """A string Arrow can hold: a lone surrogate (a JSON escape like \\ud800) becomes U+FFFD, as Java's
+    UTF-8 encoder writes it when the name is used."""
+    return value if value.isascii() else "".join("\ufffd" if 0xD800 <= ord(c) < 0xE000 else c for c in value)
 
 
 def _mask(n: int, rows: np.ndarray) -> pa.Array:
