@@ -115,10 +115,11 @@ class PopCheckPoint:
         return 127 if value is None else value
 
     def ack_offsets(self) -> list[int]:
-        """`ackOffsetByIndex` for every index below `num`: the queue offsets handed out."""
+        """`ackOffsetByIndex` for every index below `num`: the queue offsets handed out (a diff list shorter
+        than `num` gives as many as it holds: Java's `get` fails at the first index beyond it)."""
         if not self.queue_offset_diff:
             return [self.start_offset + i for i in range(max(self.num, 0))]
-        return [self.start_offset + self.queue_offset_diff[i] for i in range(max(self.num, 0))]
+        return [self.start_offset + d for d in self.queue_offset_diff[: max(self.num, 0)]]
 
     @classmethod
     def parse(cls, body: bytes) -> PopCheckPoint:

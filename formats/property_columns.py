@@ -48,19 +48,31 @@ def property_strings(
 
 def strings_at(buf: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> pa.Array:
     """buf[pos[r]:pos[r] + lens[r]] as a string column, null where lens[r] is -1."""
-    n = len(pos)
-    offsets = np.empty(n + 1, np.int32)
-    data = np.empty(max(int(lens[lens > 0].sum()), 1), np.uint8)
-    bad = _kernels().gather(buf, pos, lens, offsets, data)
-    valid = lens >= 0
-    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    arr = pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+    arr, bad = _gathered(buf, pos, lens, pa.string())
     if len(bad):
         from formats.columnar import _strings
 
         raw = arr.view(pa.binary()).to_pylist()
         arr = _strings([None if v is None else v.decode("utf-8", "replace") for v in raw])
     return arr
+
+
+def bytes_at(buf: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> pa.Array:
+    """buf[pos[r]:pos[r] + lens[r]] as a binary column (the bytes as they are), null where lens[r] is -1."""
+    return _gathered(buf, pos, lens, pa.binary())[0]
+
+
+def _gathered(
+    buf: np.ndarray, pos: np.ndarray, lens: np.ndarray, kind: pa.DataType
+) -> tuple[pa.Array, np.ndarray]:
+    """The gathered values as a `kind` column, and the rows that are not well-formed UTF-8."""
+    n = len(pos)
+    offsets = np.empty(n + 1, np.int32)
+    data = np.empty(max(int(lens[lens > 0].sum()), 1), np.uint8)
+    bad = _kernels().gather(buf, pos, lens, offsets, data)
+    valid = lens >= 0
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]), bad
 
 
 def plain_longs(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -94,4 +106,11 @@ def _valid(arr: pa.Array) -> np.ndarray:
     return bits[arr.offset : arr.offset + len(arr)].astype(bool)
 
 
-__all__ = ["plain_longs", "plain_longs_at", "property_positions", "property_strings", "strings_at"]
+__all__ = [
+    "bytes_at",
+    "plain_longs",
+    "plain_longs_at",
+    "property_positions",
+    "property_strings",
+    "strings_at",
+]

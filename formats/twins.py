@@ -3,7 +3,9 @@
 A fast twin reads or writes the same bytes as a declaration in `formats.structs`, only faster. Every
 twin is made through `struct_twin` or `dtype_twin` beside its declaration, which records the pair here;
 one property test (tests/test_twins.py) walks `registered()` and checks each twin against its
-declaration on random bytes.
+declaration on random bytes. Fast parsers of text formats (the revive bodies' columnar parser) are
+recorded with their reference parser by `parser_twin`; `registered_parsers()` lists them, and the same
+test module checks each on random and mutated bodies.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ TWIN_MODULES = (
     "formats.commitlog",
     "formats.consumequeue",
     "formats.indexfile",
+    "formats.pop_columns",
     "formats.recordfast",
     "formats.timer",
 )
@@ -40,7 +43,18 @@ class Twin:
         return self.declaration.sizeof()
 
 
+@dataclass(frozen=True)
+class ParserTwin:
+    """A fast parser of a text format and the reference parser it must equal: each takes the bytes and
+    gives the parsed object, or the reference's one-line error message."""
+
+    name: str
+    reference: Callable[[bytes], Any]
+    fast: Callable[[bytes], Any]
+
+
 _REGISTRY: dict[str, Twin] = {}
+_PARSERS: dict[str, ParserTwin] = {}
 
 
 def struct_twin(name: str, declaration: Construct, fast: struct.Struct) -> struct.Struct:
@@ -59,11 +73,31 @@ def dtype_twin(name: str, declaration: Construct) -> Callable[[Callable[[], Any]
     return register
 
 
+def parser_twin(name: str, reference: Callable[[bytes], Any], fast: Callable[[bytes], Any]) -> None:
+    """Record `fast` as the twin of the reference parser `reference`."""
+    _PARSERS[name] = ParserTwin(name, reference, fast)
+
+
 def registered() -> list[Twin]:
-    """Every twin, once all the declaring modules are imported."""
+    """Every layout twin, once all the declaring modules are imported."""
     for module in TWIN_MODULES:
         importlib.import_module(module)
     return list(_REGISTRY.values())
 
 
-__all__ = ["TWIN_MODULES", "Twin", "dtype_twin", "registered", "struct_twin"]
+def registered_parsers() -> list[ParserTwin]:
+    """Every parser twin, once all the declaring modules are imported."""
+    registered()
+    return list(_PARSERS.values())
+
+
+__all__ = [
+    "TWIN_MODULES",
+    "ParserTwin",
+    "Twin",
+    "dtype_twin",
+    "parser_twin",
+    "registered",
+    "registered_parsers",
+    "struct_twin",
+]

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX
 from store.lmq import offset_file_name
 from store.storedir import Store
+
+if TYPE_CHECKING:
+    from store.pop_columns import PopColumns
 
 # MixAll's built-in groups: left out of the "no committed offset" rows unless asked for by name.
 SYSTEM_GROUPS = BUILTIN_GROUPS
@@ -263,10 +266,16 @@ def _topic_order(topic: str | None) -> tuple[int, str]:
 
 
 def consumer_progress(
-    store: Store, *, group: str | None = None, topic: str | None = None, include_system: bool = False
+    store: Store,
+    *,
+    group: str | None = None,
+    topic: str | None = None,
+    include_system: bool = False,
+    pop: PopColumns | None = None,
 ) -> ConsumerProgress:
     """Rows for every committed offset in consumerOffset.json (filtered by group/topic), the queues of
     those topics without a committed offset, and the groups of subscriptionGroup.json without any.
+    POP groups' popped-but-unacked counts come from `pop` when the caller has it (else read now).
 
     With `topic`, a group's retry topics are listed along with it. Raises MqtoolError when the group or
     topic is unknown to the store.
@@ -316,26 +325,21 @@ def consumer_progress(
             if group is None and not include_system and is_system_group(g):
                 continue
             rows.append(ProgressRow(g, None, None, None, None, None, None, None, None, "no-committed-offset"))
-    _mark_pop_groups(store, rows, notes)
+    _mark_pop_groups(store, rows, notes, pop)
     return ConsumerProgress(rows, _totals(rows), notes)
 
 
-def _mark_pop_groups(store: Store, rows: list[ProgressRow], notes: list[str]) -> None:
+def _mark_pop_groups(store: Store, rows: list[ProgressRow], notes: list[str], pop: PopColumns | None) -> None:
     """POP groups (checkpoints in the revive topic): their offset moves at pop time, so `lag` counts popped
     messages as consumed; each row gets the popped-but-unacked count (`mqtool pop list`)."""
     from mqtool.timeparse import now_ms
-    from store.pop import pop_state, revive_topics
+    from store.pop_columns import pop_columns
 
-    if not revive_topics(store):
-        return
-    state = pop_state(store, now=now_ms())
-    groups = {m.group for m in state.messages if not m.orderly}
-    orderly = {m.group for m in state.messages if m.orderly}
-    held: dict[tuple[str, str, int], int] = {}
-    for m in state.messages:
-        if m.state in ("in-flight", "overdue") and not m.orderly:
-            key = (m.group, m.topic, m.queue_id)
-            held[key] = held.get(key, 0) + 1
+    if pop is None:
+        pop = pop_columns(store, now=now_ms())
+    groups = pop.groups()
+    orderly = pop.orderly_groups()
+    held = pop.held()
     for r in rows:
         if r.group in groups and r.topic is not None and r.queue_id is not None:
             r.pop_in_flight = held.get((r.group, r.topic, r.queue_id), 0)

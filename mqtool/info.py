@@ -98,6 +98,8 @@ def batch_queues_info(store: Store) -> list[dict[str, Any]]:
     for topic in sorted(store.batch_cq_topics - listed):
         rows.append({"topic": topic, "queueId": None, "messages": 0, "units": 0})
     return rows
+
+
 def lmq_info(store: Store) -> dict[str, Any] | None:
     """The LMQ queues in one line: how many (directories only: opening 100,000+ queues to count their
     messages would take minutes); None when there are none and the broker does not multi-dispatch."""

@@ -155,7 +155,8 @@ def _parse(record: ReviveRecord, body: bytes) -> None:
         record.error = exc.message
 
 
-def _revive_offsets(store: Store, topic: str) -> dict[int, int]:
+def revive_offsets(store: Store, topic: str) -> dict[int, int]:
+    """CID_RMQ_SYS_REVIVE_GROUP's committed offset per revive queue."""
     try:
         model = store.config("consumerOffset.json").load().model
     except MqtoolError:
@@ -176,15 +177,16 @@ def _queue_records(store: Store, topic: str, queue_id: int) -> Iterator[ReviveRe
         yield record
 
 
-def _timer_records(store: Store, topic: str) -> Iterator[ReviveRecord]:
-    """ck / ack records still in rmq_sys_wheel_timer for `topic` (not yet delivered by the timer)."""
+def timer_revive_messages(store: Store, topic: str) -> Iterator[tuple[int, int, Message, int | None]]:
+    """(revive queue, position, message, deliver ms) of the ck / ack records still in rmq_sys_wheel_timer
+    for `topic` (not yet delivered by the timer)."""
     import numpy as np
     import pyarrow.compute as pc
 
     from store.timer import TimerStore
     from store.timer_columns import STATE_CODE, timer_columns
 
-    cols = timer_columns(store, TimerStore.open(store), now=0)
+    cols = timer_columns(store, TimerStore.open(store), now=0, copies=False)  # waiting ones only
     if not len(cols):
         return
     waiting = np.isin(cols.state, [STATE_CODE[s] for s in ("waiting", "not-enqueued", "unknown")])
@@ -194,15 +196,21 @@ def _timer_records(store: Store, topic: str) -> Iterator[ReviveRecord]:
         if msg is None:
             continue
         deliver = int(cols.deliver_ms[i]) if cols.has_deliver[i] else None
-        record = ReviveRecord(int(cols.real_queue_id[i]), None, int(cols.phy_offset[i]), msg.tags, deliver)
+        yield int(cols.real_queue_id[i]), int(cols.phy_offset[i]), msg, deliver
+
+
+def _timer_records(store: Store, topic: str) -> Iterator[ReviveRecord]:
+    for queue, phy, msg, deliver in timer_revive_messages(store, topic):
+        record = ReviveRecord(queue, None, phy, msg.tags, deliver)
         _parse(record, msg.body)
         yield record
 
 
-def _checkpoints_broker(queues: list[ReviveQueue], notes: list[str]) -> str | None:
+def checkpoints_broker(names: set[str | None], notes: list[str]) -> str | None:
     """The broker name acks without one pair under, when broker.conf does not say: the one the
-    checkpoints carry (PopMessageProcessor writes the broker's own name into each)."""
-    names = {r.checkpoint.broker_name for q in queues for r in q.records if r.checkpoint is not None}
+    checkpoints (their broker names: `names`) carry (PopMessageProcessor writes the broker's own name
+    into each)."""
+    names = set(names)
     names.discard(None)
     if len(names) == 1:
         return names.pop()
@@ -311,7 +319,7 @@ def pop_state(store: Store, *, now: int) -> PopState:
     if len(topics) > 1:
         state.notes.append(f"several revive topics ({', '.join(topics)}): only {topics[0]} is read")
     topic = topics[0]
-    offsets = _revive_offsets(store, topic)
+    offsets = revive_offsets(store, topic)
     queues = {
         qid: ReviveQueue(qid, cq.min_offset, cq.max_offset, offsets.get(qid))
         for qid in store.consume_queues.queue_ids(topic)
@@ -325,7 +333,10 @@ def pop_state(store: Store, *, now: int) -> PopState:
         ).records.append(r)
     state.queues = [queues[q] for q in sorted(queues)]
     if state.broker_name is None:
-        state.broker_name = _checkpoints_broker(state.queues, state.notes)
+        names = {
+            r.checkpoint.broker_name for q in state.queues for r in q.records if r.checkpoint is not None
+        }
+        state.broker_name = checkpoints_broker(names, state.notes)
     for queue in state.queues:
         state.checkpoints.extend(pair_queue(queue, state.broker_name, state.notes))
         bad = [r for r in queue.records if r.error]
@@ -379,6 +390,9 @@ __all__ = [
     "REVIVE_GROUP",
     "REVIVE_TOPIC_PREFIX",
     "STATES",
+    "checkpoints_broker",
+    "revive_offsets",
+    "timer_revive_messages",
     "Checkpoint",
     "PopState",
     "PoppedMessage",

@@ -257,6 +257,7 @@ class RecordsAt:
     # the requested `numbers`: values that are plain digits (formats.property_columns.plain_longs),
     # where they are, and the text of every other value (null where plain or absent)
     numbers: dict[str, tuple[np.ndarray, np.ndarray, pa.Array]] = field(default_factory=dict)
+    body: pa.Array | None = None  # with bodies=True: each body's bytes as stored (null where not found)
 
 
 def records_at(
@@ -266,16 +267,18 @@ def records_at(
     names: Sequence[str] = (),
     *,
     numbers: Sequence[str] = (),
+    bodies: bool = False,
     chunk_bytes: int = 64 << 20,
 ) -> RecordsAt:
     """Decode the records at `phys` (TOTALSIZE must equal `sizes` when given) as `read_message_at`
     checks each (the broker's record check with the body CRC, PHYSICALOFFSET equal to the position),
-    with the properties `names` as strings and `numbers` as numbers where plain. Each file is walked
+    with the properties `names` as strings, `numbers` as numbers where plain, and with `bodies` the bodies
+    (as stored: a compressed one stays compressed, as `Message.body` keeps it). Each file is walked
     by the columnar decoder (in chunks of about `chunk_bytes`) from the first position not yet resolved
     up to the last one: one walk when the positions are record boundaries, one more from each position
     the walk did not land on."""
     columnar = _columnar()
-    from formats.property_columns import plain_longs_at, property_positions, strings_at
+    from formats.property_columns import bytes_at, plain_longs_at, property_positions, strings_at
 
     phys = np.asarray(phys, np.int64)
     unique, inverse = np.unique(phys, return_inverse=True)
@@ -285,6 +288,7 @@ def records_at(
     store_ts = np.zeros(m, np.int64)
     rows: list[np.ndarray] = []  # indexes into `unique` of each piece's rows
     pieces: dict[str, list[pa.Array]] = {c: [] for c in ("topic", "uniqKey", "keys", *names, *numbers)}
+    body_pieces: list[pa.Array] = []
     parsed: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in numbers}
     resolved = np.zeros(m, bool)
     for f in commitlog.files:
@@ -326,6 +330,10 @@ def records_at(
             pieces["topic"].append(batch.column("topic").take(take).cast(pa.string()))
             pieces["uniqKey"].append(batch.column("uniqKey").take(take))
             pieces["keys"].append(batch.column("keys").take(take))
+            if bodies:
+                body_at = batch.column("bodyOffset").to_numpy()[keep].astype(np.int64)
+                body_len = batch.column("bodyLength").to_numpy()[keep].astype(np.int64)
+                body_pieces.append(bytes_at(data, body_at, body_len))
             if names or numbers:
                 lens = _view_lengths(batch.column("properties"))[keep]
                 starts = at[keep] - f.start_offset + sizes_here[keep] - lens
@@ -362,6 +370,8 @@ def records_at(
         plain = np.concatenate([np.zeros(0, np.uint8), *(p for _, p in parsed[name]), [0]])
         result.numbers[name] = (values[order], plain[order], columns.pop(name))
     result.properties = columns
+    if bodies:
+        result.body = _placed(pa.concat_arrays([*body_pieces, pa.nulls(1, pa.binary())]), order, in_order)
     return result
 
 

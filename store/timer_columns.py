@@ -138,8 +138,9 @@ def _units(store: Store) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     )
 
 
-def timer_columns(store: Store, timer: TimerStore | None, *, now: int) -> TimerColumns:
-    """`timer_messages(store, timer, now=now)` as columns."""
+def timer_columns(store: Store, timer: TimerStore | None, *, now: int, copies: bool = True) -> TimerColumns:
+    """`timer_messages(store, timer, now=now)` as columns (`copies` False: the delivered copies are not
+    looked for, so read messages show as passed, never delivered; the other states are the same)."""
     qids, qoffs, phys, sizes = _units(store)
     n = len(phys)
     rec = records_at(store.commitlog, phys, sizes, STRINGS, numbers=NUMBERS)
@@ -186,7 +187,7 @@ def timer_columns(store: Store, timer: TimerStore | None, *, now: int) -> TimerC
     normal = read & ~roll & ~has_delete
     # the index look-up of `timer_messages` sees copies anywhere, its ConsumeQueue walk only later ones
     after = -1 if store.index_service.files else int(phys[normal].min()) if normal.any() else 0
-    copy = _copies(store, cols, normal & has_key, after)
+    copy = _copies(store, cols, normal & has_key, after) if copies else np.full(n, -1, np.int64)
     no_unit_state = np.where(
         (qids != 0) | (position is None) | (qoffs >= (position if position is not None else 0)),
         STATE_CODE["not-enqueued"],

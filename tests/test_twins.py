@@ -10,9 +10,10 @@ from construct import Container
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.twins import TWIN_MODULES, registered
+from formats.twins import TWIN_MODULES, registered, registered_parsers
 
 TWINS = registered()
+PARSERS = registered_parsers()
 
 
 def _leaves(value) -> list:
@@ -29,7 +30,8 @@ def test_registry_covers_every_twin_module():
     assert {"TimerLogUnit (numpy)", "TimerWheelSlot (numpy)"} <= names
     assert sum(name.startswith("MessageRecord head") for name in names) == 4  # both host kinds, both hosts
     assert {"BatchConsumeQueueUnit", "BatchConsumeQueueUnit (numpy)"} <= names
-    assert len(TWIN_MODULES) == 6
+    assert len(TWIN_MODULES) == 7  # + formats.batchconsumequeue, formats.pop_columns
+    assert {"PopCheckPoint body", "AckMsg body", "BatchAckMsg body"} <= {p.name for p in PARSERS}
 
 
 def test_a_wrong_twin_is_caught():
@@ -55,3 +57,27 @@ def test_twin_matches_its_declaration(twin, data):
         assert dtype.itemsize == twin.size
         row = np.frombuffer(raw, dtype=dtype)[0]
         assert [row[name].item() for name in dtype.names] == expected
+
+
+# bodies near the form the broker writes: a JSON object of the revive bodies' keys with int, string, list
+# and null values, or any bytes
+_KEYS = ["ao", "aol", "bm", "bn", "c", "d", "it", "n", "pt", "q", "reviveTime", "ro", "rp", "so", "t"]
+_VALUE = st.one_of(
+    st.integers(-(2**64), 2**64).map(str),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=6).map(lambda t: '"' + t.replace('"', "") + '"'),
+    st.lists(st.integers(-(2**33), 2**33), max_size=4).map(lambda v: "[" + ",".join(map(str, v)) + "]"),
+    st.sampled_from(["null", "true", '"1"', "1.5", "[]", "{}"]),
+)
+_BODY = st.one_of(
+    st.dictionaries(st.sampled_from(_KEYS), _VALUE, max_size=9).map(
+        lambda d: ("{" + ",".join(f'"{k}":{v}' for k, v in sorted(d.items())) + "}").encode()
+    ),
+    st.binary(max_size=40),
+)
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=[p.name for p in PARSERS])
+@settings(max_examples=150, deadline=None)
+@given(body=_BODY)
+def test_parser_twin_matches_its_reference(parser, body):
+    assert parser.fast(body) == parser.reference(body)

@@ -9,8 +9,15 @@ ScheduleMessageService level (`mqtool.delay.delay_stats`), the 5.x timer wheel's
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from formats.errors import MqtoolError
 from mqtool.audit.plan import AuditOptions, StorePlan
+
+if TYPE_CHECKING:
+    from store.pop_columns import PopColumns
 
 
 def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) -> None:
@@ -21,11 +28,13 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     notes = document.setdefault("notes", [])
     lag, delay, timer, pop, txns = [], [], [], [], []
     for plan in plans:
+        # the POP checkpoints are read once: the lag section and the POP section share them
+        pop_once = functools.cache(functools.partial(_pop_columns, plan, now))
         for name, fn, sink in (
-            ("lag", _lag_rows, lag),
+            ("lag", functools.partial(_lag_rows, pop=pop_once), lag),
             ("delay", _delay_rows, delay),
             ("timer", _timer_rows, timer),
-            ("pop", _pop_rows, pop),
+            ("pop", functools.partial(_pop_rows, pop=pop_once), pop),
             ("transactions", _transaction_rows, txns),
         ):
             try:
@@ -42,12 +51,22 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     document["transactions"] = txns
 
 
-def _lag_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+def _pop_columns(plan: StorePlan, now: int) -> PopColumns | None:
+    """The store's POP checkpoints (store.pop_columns), None without a revive topic."""
+    from store.pop import revive_topics
+    from store.pop_columns import pop_columns
+
+    return pop_columns(plan.store, now=now) if revive_topics(plan.store) else None
+
+
+def _lag_rows(
+    plan: StorePlan, now: int, pop: Callable[[], PopColumns | None]
+) -> tuple[list[dict], list[str]]:
     from mqtool.consumer_progress import consumer_progress, store_time_of
 
     store = plan.store
     try:
-        progress = consumer_progress(store)
+        progress = consumer_progress(store, pop=pop())
     except MqtoolError as exc:
         if not (store.config_dir / "consumerOffset.json").exists():
             return [], []
@@ -149,14 +168,16 @@ def _timer_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
     ], []
 
 
-def _pop_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+def _pop_rows(
+    plan: StorePlan, now: int, pop: Callable[[], PopColumns | None]
+) -> tuple[list[dict], list[str]]:
     """One row per POP group of a store with a revive topic, as `pop stats` shows it."""
-    from mqtool.pop import pop_stats
-    from store.pop import revive_topics
+    from mqtool.pop import summarize
 
-    if not revive_topics(plan.store):
+    cols = pop()
+    if cols is None:
         return [], []
-    stats = pop_stats(plan.store, now=now)
+    stats = summarize(cols)
     backlog = sum(q.backlog for q in stats.queues)
     rows = [{"store": plan.label, **g.to_json(), "reviveBacklog": backlog} for g in stats.groups]
     return rows, stats.notes

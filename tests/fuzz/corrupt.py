@@ -32,6 +32,11 @@ File types (`KINDS`):
 * `rocksdb` (RocksDB-mode stores: `consumequeue/`, `config/consumerOffsets`, ... are RocksDB databases) —
   CURRENT missing or pointing nowhere, SST files truncated, bit-flipped or removed, MANIFEST truncated or
   garbage, the WAL with garbage appended, a database with other column families in its place.
+* `pop` (stores with a POP revive topic) — the `ck`, `ack` and `bAck` bodies of revive records garbled
+  (cut, garbage, deep nesting, wrong types, numbers past their Java range, bitmaps wider than `n`, diff
+  lists shorter or longer than `n`, long key names, whitespace, escapes, lone surrogates), their TAGS
+  swapped or removed (each such record rewritten whole, with its CRC, after the last record and its
+  ConsumeQueue unit pointed at it), and the revive group's offsets beyond or before the revive queues.
 """
 
 from __future__ import annotations
@@ -49,7 +54,9 @@ from pathlib import Path
 
 TIMER_KINDS = ("timerlog", "timerwheel", "timercheck")
 ROCKSDB_KIND = "rocksdb"  # RocksDB-mode stores: the consume queue and config databases
-KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout", *TIMER_KINDS, ROCKSDB_KIND)
+POP_KINDS = ("pop",)
+FILE_KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout")
+KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS)
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -2092,6 +2099,173 @@ def rdb_other_database(layout: StoreLayout, rng: random.Random) -> Corruption | 
     )
 
 
+# POP: the revive topic's records ---------------------------------------------------------------------
+
+REVIVE_TOPIC_PREFIX = b"rmq_sys_REVIVE_LOG_"
+POP_NUMBERS = (0, -1, 1, 7, 31, 32, 33, 127, 128, 255, 256, -129, INT_MAX, INT_MAX + 1, INT_MIN, INT_MIN - 1,
+               LONG_MAX, LONG_MAX + 1, LONG_MIN, LONG_MIN - 1, 10**30)  # fmt: skip
+POP_ODD_VALUES = ('"x"', '"12"', "null", "true", "1.5", "1e3", "-0", "[]", "{}", '"\\ud800"', "[1,[2]]")
+
+
+def _revive_records(layout: StoreLayout) -> list[Record]:
+    out = []
+    for r in _messages(layout):
+        at, n = r.fields["topic"]
+        if _read(layout, r.file)[at : at + n].startswith(REVIVE_TOPIC_PREFIX):
+            out.append(r)
+    return out
+
+
+def _field_bytes(layout: StoreLayout, r: Record, name: str) -> bytes:
+    at, n = r.fields[name]
+    return _read(layout, r.file)[at : at + n]
+
+
+def _pop_value(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.5:
+        return str(rng.choice(POP_NUMBERS))
+    if roll < 0.8:
+        return rng.choice(POP_ODD_VALUES)
+    return "[" + ",".join(str(rng.choice(POP_NUMBERS)) for _ in range(rng.randint(0, 40))) + "]"
+
+
+def _pop_body(body: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """A mutated ck / ack / bAck body and what was done."""
+    import json
+
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = {}
+    mode = rng.choice(("value", "value", "wide", "list", "key", "form", "cut", "garbage", "nest"))
+    if mode == "cut":
+        cut = rng.randrange(len(body) + 1)
+        return body[:cut], f"body cut at {cut}"
+    if mode == "garbage":
+        data = rng.choice((b"", b"{}", b"null", b"[]", b'"x"', b"\xff\xfe{", b"{\"t\":\"\xc3\"}",
+                           bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 60)))))  # fmt: skip
+        return data, f"body := {data[:40]!r}"
+    if mode == "nest":
+        depth = rng.choice((100, 1000, 5000))
+        key = rng.choice(("d", "aol", "t", "so"))
+        data = ('{"' + key + '":' + "[" * depth + "]" * depth + "}").encode()
+        return data, f"body: {key} nested {depth} deep"
+    if not isinstance(doc, dict) or not doc:
+        return body[::-1], "body reversed"
+    keys = list(doc)
+    if mode == "value":
+        key = rng.choice(keys + ["n", "bm", "so", "ao", "q", "pt", "it"])
+        value = _pop_value(rng)
+        doc[key] = "\x00"  # a placeholder the raw value replaces
+        text = json.dumps(doc, separators=(",", ":")).replace('"\\u0000"', value, 1)
+        return text.encode(), f"body {key} := {value}"
+    if mode == "wide":  # a bitmap wider than n, n past the diff list, or the other way round
+        doc["bm"] = rng.choice((-1, INT_MAX, 1 << 20, 3))
+        doc["n"] = rng.choice((0, 1, 2, 31, 32, 33, 127, -1, -128))
+        if rng.random() < 0.5 and "d" in doc:
+            doc["d"] = doc["d"][: rng.randint(0, len(doc["d"]))] or [0]
+        return json.dumps(doc, separators=(",", ":")).encode(), f"body bm {doc['bm']} n {doc['n']}"
+    if mode == "list":
+        key = rng.choice(("d", "aol"))
+        doc[key] = [rng.choice((0, 1, 2, -1, 5, INT_MAX, INT_MAX + 1, LONG_MAX, 10**20)) for _ in range(
+            rng.choice((0, 1, 3, 40, 200)))]  # fmt: skip
+        return json.dumps(doc, separators=(",", ":")).encode(), f"body {key} := {len(doc[key])} odd offsets"
+    if mode == "key":
+        key = rng.choice(keys)
+        new = rng.choice(("ackOffset", "startOffset", "consumerGroup", "queueId", "x", key, "", "aol"))
+        text = json.dumps(doc, separators=(",", ":")).replace(json.dumps(key) + ":", json.dumps(new) + ":", 1)
+        return text.encode(), f"body key {key} -> {new!r}"
+    # form: whitespace, key order, escapes, non-ASCII
+    items = list(doc.items())
+    rng.shuffle(items)
+    separators = rng.choice(((",", ":"), (", ", " : ")))
+    text = json.dumps(dict(items), separators=separators, ensure_ascii=rng.random() < 0.5)
+    if rng.random() < 0.5:
+        text = text.replace('":"', '":"\\u00e9\\t', 1)
+    return text.encode("utf-8", "surrogatepass"), "body in another form"
+
+
+Change = tuple[Record, bytes | None, bytes | None]  # a record, its new body, its new properties
+
+
+def _rewrite_records(layout: StoreLayout, changes: list[Change]) -> list[Op]:
+    """Each record again with a new body and/or properties (valid CRC and sizes), after the last record of
+    the last commitlog file, and its ConsumeQueue unit pointed at the new copy."""
+    import zlib
+
+    last = layout.commitlog_files[-1]
+    base = int(Path(last[0]).name)
+    at = layout.commitlog_end - base
+    ops = []
+    for r, body, props in changes:
+        raw = _read(layout, r.file)[r.pos : r.pos + r.total]
+        rel = {k: (p - r.pos, n) for k, (p, n) in r.fields.items()}
+        head = bytearray(raw[: rel["body"][0]])
+        old_body = raw[rel["body"][0] : rel["body"][0] + rel["body"][1]]
+        body = old_body if body is None else body
+        topic = raw[rel["topicLength"][0] : rel["propertiesLength"][0]]
+        if props is None:
+            props = _field_bytes(layout, r, "properties")
+        record = head + body + topic + struct.pack(">h", len(props)) + props
+        struct.pack_into(">i", record, 0, len(record))
+        struct.pack_into(">i", record, rel["bodyCRC"][0], zlib.crc32(body) & 0x7FFFFFFF)
+        struct.pack_into(">q", record, rel["physicalOffset"][0], base + at)
+        struct.pack_into(">i", record, rel["bodyLength"][0], len(body))
+        if at + len(record) > last[1]:
+            break
+        ops.append(Op("write", last[0], offset=at, data=bytes(record)))
+        queue = struct.unpack_from(">i", raw, rel["queueId"][0])[0]
+        offset = struct.unpack_from(">q", raw, rel["queueOffset"][0])[0]
+        name = _field_bytes(layout, r, "topic").decode()
+        cq = f"consumequeue/{name}/{queue}/00000000000000000000"
+        ops.append(Op("write", cq, offset=offset * 20, data=struct.pack(">qi", base + at, len(record))))
+        at += len(record)
+    return ops
+
+
+def pop_bodies(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    records = _revive_records(layout)
+    if not records:
+        return None
+    picked = rng.sample(records, min(len(records), rng.choice((1, 1, 2, 3))))
+    changes, what = [], []
+    for r in picked:
+        body, desc = _pop_body(_field_bytes(layout, r, "body"), rng)
+        changes.append((r, body, None))
+        what.append(desc)
+    return _c("pop", "bodies", "revive record " + "; ".join(what), *_rewrite_records(layout, changes))
+
+
+def pop_tags(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    records = _revive_records(layout)
+    if not records:
+        return None
+    r = rng.choice(records)
+    props = _field_bytes(layout, r, "properties")
+    tag = rng.choice((b"ck", b"ack", b"bAck", b"", b"CK", b"ck\x01x", None))
+    parts = [p for p in props.split(b"\x02") if p and not p.startswith(b"TAGS\x01")]
+    if tag is not None:
+        parts.insert(rng.randrange(len(parts) + 1), b"TAGS\x01" + tag)
+    new = b"\x02".join(parts) + b"\x02"
+    body = _pop_body(_field_bytes(layout, r, "body"), rng)[0] if rng.random() < 0.3 else None
+    return _c("pop", "tags", f"revive record TAGS := {tag!r}", *_rewrite_records(layout, [(r, body, new)]))
+
+
+def pop_revive_offset(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    rel = "config/consumerOffset.json"
+    text = layout.config_texts.get(rel)
+    if text is None or b"CID_RMQ_SYS_REVIVE_GROUP" not in text or not _revive_records(layout):
+        return None
+    value = rng.choice((-1, -2, 1, 2, 5, 7, 1000, INT_MAX, LONG_MAX, LONG_MIN))
+    queue = rng.choice((0, 1, 2, 3, 6, 7, 8, -1))
+    key = b'CID_RMQ_SYS_REVIVE_GROUP":{'
+    at = text.index(key) + len(key)
+    data = text[:at] + f"{queue}:{value},".encode() + text[at:]
+    return _c("pop", "revive-offset", f"revive group offset of queue {queue} := {value}",
+              Op("replace", rel, data=data))  # fmt: skip
+
+
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "commitlog": (
         cl_truncate_boundary,
@@ -2110,6 +2284,7 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "timerlog": (tm_log_field, tm_log_bytes, tm_log_chain, tm_log_target, tm_log_files),
     "timerwheel": (tm_wheel_slot, tm_wheel_chain, tm_wheel_misplaced, tm_wheel_size),
     "timercheck": (tm_check, tm_check_read_time, tm_check_queue),
+    "pop": (pop_bodies, pop_tags, pop_revive_offset),
     "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
     "layout": (
         lay_empty_file,

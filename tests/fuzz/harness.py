@@ -50,6 +50,7 @@ from pathlib import Path
 
 from .corrupt import (
     KINDS,
+    POP_KINDS,
     ROCKSDB_KIND,
     TIMER_KINDS,
     Corruption,
@@ -73,7 +74,9 @@ SAMPLES: dict[str, list[str]] = {
     "small5": ["-n", "300", "--seed", "13", "--file-size", "65536", "--cq-file-size", "600",
                "--max-hash-slot-num", "64", "--max-index-num", "100"],
 }  # fmt: skip
-GOLDEN_STORES = ("store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb")
+GOLDEN_STORES = (
+    "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb", "store-pop"
+)  # fmt: skip
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown")
 
@@ -179,8 +182,9 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP = KINDS
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
+POP_READERS = frozenset(POP_KINDS)  # the revive topic's records and the revive group's offsets
 
 
 @dataclass(frozen=True)
@@ -250,8 +254,33 @@ COMMANDS: tuple[Command, ...] = (
             "0",
         ],  # fmt: skip
     ),
-    Command("offsets show", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["offsets", "show"]),
-    Command("consume-mode show", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["consume-mode", "show"]),
+    Command("offsets show", frozenset({CL, CQ, CFG, LAY, POP}), lambda t, k, f: ["offsets", "show"]),
+    Command(
+        "consume-mode show", frozenset({CL, CQ, CFG, LAY, POP}), lambda t, k, f: ["consume-mode", "show"]
+    ),
+    Command(
+        "pop list",
+        frozenset({CL, CQ, CFG, LAY, POP, *TIMER}),
+        lambda t, k, f: [
+            "pop",
+            "list",
+            "--state",
+            "in-flight",
+            "--state",
+            "overdue",
+            "--state",
+            "revived",
+            "--state",
+            "acked",
+            "--now",
+            str(t.end),
+        ],
+    ),  # fmt: skip
+    Command(
+        "pop stats",
+        frozenset({CL, CQ, CFG, LAY, POP, *TIMER}),
+        lambda t, k, f: ["pop", "stats", "--now", str(t.end)],
+    ),
     Command(
         "delay list", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["delay", "list", "--now", str(t.end)]
     ),
@@ -270,7 +299,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("rebuild (dry run)", frozenset({CL, CQ, IX, CP, LAY}), lambda t, k, f: ["rebuild", "all"]),
     Command(
         "offsets reset (dry run)",
-        frozenset({CL, CQ, CFG, LAY}),
+        frozenset({CL, CQ, CFG, LAY, POP}),
         lambda t, k, f: [
             "offsets",
             "reset",
@@ -887,8 +916,8 @@ class Fuzzer:
     ) -> None:
         self.bases = {b.name: b.path for b in bases}
         preload()
-        if warm:  # in the parent, so every forked worker starts warm
-            warm_up([b for b in bases if not b.golden] or bases[:1])
+        if warm:  # in the parent, so every forked worker starts warm (the POP kernels on the POP store)
+            warm_up([b for b in bases if not b.golden or b.name == "store-pop"] or bases[:1])
         self.jobs = max(1, jobs)
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -1000,7 +1029,10 @@ class Fuzzer:
 
 def kind_applies(base: Base, kind: str) -> bool:
     """Timer corruptions need a store with the timer wheel, RocksDB ones a RocksDB-mode store (whose
-    consume queue is no ConsumeQueue files); every other kind applies to every base."""
+    consume queue is no ConsumeQueue files), POP ones a revive topic; every other kind applies to every
+    base."""
+    if kind in POP_READERS:
+        return base.name == "store-pop"
     rocksdb = bool(rocksdb_dirs(base.layout))
     if kind in (ROCKSDB_KIND, CQ):
         return rocksdb == (kind == ROCKSDB_KIND)

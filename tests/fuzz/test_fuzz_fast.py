@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from .corrupt import (
     BROKER_CONF,
     KINDS,
+    POP_KINDS,
     ROCKSDB_KIND,
     STRATEGIES,
     TIMER_KINDS,
@@ -56,12 +57,13 @@ from .harness import (
 SAMPLE_BASES = ("tiny5", "tiny4")
 TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store where the real timer ran
 ROCKSDB_BASES = ("store-rocksdb",)  # the RocksDB corruptions, a store the real RocksDBMessageStore wrote
+POP_BASES = ("store-pop",)  # the POP corruptions need a store where the real POP classes wrote
 
 
 def bases_for(kind: str) -> tuple[str, ...]:
     if kind == ROCKSDB_KIND:
         return ROCKSDB_BASES
-    return TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
+    return POP_BASES if kind in POP_KINDS else TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,9 @@ def workdir():
 def bases(workdir) -> dict[str, Base]:
     return {
         b.name: b
-        for b in prepare_bases(workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES, *ROCKSDB_BASES])
+        for b in prepare_bases(
+            workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES, *ROCKSDB_BASES, *POP_BASES]
+        )
     }
 
 
