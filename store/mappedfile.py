@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import FormatError, MqtoolError
+from store import remote
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -51,6 +52,8 @@ class MappedFile:
         if self.size == 0:
             return b""
         if self._map is None:
+            if remote.placeholder(self.path):
+                remote.fetch_placeholder(self.path)  # a store read by URL: driver code maps this file
             try:
                 with open(self.path, "rb") as fh:
                     self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -60,6 +63,8 @@ class MappedFile:
 
     def read(self, position: int, length: int) -> bytes:
         """Bytes [position, position+length) of this file, clipped to its end."""
+        if self._map is None and (entry := remote.placeholder(self.path)):
+            return remote.read_range(entry[0], position, max(0, min(position + length, self.size) - position))
         buf = self.buffer()
         return bytes(buf[position : min(position + length, self.size)])
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from formats.errors import MqtoolError
 from store.brokerconf import BrokerConfig
 from store.liveness import Liveness, check_liveness
+from store.remote import is_url, open_view, refuse_url
 
 if TYPE_CHECKING:
     from store.layout import StoreLayout
@@ -45,6 +46,7 @@ class Store:
 
     @classmethod
     def open(cls, path: Path | str | None = None, broker_config: BrokerConfig | None = None) -> Store:
+        refuse_url(path if path is not None else os.environ.get("MQTOOL_STORE"))
         root = resolve_store_root(path)
         if not root.exists():
             raise NotAStoreError("no such store directory (use --store or $MQTOOL_STORE)", str(root))
@@ -60,6 +62,17 @@ class Store:
                 str(root),
             )
         return cls(root, broker_config)
+
+    @classmethod
+    def open_location(
+        cls, path: Path | str | None = None, broker_config: BrokerConfig | None = None
+    ) -> Store:
+        """Store.open, or for a URL (s3://, gs://, hdfs://, file://, ...) its driver view (store.remote)."""
+        if path is None and is_url(os.environ.get("MQTOOL_STORE")):
+            path = os.environ["MQTOOL_STORE"]
+        if is_url(path):
+            return cls.open(open_view(str(path)), broker_config)
+        return cls.open(path, broker_config)
 
     def __enter__(self) -> Store:
         return self
