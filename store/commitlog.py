@@ -375,7 +375,8 @@ class CommitLog:
         f = self.queue.find(phy_offset)
         if f is None or phy_offset < self.min_offset:
             return None
-        return store_timestamp_at(f.buffer(), f.size, phy_offset - f.start_offset, size)
+        head = f.read(phy_offset - f.start_offset, 76)  # the header only (a ranged read on a URL's store)
+        return store_timestamp_at(head, len(head), 0, size)
 
     def first_record(self) -> RecordHead | None:
         """The first record of the first file, when the broker accepts it (CRC unchecked)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from formats.errors import MqtoolError
 from store.brokerconf import BrokerConfig
 from store.liveness import Liveness, check_liveness
-from store.remote import is_url, open_view, refuse_url
+from store.remote import is_url, open_view, redact, refuse_url
 
 if TYPE_CHECKING:
     from store.layout import StoreLayout
@@ -41,6 +41,7 @@ class Store:
 
     def __init__(self, root: Path, broker_config: BrokerConfig | None = None) -> None:
         self.root = root
+        self.location = str(root)  # what the user named: the root, or a URL without credentials
         self.broker_config = broker_config or BrokerConfig()
         self._queues: dict[tuple[str, int], object] = {}
 
@@ -71,7 +72,9 @@ class Store:
         if path is None and is_url(os.environ.get("MQTOOL_STORE")):
             path = os.environ["MQTOOL_STORE"]
         if is_url(path):
-            return cls.open(open_view(str(path)), broker_config)
+            store = cls.open(open_view(str(path)), broker_config)
+            store.location = redact(str(path))
+            return store
         return cls.open(path, broker_config)
 
     def __enter__(self) -> Store:
