@@ -315,7 +315,8 @@ class CommitLog:
         PHYSICALOFFSET must equal `phy_offset`, and its TOTALSIZE must equal `size` when given."""
         _, f = self._file_for(phy_offset)
         pos = phy_offset - f.start_offset
-        record = decode_record(f.buffer(), pos, f.start_offset, check_crc=check_crc, file=str(f.path))
+        buf = f.record_buffer(pos)
+        record = decode_record(buf, pos, f.start_offset, check_crc=check_crc, file=str(f.path))
         if isinstance(record, BadRecord):
             raise record.to_error(str(f.path), pos)
         if not isinstance(record, Message):

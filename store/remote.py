@@ -205,6 +205,8 @@ _LOCK = threading.Lock()
 _VIEWS: dict[str, str] = {}  # local root -> store URL
 _PLACEHOLDERS: dict[str, tuple[str, int]] = {}  # local commitlog file -> (URL, size)
 FETCHED: list[str] = []  # commitlog files the driver fetched whole (for tests and the bench)
+_RECORD_READS: dict[str, int] = {}
+WHOLE_AFTER = 64  # record reads of one placeholder after which fetching the file whole is cheaper
 
 
 def open_view(url: str) -> Path:
@@ -240,6 +242,13 @@ def open_view(url: str) -> Path:
 
 def placeholder(path: Path | str) -> tuple[str, int] | None:
     return _PLACEHOLDERS.get(str(path)) if _PLACEHOLDERS else None
+
+
+def read_often(path: Path | str) -> bool:
+    """Count a record read of a placeholder; True once the file is better fetched whole."""
+    key = str(path)
+    _RECORD_READS[key] = _RECORD_READS.get(key, 0) + 1
+    return _RECORD_READS[key] > WHOLE_AFTER
 
 
 def fetch_placeholder(path: Path | str) -> None:
