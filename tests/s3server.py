@@ -24,13 +24,15 @@ class S3:
         return "/".join([f"s3://{BUCKET}", *names])
 
     def upload(self, local: Path, name: str) -> str:
-        """Copy a store directory to s3://BUCKET/name (every file, as a backup job would)."""
-        import pyarrow.fs as pafs
+        """Copy a store directory to s3://BUCKET/name (every file, as a backup job would), one PUT per
+        file: moto's multipart completion fails under concurrent large parts."""
+        import boto3
 
-        s3 = pafs.S3FileSystem(
-            endpoint_override=self.endpoint, access_key="mqtool", secret_key=SECRET, region="us-east-1"
-        )
-        pafs.copy_files(str(local), f"{BUCKET}/{name}", pafs.LocalFileSystem(), s3)
+        client = boto3.client("s3", endpoint_url=self.endpoint, **_keys())
+        for path in sorted(p for p in local.rglob("*") if p.is_file()):
+            key = f"{name}/{path.relative_to(local).as_posix()}"
+            with open(path, "rb") as fh:
+                client.put_object(Bucket=BUCKET, Key=key, Body=fh)
         return self.url(name)
 
     def objects(self, prefix: str) -> dict[str, int]:
