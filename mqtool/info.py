@@ -240,7 +240,7 @@ def store_info(store: Store) -> dict[str, Any]:
     live = store.liveness()
     commitlog = _section(commitlog_info, store)
     return {
-        "store": str(store.root),
+        "store": store.location,
         "broker": {
             "running": live.locked,
             "pid": live.holder_pid,

@@ -82,7 +82,7 @@ def verify_store(
 
     advance = progress or (lambda _n: None)
     root = store.root
-    problems = ProblemList(str(root), max_rows=max_rows)
+    problems = ProblemList(store.location, max_rows=max_rows)
     timings: dict[str, float] = {}
     summary: dict[str, Any] = {"deep": deep, "checkCRC": check_crc}
     t0 = time.perf_counter()
@@ -199,7 +199,7 @@ def verify_store(
     table = checks.sort_problems(problems.table())
     order = np.array([SEVERITY_ORDER[s] for s in table.column("severity").to_pylist()], dtype=np.int64)
     table = table.take(pa.array(np.argsort(order, kind="stable")))
-    return VerifyReport(str(root), table, checks.count_by_severity(table), summary)
+    return VerifyReport(store.location, table, checks.count_by_severity(table), summary)
 
 
 def verify_total(store: Store) -> int:

@@ -315,7 +315,8 @@ class CommitLog:
         PHYSICALOFFSET must equal `phy_offset`, and its TOTALSIZE must equal `size` when given."""
         _, f = self._file_for(phy_offset)
         pos = phy_offset - f.start_offset
-        record = decode_record(f.buffer(), pos, f.start_offset, check_crc=check_crc, file=str(f.path))
+        buf = f.record_buffer(pos)
+        record = decode_record(buf, pos, f.start_offset, check_crc=check_crc, file=str(f.path))
         if isinstance(record, BadRecord):
             raise record.to_error(str(f.path), pos)
         if not isinstance(record, Message):
@@ -375,7 +376,8 @@ class CommitLog:
         f = self.queue.find(phy_offset)
         if f is None or phy_offset < self.min_offset:
             return None
-        return store_timestamp_at(f.buffer(), f.size, phy_offset - f.start_offset, size)
+        head = f.read(phy_offset - f.start_offset, 76)  # the header only (a ranged read on a URL's store)
+        return store_timestamp_at(head, len(head), 0, size)
 
     def first_record(self) -> RecordHead | None:
         """The first record of the first file, when the broker accepts it (CRC unchecked)."""

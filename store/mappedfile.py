@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import FormatError, MqtoolError
+from store import remote
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -51,6 +52,8 @@ class MappedFile:
         if self.size == 0:
             return b""
         if self._map is None:
+            if remote.placeholder(self.path):
+                remote.fetch_placeholder(self.path)  # a store read by URL: driver code maps this file
             try:
                 with open(self.path, "rb") as fh:
                     self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -58,8 +61,22 @@ class MappedFile:
                 raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
         return memoryview(self._map)
 
+    def record_buffer(self, position: int) -> memoryview | bytes:
+        """A buffer of the whole file in which the record at `position` can be read: the map, or for a
+        placeholder of a store read by URL (`store.remote`) a file-sized array holding that record only
+        (two ranged reads; a file read this way many times is fetched whole instead)."""
+        entry = remote.placeholder(self.path)
+        if entry is None or remote.read_often(self.path):
+            return self.buffer()
+        head = self.read(position, 4)
+        total = int.from_bytes(head, "big", signed=True) if len(head) == 4 else 0
+        end = min(self.size, position + max(total, 8))
+        return memoryview(remote.file_array(entry[0], self.size, position, end))
+
     def read(self, position: int, length: int) -> bytes:
         """Bytes [position, position+length) of this file, clipped to its end."""
+        if self._map is None and (entry := remote.placeholder(self.path)):
+            return remote.read_range(entry[0], position, max(0, min(position + length, self.size) - position))
         buf = self.buffer()
         return bytes(buf[position : min(position + length, self.size)])
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from formats.errors import MqtoolError
 from store.brokerconf import BrokerConfig
 from store.liveness import Liveness, check_liveness
+from store.remote import is_url, open_view, redact, refuse_url
 
 if TYPE_CHECKING:
     from store.layout import StoreLayout
@@ -40,12 +41,14 @@ class Store:
 
     def __init__(self, root: Path, broker_config: BrokerConfig | None = None) -> None:
         self.root = root
+        self.location = str(root)  # what the user named: the root, or a URL without credentials
         self.broker_config = broker_config or BrokerConfig()
         self._queues: dict[tuple[str, int], object] = {}
         self._batch_queues: dict[tuple[str, int], object] = {}
 
     @classmethod
     def open(cls, path: Path | str | None = None, broker_config: BrokerConfig | None = None) -> Store:
+        refuse_url(path if path is not None else os.environ.get("MQTOOL_STORE"))
         root = resolve_store_root(path)
         if not root.exists():
             raise NotAStoreError("no such store directory (use --store or $MQTOOL_STORE)", str(root))
@@ -61,6 +64,19 @@ class Store:
                 str(root),
             )
         return cls(root, broker_config)
+
+    @classmethod
+    def open_location(
+        cls, path: Path | str | None = None, broker_config: BrokerConfig | None = None
+    ) -> Store:
+        """Store.open, or for a URL (s3://, gs://, hdfs://, file://, ...) its driver view (store.remote)."""
+        if path is None and is_url(os.environ.get("MQTOOL_STORE")):
+            path = os.environ["MQTOOL_STORE"]
+        if is_url(path):
+            store = cls.open(open_view(str(path)), broker_config)
+            store.location = redact(str(path))
+            return store
+        return cls.open(path, broker_config)
 
     def __enter__(self) -> Store:
         return self

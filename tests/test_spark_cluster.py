@@ -1,6 +1,8 @@
 """`mqtool audit --master spark://...` on a real Spark standalone cluster: a master and two workers started by
 this test with the `spark-class` launcher that pyspark ships, bound to 127.0.0.1, stopped by the test. The
-audit of a golden store on the cluster equals the embedded local[2] audit of the same store, row for row."""
+audit of a golden store on the cluster equals the embedded local[2] audit of the same store, row for row,
+and so does the cluster's audit of the same store uploaded to an S3 bucket (moto's server on 127.0.0.1,
+tests/s3server.py; the workers get the standard AWS environment, as a cluster's nodes have it)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 import pyspark
 import pytest
 from golden import GOLDEN
+from s3server import s3_server
 
 SPARK_HOME = Path(pyspark.__file__).parent
 WORKERS = 2
@@ -52,10 +55,19 @@ def alive_workers(ui_port: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def s3():
+    pytest.importorskip("moto")
+    with s3_server() as server:
+        server.upload(GOLDEN / "store-a", "store-a")
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("spark-cluster")
     env = dict(
         os.environ,
+        **s3.env,
         SPARK_HOME=str(SPARK_HOME),
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOCAL_DIRS=str(tmp),
@@ -109,13 +121,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 p.wait()
 
 
-def audit(master: str, store: str, cwd: Path) -> dict:
+def audit(master: str, store: str, cwd: Path, env: dict[str, str] | None = None) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", "mqtool.cli", "audit", store, "--master", master, "--format", "json"],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=600,
+        env=dict(os.environ, **(env or {})),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
@@ -129,11 +142,15 @@ def without_now(value: object) -> object:
     return value
 
 
-def test_audit_on_a_standalone_cluster_equals_local(cluster: str) -> None:
+@pytest.fixture(scope="module")
+def local() -> dict:
+    return audit("local[2]", "store-a", cwd=GOLDEN)
+
+
+def test_audit_on_a_standalone_cluster_equals_local(cluster: str, local: dict) -> None:
     # A store named by a relative path, as a user types it: the executors run in the workers' own
     # directories, so the driver must hand them absolute paths.
     on_cluster = audit(cluster, "store-a", cwd=GOLDEN)
-    local = audit("local[2]", "store-a", cwd=GOLDEN)
 
     assert on_cluster["scan"]["master"] == cluster
     assert on_cluster["scan"]["splits"] == local["scan"]["splits"]
@@ -146,3 +163,24 @@ def test_audit_on_a_standalone_cluster_equals_local(cluster: str) -> None:
             if row.get("lagMs") is not None:
                 assert row["lagMs"] == result["now"] - row["firstUnconsumedStoreTimestamp"]
     assert on_cluster["queues"] and on_cluster["problems"] is not None
+
+
+def test_audit_of_a_bucket_on_a_standalone_cluster_equals_local(cluster: str, s3, local: dict) -> None:
+    url = s3.url("store-a")
+    on_cluster = audit(cluster, url, cwd=GOLDEN, env=s3.env)
+
+    assert on_cluster["scan"]["master"] == cluster and on_cluster["scan"]["splits"] == local["scan"]["splits"]
+    assert on_cluster.keys() == local.keys()
+    for section in local.keys() - {"scan", "now"}:
+        want = without_now(local[section])
+        got = without_now(on_cluster[section])
+        if isinstance(want, list):  # rows name the store as given: the URL, or the local path
+            assert all(r.get("store") == url for r in got if isinstance(r, dict) and "store" in r)
+            want = [_unnamed(r) for r in want]
+            got = [_unnamed(r) for r in got]
+        assert got == want, section
+    assert on_cluster["queues"]
+
+
+def _unnamed(row: object) -> object:
+    return {k: v for k, v in row.items() if k not in ("store", "root")} if isinstance(row, dict) else row

@@ -11,6 +11,7 @@ from typing import Any
 from formats.errors import MqtoolError
 from mqtool.audit.plan import StorePlan, relative_path
 from mqtool.audit.schema import BODY, RATE
+from store.remote import redact, store_url
 from store.storedir import Store
 
 DISPATCHED_NOTE = (
@@ -38,7 +39,7 @@ def assemble(plans, splits, stops, cuts, queues, small, problems, bucket, docume
         stores.append(
             {
                 "store": plan.label,
-                "root": str(plan.root),
+                "root": redact(store_url(plan.root) or "") or str(plan.root),
                 "commitlogFiles": len(plan.files),
                 "commitlogBytes": plan.file_bytes,
                 "minOffset": plan.files[0].start_offset if plan.files else 0,

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from formats.errors import MqtoolError
 from mqtool.audit.plan import AuditOptions, Split, StorePlan, relative_path
 from mqtool.audit.recovery import Cut, SplitStop, file_summaries
+from mqtool.audit.remote import read_array
 from mqtool.audit.scan import close_map
 from mqtool.audit.schema import (
     PROBLEM,
@@ -29,6 +30,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
+from store.remote import is_url, location
 from store.storedir import Store
 
 # --- what the executors get (driver) --------------------------------------------------------------
@@ -76,7 +78,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
                 real = units[~filler_mask(units)]
                 phy = real["phyOffset"]
                 lo, hi = (int(phy.min()), int(phy.max())) if len(phy) else (1, 0)
-                cq_files.append(CqFile(str(f.path.absolute()), f.start_offset // 20, count, lo, hi))
+                cq_files.append(CqFile(location(f.path), f.start_offset // 20, count, lo, hi))
                 if count:
                     last_end = int(units["phyOffset"][-1]) + int(units["size"][-1])
             ctx.queues.append(
@@ -92,7 +94,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
             for f in service.files:
                 ctx.index_files.append(
                     IndexContext(
-                        str((store.index_dir / f.name).absolute()),
+                        location(store.index_dir / f.name),
                         f"index/{f.name}",
                         geometry.hash_slot_num,
                         geometry.entry_position(1),
@@ -144,8 +146,11 @@ def _units_in_range(queue: QueueContext, lo: int, hi: int) -> np.ndarray:
     for f in queue.files:
         if f.max_phy < lo or f.min_phy >= hi or f.min_phy > f.max_phy:
             continue
-        with open(f.path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if is_url(f.path):
+            mm = read_array(f.path, 0, f.units, CQ_UNIT_DTYPE)
+        else:
+            with open(f.path, "rb") as fh:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
             view = np.frombuffer(mm, dtype=CQ_UNIT_DTYPE, count=f.units)
             phy = view["phyOffset"]
@@ -189,7 +194,7 @@ def check_split(
     for q in ctx.queues:
         try:
             units = _units_in_range(q, lo, hi)
-        except OSError as exc:
+        except (OSError, MqtoolError) as exc:
             problems.add("cq_file", f"consumequeue/{q.topic}/{q.queue_id}", None, f"cannot read: {exc}")
             continue
         if len(units):
@@ -217,10 +222,15 @@ def check_split(
     for ix in ctx.index_files:
         if ix.entries <= 0:
             continue
-        with open(ix.path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if is_url(ix.path):
+            mm = read_array(ix.path, ix.entry_offset, ix.entries, INDEX_ENTRY_DTYPE)
+            offset = 0
+        else:
+            with open(ix.path, "rb") as fh:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            offset = ix.entry_offset
         try:
-            entries = np.frombuffer(mm, dtype=INDEX_ENTRY_DTYPE, count=ix.entries, offset=ix.entry_offset)
+            entries = np.frombuffer(mm, dtype=INDEX_ENTRY_DTYPE, count=ix.entries, offset=offset)
             facts_ix = checks.IndexFileFacts(
                 ix.name, 0, 0, ix.entries, phy=entries["phyOffset"].astype(np.int64)
             )

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqtool.audit.schema import DUP_KEY, DUP_UNIQ, SplitTask, constant, partial_rows
+from store.remote import placeholder
 
 if TYPE_CHECKING:
     from mqtool.audit.plan import StorePlan
@@ -229,6 +230,13 @@ def _record_at(plan: StorePlan, phy: int) -> dict[str, Any] | None:
     from mqtool.audit.scan import close_map  # scan imports this module
 
     for f in plan.files:
+        if f.start_offset <= phy < f.start_offset + f.size and (entry := placeholder(f.path)):
+            from mqtool.audit.remote import decode_split  # a store read by URL: the record's bytes only
+
+            pos = phy - f.start_offset
+            _, batch, _ = decode_split(entry[0], f.size, f.start_offset, pos, pos + 1, False)
+            rows = batch.select(["topic", "uniqKey", "keys", "status"]).to_pylist()
+            return rows[0] if rows and rows[0]["status"] == "ok" else None
         if f.start_offset <= phy < f.start_offset + f.size:
             with open(f.path, "rb") as fh:
                 buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)

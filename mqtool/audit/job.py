@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
@@ -22,6 +23,7 @@ from mqtool.audit.output import drop_invalid_message_files
 from mqtool.audit.plan import AuditOptions, Split, StorePlan
 from mqtool.audit.recovery import SplitStop, recovery_cut
 from mqtool.audit.schema import BODY, NO_STOP, PARTIAL_DDL, PROBLEM, QUEUE, RATE, RETRY, SPLIT_FIELDS, STOP
+from store.remote import is_url, location
 
 SCAN_GROUP = "mqtool-audit-scan"
 
@@ -33,13 +35,15 @@ def _split_rows(splits: list[Split], plans: list[StorePlan], opts: AuditOptions,
     """The SplitTask fields of each split, in split order (the scan's task i is splits[i])."""
     names = [name for name, _, _ in SPLIT_FIELDS]
     rows = []
-    output = str(opts.output.resolve()) if opts.output else None
+    output = (
+        None if not opts.output else opts.output if is_url(opts.output) else str(Path(opts.output).resolve())
+    )
     for s in splits:
         plan = plans[s.store]
         value = {
             "seq": s.seq,
             "store": s.store,
-            "path": str(s.file.path),
+            "path": location(s.file.path),
             "root": str(plan.root),
             "base": s.file.start_offset,
             "start": s.start,

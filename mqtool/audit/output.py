@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mqtool.audit.plan import AuditError
-from mqtool.audit.scan import message_file
+from mqtool.audit.scan import message_file, message_name
+from store.remote import is_url, join, write_bytes
 
 if TYPE_CHECKING:
     from mqtool.audit import AuditResult
@@ -140,9 +141,14 @@ _STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key", "states"}
 # --- the output directory ----------------------------------------------------------------------------
 
 
-def prepare_output(output: Path | None) -> None:
+def prepare_output(output: Path | str | None) -> None:
     """The output directory must be new, empty, or an earlier audit's (whose message files are removed)."""
     if output is None:
+        return
+    if is_url(output):
+        from mqtool.audit.remote import prepare_output as prepare_remote
+
+        prepare_remote(str(output), OUTPUT_MARKER)
         return
     if output.exists():
         if not output.is_dir():
@@ -156,9 +162,13 @@ def prepare_output(output: Path | None) -> None:
     output.mkdir(parents=True, exist_ok=True)
 
 
-def drop_invalid_message_files(output: Path, splits: list[Split], valid: set[int]) -> None:
+def drop_invalid_message_files(output: Path | str, splits: list[Split], valid: set[int]) -> None:
     for s in splits:
-        if s.seq not in valid:
+        if s.seq not in valid and is_url(output):
+            from mqtool.audit.remote import delete_file
+
+            delete_file(join(str(output), "messages", message_name(s.store, s.seq)))
+        elif s.seq not in valid:
             path = message_file(str(output.resolve()), s.store, s.seq)
             if path.exists():
                 os.unlink(path)
@@ -196,13 +206,21 @@ def _table(rows: list[dict], columns: tuple[str, ...]):
     return pa.table(arrays)
 
 
-def write_output(output: Path, document: dict) -> None:
+def write_output(output: Path | str, document: dict) -> None:
     """Parquet tables, audit.json and the self-contained HTML report."""
     import pyarrow.parquet as pq
 
     from mqtool.audit.report import render_html
     from mqtool.render import to_json_text
 
+    if is_url(output):  # objects appear whole: no temporary names
+        from mqtool.audit.remote import write_table
+
+        for name, columns in TABLES.items():
+            write_table(_table(_flat(document, name), columns), join(str(output), f"{name}.parquet"))
+        write_bytes(join(str(output), "report.html"), render_html(document).encode())
+        write_bytes(join(str(output), OUTPUT_MARKER), (to_json_text(document) + "\n").encode())
+        return
     for name, columns in TABLES.items():
         tmp = output / f".{name}.parquet.tmp"
         pq.write_table(_table(_flat(document, name), columns), tmp)

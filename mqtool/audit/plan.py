@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.scan import close_map
+from store.remote import is_url, placeholder, redact
 from store.storedir import Store
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class AuditOptions:
     master: str = "local[*]"
     split_size: int | None = None  # None: several ranges per core, 4-128 MiB
     check_crc: bool = True
-    output: Path | None = None
+    output: Path | str | None = None  # a str only for a URL (store.remote)
     top: int = 20
     bucket_ms: int | None = None  # None: chosen from the stores' time span (~240 buckets)
     broker_config: Path | None = None
@@ -108,7 +109,7 @@ def _labels(stores: list[str | Path]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
     for s in stores:
-        label = str(s)
+        label = redact(s) if is_url(s) else str(s)
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
     return out
@@ -149,7 +150,7 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
     errors: list[MqtoolError] = []
     for given, label in zip(opts.stores, _labels(opts.stores), strict=True):
         try:
-            store = Store.open(given, config)
+            store = Store.open_location(given, config)
             files = [
                 CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size)
                 for f in store.commitlog.queue.files
@@ -195,6 +196,10 @@ def _first_time(f: CommitLogFile, start: int, window: int) -> list[int]:
 
     if f.size == 0:
         return []
+    if entry := placeholder(f.path):  # a store read by URL: ranged reads
+        from mqtool.audit.remote import first_times
+
+        return first_times(entry[0], f.size, f.start_offset, start, window)
     with open(f.path, "rb") as fh:
         buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:

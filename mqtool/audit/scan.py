@@ -67,6 +67,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
+from store.remote import is_url
 
 TRAN_TYPE_MASK = 0xC  # MessageSysFlag.TRANSACTION_ROLLBACK_TYPE: getTransactionValue(sysFlag)
 
@@ -107,12 +108,22 @@ def _grouped(task: SplitTask, kind: int, table: pa.Table, keys: list[str], aggs:
 
 def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.RecordBatch]:
     """Decode one split and return its partial rows (see the module docstring)."""
-    buf, size = _open_file(task.path)
+    if is_url(task.path):  # a store on object storage: ranged reads of this split only
+        from mqtool.audit.remote import decode_split, fill_rest
+
+        buf, batch, filled = decode_split(
+            task.path, task.fileSize, task.base, task.start, task.end, task.checkCrc
+        )
+        size = task.fileSize
+    else:
+        buf, size = _open_file(task.path)
+        batch = decode_resync(buf, task.base, task.start, min(task.end, size), check_crc=task.checkCrc)
     try:
         data = np.frombuffer(buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
-        batch = decode_resync(buf, task.base, task.start, min(task.end, size), check_crc=task.checkCrc)
         codes = batch.column("status").indices.to_numpy(zero_copy_only=False)
         bad = np.flatnonzero(codes != STATUS_OK)
+        if bad.size and is_url(task.path):
+            fill_rest(data, task.path, filled)
         cut = int(bad[0]) if bad.size else batch.num_rows
         ok = batch.slice(0, cut)
         facts = _walk_facts(task, batch, ok, cut, bad.size > 0, data, size)
@@ -291,16 +302,26 @@ def _aggregates(task: SplitTask, ok: pa.RecordBatch) -> list[pa.RecordBatch | No
 # --- message rows (--output) ----------------------------------------------------------------------
 
 
+def message_name(store: int, seq: int) -> str:
+    return f"part-{store:03d}-{seq:06d}.parquet"
+
+
 def message_file(output: str, store: int, seq: int) -> Path:
-    return Path(output) / "messages" / f"part-{store:03d}-{seq:06d}.parquet"
+    return Path(output) / "messages" / message_name(store, seq)
 
 
-def write_message_rows(task: SplitTask, ok: pa.RecordBatch) -> Path:
+def write_message_rows(task: SplitTask, ok: pa.RecordBatch) -> Path | None:
     """The split's message metadata (no bodies) as one Parquet file, written atomically."""
     import pyarrow.parquet as pq
 
     table = pa.Table.from_batches([ok.select(list(MESSAGE_COLUMNS))])
     table = table.add_column(0, "store", pa.array([task.label] * table.num_rows, pa.string()))
+    if is_url(task.output):  # one object per split: a retried task replaces it whole
+        from mqtool.audit.remote import write_table
+        from store.remote import join
+
+        write_table(table, join(task.output, "messages", message_name(task.store, task.seq)))
+        return None
     target = message_file(task.output, task.store, task.seq)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreLocation, StoreOpt, TzOpt, session
 
 StoresArg = Annotated[
-    list[Path] | None,
+    list[str] | None,  # Paths, or URL strings (StoreLocation)
     typer.Argument(
         metavar="[STORE]...",
+        click_type=StoreLocation(),
         help="Store root directories (several: a cluster's brokers, or a store's history; every row is "
         "tagged with its store). Default: --store, $MQTOOL_STORE, else ~/store.",
         show_default=False,
@@ -94,10 +94,11 @@ def audit(
         ),
     ] = "local[*]",
     output: Annotated[
-        Path | None,
+        str | None,  # a Path, or a URL string (StoreLocation)
         typer.Option(
             "--output",
             "-o",
+            click_type=StoreLocation(),
             help="Write Parquet tables (messages metadata without bodies, queues, problems, lag, ...), "
             "audit.json and a self-contained report.html here (a new or empty directory, or an earlier "
             "audit's). On a cluster it must be on a file system every executor sees.",

@@ -19,7 +19,7 @@ def info(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> Non
     from mqtool import info as info_ops
 
     s = session(store, fmt, tz)
-    with s.open_store() as st:
+    with s.open_store(url_ok=True) as st:
         from mqtool.cli import info_render
 
         info_render.render_info(info_ops.store_info(st), s.ctx)

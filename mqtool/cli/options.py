@@ -10,17 +10,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from formats.errors import MqtoolError
 
+
+class StoreLocation(click.ParamType):
+    """A store (or output) directory: a Path, or a URL kept as it is (s3://, gs://, hdfs://, file://, ...)
+    for the commands that read stores through store.remote."""
+
+    name = "path"
+
+    def convert(self, value, param, ctx):
+        from store.remote import is_url
+
+        return value if isinstance(value, Path) or is_url(value) else Path(value)
+
+
 FORMAT_HELP = "Output: table (terminal default), plain (piped default), markdown, json, jsonl, csv."
 
 StoreOpt = Annotated[
-    Path | None,
+    str | None,  # a Path, or a URL string (StoreLocation)
     typer.Option(
         "--store",
         "-s",
+        click_type=StoreLocation(),
         help="Store root directory (storePathRootDir). Default: $MQTOOL_STORE, else ~/store.",
         show_default=False,
     ),
@@ -42,7 +57,7 @@ BrokerConfigOpt = Annotated[
 
 @dataclass
 class Globals:
-    store: Path | None = None
+    store: Path | str | None = None
     fmt: str | None = None
     tz: str | None = None
 
@@ -59,17 +74,21 @@ def new_app(help_text: str) -> typer.Typer:
 class Session:
     """What a command needs besides its own arguments."""
 
-    store_path: Path | None
+    store_path: Path | str | None  # a str only for a URL
     ctx: object  # mqtool.render.RenderContext (imported lazily to keep --help fast)
 
-    def open_store(self, broker_config: Path | None = None):
+    def open_store(self, broker_config: Path | None = None, *, url_ok: bool = False):
+        """The store; a URL only where the command reads stores through store.remote (`url_ok`)."""
         from store.brokerconf import load_broker_config
         from store.storedir import Store
 
-        return Store.open(self.store_path, load_broker_config(broker_config) if broker_config else None)
+        config = load_broker_config(broker_config) if broker_config else None
+        if url_ok:
+            return Store.open_location(self.store_path, config)
+        return Store.open(self.store_path, config)
 
 
-def session(store: Path | None, fmt: str | None, tz: str | None) -> Session:
+def session(store: Path | str | None, fmt: str | None, tz: str | None) -> Session:
     """Resolve the store, output format and zone from the command's options, else the global ones."""
     from mqtool.render import FORMATS, RenderContext, default_format
     from mqtool.timeparse import resolve_zone

@@ -63,7 +63,7 @@ def verify(
     if broker_version not in (4, 5):
         raise MqtoolError("--broker-version must be 4 or 5")
     s = session(store, fmt, tz)
-    with s.open_store(broker_config) as st:
+    with s.open_store(broker_config, url_ok=True) as st:
         with progress(ops.verify_total(st), "verifying") as advance:
             report = ops.verify_store(
                 st,
