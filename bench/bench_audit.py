@@ -16,7 +16,8 @@ first (the goal is about CPU, not the disk). Medians of --repeat runs are printe
 
 The first audit on a machine writes the driver JVM's class-data archive (mqtool/audit/cds.py); the bench
 runs one audit before timing so that every timed run starts on it, as an operator's runs do after their
-first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison.
+first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison, --no-preload-row with
+MQTOOL_SPARK_PRELOAD=0 (Python workers that load numpy, pyarrow and the kernels themselves).
 
 A fresh process pays ~8 s for its first Python Spark job (JVM JIT, Python workers importing pyspark,
 pandas, pyarrow) on top of the session start; --warm N also runs N + 1 audits in one session per master
@@ -106,7 +107,8 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[str, str, int, fl
         return out.read(), err.read(), proc.returncode, wall, sum(cpu.values())
 
 
-def run_once(store: Path, master: str, extra: list[str], cds: bool = True) -> dict:
+def run_once(store: Path, master: str, extra: list[str], switch: str | None = None) -> dict:
+    """One fresh `mqtool audit` process; `switch`: an MQTOOL_SPARK_* variable set to 0 for it."""
     cmd = [
         sys.executable,
         "-m",
@@ -120,8 +122,8 @@ def run_once(store: Path, master: str, extra: list[str], cds: bool = True) -> di
         *extra,
     ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if not cds:
-        env["MQTOOL_SPARK_CDS"] = "0"
+    if switch:
+        env[switch] = "0"
     stdout, stderr, code, wall, cpu = run_measured(cmd, env)
     if code:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
@@ -279,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-cds-row", action="store_true", help="also the last master without the JVM class archive"
     )
     ap.add_argument(
+        "--no-preload-row", action="store_true", help="also the last master without the worker preload"
+    )
+    ap.add_argument(
         "--breakdown",
         type=Path,
         metavar="SMALL_STORE",
@@ -295,35 +300,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.split_size:
         extra += ["--split-size", args.split_size]
     masters = args.masters.split(",")
-    runs = [(m, True) for m in masters] + ([(masters[-1], False)] if args.no_cds_row else [])
+    runs = [(m, None) for m in masters]
+    runs += [(masters[-1], "MQTOOL_SPARK_CDS")] if args.no_cds_row else []
+    runs += [(masters[-1], "MQTOOL_SPARK_PRELOAD")] if args.no_preload_row else []
     first_ever = run_once(args.store, masters[-1], extra)  # writes the class archive when there is none
     print(f"first audit ({masters[-1]}): wall {first_ever['wall']:.1f} s", file=sys.stderr)
     results: dict[str, list[dict]] = {}
     for _ in range(args.repeat):  # interleaved, so that machine load hits all alike
-        for master, cds in runs:
-            r = run_once(args.store, master, extra, cds)
-            label = master if cds else f"{master}, MQTOOL_SPARK_CDS=0"
+        for master, switch in runs:
+            r = run_once(args.store, master, extra, switch)
+            label = f"{master}, {switch}=0" if switch else master
             results.setdefault(label, []).append(r)
-            print(f"{label}: wall {r['wall']:.1f} s, scan {r['scan']:.2f} s, session {r['session']:.1f} s, "
-                  f"aggregate {r['aggregate']:.2f} s", file=sys.stderr)  # fmt: skip
+            print(f"{label}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, scan {r['scan']:.2f} s, "
+                  f"session {r['session']:.1f} s, aggregate {r['aggregate']:.2f} s",
+                  file=sys.stderr)  # fmt: skip
     first = next(iter(results.values()))[0]
     print(f"store {args.store}: {first['messages']:,} messages, {first['bytes'] / 1e9:.2f} GB of records, "
           f"{warmed / 1e9:.2f} GB of files (page cache warm), {first['splits']} ranges, "
           f"errors found {first['errors']}\n")  # fmt: skip
     print(
-        "| master | wall (median) | session start | scan stage (median) | scan stage min | aggregate | runs |"
+        "| master | wall (median) | CPU, all processes (median) | session start | scan stage (median) | "
+        "scan stage min | aggregate | runs |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     med = {}
     for master, rs in results.items():
         med[master] = statistics.median(r["scan"] for r in rs)
         wall = statistics.median(r["wall"] for r in rs)
+        cpu = statistics.median(r["cpu"] for r in rs)
         session = statistics.median(r["session"] for r in rs)
         aggregate = statistics.median(r["aggregate"] for r in rs)
         fastest = min(r["scan"] for r in rs)
         print(
-            f"| {master} | {wall:.1f} s | {session:.1f} s | {med[master]:.2f} s | {fastest:.2f} s | "
-            f"{aggregate:.2f} s | {len(rs)} |"
+            f"| {master} | {wall:.1f} s | {cpu:.1f} s | {session:.1f} s | {med[master]:.2f} s | "
+            f"{fastest:.2f} s | {aggregate:.2f} s | {len(rs)} |"
         )
     if "local[1]" in med and "local[2]" in med and med["local[2]"]:
         print(f"\nscan stage speed-up local[1] -> local[2]: {med['local[1]'] / med['local[2]']:.2f}x")
