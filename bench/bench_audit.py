@@ -16,7 +16,8 @@ first (the goal is about CPU, not the disk). Medians of --repeat runs are printe
 
 The first audit on a machine writes the driver JVM's class-data archive (mqtool/audit/cds.py); the bench
 runs one audit before timing so that every timed run starts on it, as an operator's runs do after their
-first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison.
+first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison, --no-preload-row with
+MQTOOL_SPARK_PRELOAD=0 (Python workers that load numpy, pyarrow and the kernels themselves).
 
 A fresh process pays ~8 s for its first Python Spark job (JVM JIT, Python workers importing pyspark,
 pandas, pyarrow) on top of the session start; --warm N also runs N + 1 audits in one session per master
@@ -69,7 +70,45 @@ def warm(store: Path) -> int:
     return total
 
 
-def run_once(store: Path, master: str, extra: list[str], cds: bool = True) -> dict:
+def _session_cpu(sid: int) -> dict[int, float]:
+    """CPU seconds (user + sys) so far of every process in session `sid`: the driver, its JVM, the
+    Python daemon and workers (which leave their parents' process group, not the session)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ... utime(11) stime(12)
+            out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[str, str, int, float, float]:
+    """Run cmd in a new session: (stdout, stderr, returncode, wall seconds, CPU seconds of the whole
+    process tree, sampled every 0.1 s). CPU time hardly depends on what else the machine runs; wall
+    time on a shared machine does."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, start_new_session=True)
+        cpu: dict[int, float] = {}
+        while proc.poll() is None:
+            cpu.update(_session_cpu(proc.pid))
+            time.sleep(0.1)
+        wall = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        return out.read(), err.read(), proc.returncode, wall, sum(cpu.values())
+
+
+def run_once(store: Path, master: str, extra: list[str], switch: str | None = None) -> dict:
+    """One fresh `mqtool audit` process; `switch`: an MQTOOL_SPARK_* variable set to 0 for it."""
     cmd = [
         sys.executable,
         "-m",
@@ -83,15 +122,16 @@ def run_once(store: Path, master: str, extra: list[str], cds: bool = True) -> di
         *extra,
     ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if not cds:
-        env["MQTOOL_SPARK_CDS"] = "0"
-    t0 = time.monotonic()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-    wall = time.monotonic() - t0
-    doc = json.loads(out.stdout)
+    if switch:
+        env[switch] = "0"
+    stdout, stderr, code, wall, cpu = run_measured(cmd, env)
+    if code:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
+    doc = json.loads(stdout)
     secs = doc["scan"]["seconds"]
     return {
         "wall": wall,
+        "cpu": cpu,
         "session": secs.get("session"),
         "scan": secs.get("scan"),
         "aggregate": secs.get("aggregate"),
@@ -124,6 +164,109 @@ def run_warm(store: Path, master: str, runs: int, crc: bool) -> list[dict]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+BREAKDOWN = """
+import json, resource, sys, time
+from pathlib import Path
+t0 = time.monotonic()
+marks = []
+def mark(name, **extra):
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    marks.append(dict(step=name, at=time.monotonic() - t0, cpu=cpu.ru_utime + cpu.ru_stime, **extra))
+import mqtool.cli.audit
+mark("import mqtool.cli")
+from mqtool.audit import AuditOptions, run_audit
+mark("import mqtool.audit")
+import mmap
+from formats.columnar import decode_resync
+from store.storedir import Store
+with open(Store.open(sys.argv[2]).commitlog.queue.files[0].path, "rb") as fh:
+    buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+decode_resync(buf, 0, 0, min(len(buf), 1 << 16))
+mark("numba kernels from their cache")
+import pyspark.sql
+mark("import pyspark")
+from mqtool.audit.spark import start_session, stop_session
+conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + sys.argv[3],
+        "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
+spark, _ = start_session(sys.argv[1], conf=conf, create_class_archive=True)
+mark("JVM + SparkSession")
+for i in range(2):
+    r = run_audit(AuditOptions(stores=[sys.argv[2]], output=Path(sys.argv[4] + str(i))), spark=spark)
+    mark(f"audit {i + 1}", timings=r.timings)
+stop_session(spark)
+mark("session stop")
+print(json.dumps(marks))
+"""
+
+
+def stage_times(event_dir: Path) -> list[dict]:
+    """The Spark jobs of an event log: wall time, tasks, summed task run and CPU time."""
+    jobs: dict[int, dict] = {}
+    stages: dict[int, dict] = {}
+    for log in event_dir.iterdir():
+        for line in log.read_text().splitlines():
+            e = json.loads(line)
+            if e["Event"] == "SparkListenerJobStart":
+                jobs[e["Job ID"]] = {"start": e["Submission Time"], "stages": e["Stage IDs"]}
+            elif e["Event"] == "SparkListenerJobEnd":
+                jobs[e["Job ID"]]["end"] = e["Completion Time"]
+            elif e["Event"] == "SparkListenerStageCompleted":
+                info = e["Stage Info"]
+                acc = {a["Name"]: int(a.get("Value") or 0) for a in info.get("Accumulables", [])}
+                stages[info["Stage ID"]] = {
+                    "name": info["Stage Name"],
+                    "tasks": info["Number of Tasks"],
+                    "run": acc.get("internal.metrics.executorRunTime", 0) / 1e3,
+                    "cpu": acc.get("internal.metrics.executorCpuTime", 0) / 1e9,
+                }
+    out = []
+    for job_id, job in sorted(jobs.items()):
+        done = [stages[s] for s in job["stages"] if s in stages]
+        out.append(
+            {
+                "job": job_id,
+                "seconds": (job.get("end", job["start"]) - job["start"]) / 1e3,
+                "tasks": sum(s["tasks"] for s in done),
+                "run": sum(s["run"] for s in done),
+                "cpu": sum(s["cpu"] for s in done),
+                "name": done[-1]["name"].split(" at ")[0] if done else "",
+            }
+        )
+    return out
+
+
+def breakdown(store: Path, master: str) -> None:
+    """Where a fresh process's audit of a (small) store spends its time: imports, the numba cache, the
+    JVM and session, then two audits in that session (the first pays the JVM's JIT and the Python
+    workers' start), each Spark job, the report."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        events = Path(tmp) / "events"
+        events.mkdir()
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        cmd = [sys.executable, "-c", BREAKDOWN, master, str(store), str(events), f"{tmp}/out"]
+        stdout, stderr, code, wall, cpu = run_measured(cmd, env)
+        if code:
+            raise SystemExit(stderr[-3000:])
+        marks = json.loads(stdout.strip().splitlines()[-1])
+        jobs = stage_times(events)
+    print(f"\nbreakdown: one process, {store} at {master}, {wall:.1f} s wall (interpreter start included), "
+          f"{cpu:.1f} s CPU in all its processes\n")  # fmt: skip
+    print("| step | wall | driver CPU | detail |")
+    print("|---|---|---|---|")
+    at = cpu = 0.0
+    for m in marks:
+        detail = ", ".join(f"{k} {v:.2f}" for k, v in m.get("timings", {}).items())
+        print(f"| {m['step']} | {m['at'] - at:.2f} s | {m['cpu'] - cpu:.2f} s | {detail} |")
+        at, cpu = m["at"], m["cpu"]
+    print("\n| Spark job | wall | tasks | task run time | task CPU |")
+    print("|---|---|---|---|---|")
+    for j in jobs:
+        print(f"| {j['job']} {j['name']} | {j['seconds']:.2f} s | {j['tasks']} | {j['run']:.2f} s | "
+              f"{j['cpu']:.2f} s |")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("store", type=Path, nargs="?", default=DEFAULT_STORE)
@@ -137,7 +280,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-cds-row", action="store_true", help="also the last master without the JVM class archive"
     )
+    ap.add_argument(
+        "--no-preload-row", action="store_true", help="also the last master without the worker preload"
+    )
+    ap.add_argument(
+        "--breakdown",
+        type=Path,
+        metavar="SMALL_STORE",
+        help="only the fixed-cost breakdown of one process auditing SMALL_STORE (e.g. samples/store-a)",
+    )
     args = ap.parse_args(argv)
+    if args.breakdown:
+        breakdown(args.breakdown, args.masters.split(",")[-1])
+        return 0
     if args.generate or not args.store.exists():
         generate(args.store, args.index)
     warmed = warm(args.store)
@@ -145,35 +300,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.split_size:
         extra += ["--split-size", args.split_size]
     masters = args.masters.split(",")
-    runs = [(m, True) for m in masters] + ([(masters[-1], False)] if args.no_cds_row else [])
+    runs = [(m, None) for m in masters]
+    runs += [(masters[-1], "MQTOOL_SPARK_CDS")] if args.no_cds_row else []
+    runs += [(masters[-1], "MQTOOL_SPARK_PRELOAD")] if args.no_preload_row else []
     first_ever = run_once(args.store, masters[-1], extra)  # writes the class archive when there is none
     print(f"first audit ({masters[-1]}): wall {first_ever['wall']:.1f} s", file=sys.stderr)
     results: dict[str, list[dict]] = {}
     for _ in range(args.repeat):  # interleaved, so that machine load hits all alike
-        for master, cds in runs:
-            r = run_once(args.store, master, extra, cds)
-            label = master if cds else f"{master}, MQTOOL_SPARK_CDS=0"
+        for master, switch in runs:
+            r = run_once(args.store, master, extra, switch)
+            label = f"{master}, {switch}=0" if switch else master
             results.setdefault(label, []).append(r)
-            print(f"{label}: wall {r['wall']:.1f} s, scan {r['scan']:.2f} s, session {r['session']:.1f} s, "
-                  f"aggregate {r['aggregate']:.2f} s", file=sys.stderr)  # fmt: skip
+            print(f"{label}: wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s, scan {r['scan']:.2f} s, "
+                  f"session {r['session']:.1f} s, aggregate {r['aggregate']:.2f} s",
+                  file=sys.stderr)  # fmt: skip
     first = next(iter(results.values()))[0]
     print(f"store {args.store}: {first['messages']:,} messages, {first['bytes'] / 1e9:.2f} GB of records, "
           f"{warmed / 1e9:.2f} GB of files (page cache warm), {first['splits']} ranges, "
           f"errors found {first['errors']}\n")  # fmt: skip
     print(
-        "| master | wall (median) | session start | scan stage (median) | scan stage min | aggregate | runs |"
+        "| master | wall (median) | CPU, all processes (median) | session start | scan stage (median) | "
+        "scan stage min | aggregate | runs |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     med = {}
     for master, rs in results.items():
         med[master] = statistics.median(r["scan"] for r in rs)
         wall = statistics.median(r["wall"] for r in rs)
+        cpu = statistics.median(r["cpu"] for r in rs)
         session = statistics.median(r["session"] for r in rs)
         aggregate = statistics.median(r["aggregate"] for r in rs)
         fastest = min(r["scan"] for r in rs)
         print(
-            f"| {master} | {wall:.1f} s | {session:.1f} s | {med[master]:.2f} s | {fastest:.2f} s | "
-            f"{aggregate:.2f} s | {len(rs)} |"
+            f"| {master} | {wall:.1f} s | {cpu:.1f} s | {session:.1f} s | {med[master]:.2f} s | "
+            f"{fastest:.2f} s | {aggregate:.2f} s | {len(rs)} |"
         )
     if "local[1]" in med and "local[2]" in med and med["local[2]"]:
         print(f"\nscan stage speed-up local[1] -> local[2]: {med['local[1]'] / med['local[2]']:.2f}x")

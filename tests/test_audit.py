@@ -38,17 +38,7 @@ from mqtool.audit.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E40
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
 NOW = 1_800_000_000_000  # delay "due" and lag ages are judged at this time
 
-# --- the session and the audits the tests share -----------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from mqtool.audit.spark import start_session
-
-    session, started = start_session("local[2]")
-    yield session
-    if started:
-        session.stop()
+# --- the audits the tests share (their session: `spark` in conftest.py) ----------------------------
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,9 @@ from mqtool.audit.assemble import assemble
 from mqtool.audit.checks import sort_problems, store_problems
 from mqtool.audit.driver_sections import driver_sections
 from mqtool.audit.duplicates import duplicates_frame, duplicates_section
+from mqtool.audit.failures import split_failures, without_stores
 from mqtool.audit.output import drop_invalid_message_files
-from mqtool.audit.plan import AuditOptions, Split, StorePlan
+from mqtool.audit.plan import AuditOptions, Split, StoreFailure, StorePlan
 from mqtool.audit.recovery import SplitStop, recovery_cut
 from mqtool.audit.schema import BODY, NO_STOP, PARTIAL_DDL, PROBLEM, QUEUE, RATE, RETRY, SPLIT_FIELDS, STOP
 from store.remote import is_url, location
@@ -96,7 +97,8 @@ class _JobWatcher:
 
 def run_job(
     spark, opts, plans, splits, contexts, bucket, document, timings, progress, scan_partition
-) -> None:
+) -> list[StoreFailure]:
+    """Scan, aggregate and assemble into `document`; returns the stores that failed while scanned."""
     import functools
 
     from pyspark import StorageLevel
@@ -124,19 +126,24 @@ def run_job(
             timings["scan"] = time.monotonic() - t
             timings["sections"] = sections.result()
         t = time.monotonic()
+        # a store with a range that could not be read leaves the result (mqtool.audit.failures)
+        failed = split_failures(plans, [r for r in found if r.kind == STOP])
+        plans = [plan for plan in plans if plan.index not in failed]
+        without_stores(document, {f.store for f in failed.values()})
         stops = {}
         for r in found:
-            if r.kind == STOP:
+            if r.kind == STOP and r.store not in failed:
                 stops[r.seq] = SplitStop(
                     r.seq, None if r.key == NO_STOP else r.text, r.n, r.bytes, json.loads(r.detail)
                 )
         cuts = {plan.index: recovery_cut(plan, splits, stops) for plan in plans}
         valid = sorted(seq for cut in cuts.values() for seq in cut.valid_seqs)
         valid_set = set(valid)
+        labels = {plan.index: plan.label for plan in plans}
         checked = merge_counted(
             [
                 {
-                    "store": plans[r.store].label,
+                    "store": labels[r.store],
                     "file": r.file,
                     "offset": r.lo,
                     "kind": r.text,
@@ -202,6 +209,7 @@ def run_job(
     dups = results["dups"]
     document["duplicates"] = duplicates_section(plans, dups, int(opts.top))
     assemble(plans, splits, stops, cuts, queues, small, sort_problems(problems), bucket, document)
+    return list(failed.values())
 
 
 def _timed(fn, *args) -> float:

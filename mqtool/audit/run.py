@@ -129,7 +129,9 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
                 "bucketMs": bucket,
             }
         }
-        run_job(spark, opts, plans, splits, contexts, bucket, document, timings, progress, scan_partition)
+        failures += run_job(
+            spark, opts, plans, splits, contexts, bucket, document, timings, progress, scan_partition
+        )
         document["failedStores"] = [asdict(f) for f in failures]
         document["problems"] = [f.problem() for f in failures] + document["problems"]
         t = time.monotonic()

@@ -342,4 +342,12 @@ def scan_partition(
     for batch in batches:
         for i in batch.column(0).to_pylist():
             task = SplitTask(**splits[i])
-            yield from scan_split(task, contexts.get(task.store))
+            try:
+                rows = scan_split(task, contexts.get(task.store))
+            except OSError as exc:  # the store fails, not the audit of the others (mqtool.audit.failures)
+                from mqtool.audit.failures import reading_failed, unreadable_row
+
+                if not reading_failed(task, exc):
+                    raise
+                rows = [unreadable_row(task, exc)]
+            yield from rows

@@ -1,6 +1,7 @@
 """The audit's SparkSession (driver only): reuse the active one, take spark-submit's as given, or start one
-with quiet logs, no UI, Python workers on this interpreter and the driver JVM on the class-data archive
-(`mqtool.audit.cds`); stop it, waiting for the archive the first audit on a machine writes.
+with quiet logs, no UI, Python workers on this interpreter forked from a daemon that has the scan loaded
+(`mqtool.audit.daemon`) and the driver JVM on the class-data archive (`mqtool.audit.cds`); stop it,
+waiting for the archive the first audit on a machine writes.
 
 What the executors run lives in `mqtool.audit.scan` (one split), `mqtool.audit.duplicates` (key hashes)
 and `mqtool.audit.checks` (the verify checks); the rows they exchange with the driver in
@@ -163,6 +164,9 @@ def start_session(
     }
     if local:
         settings["spark.driver.memory"] = "2g"
+    if os.environ.get(PRELOAD_SWITCH, "1").strip().lower() not in ("0", "off", "no", "false"):
+        # workers forked with numpy, pyarrow, numba's kernels and the scan already loaded (audit/daemon.py)
+        settings["spark.python.daemon.module"] = "mqtool.audit.daemon"
     settings.update({key: str(value) for key, value in (conf or {}).items()})
     _launch_driver_jvm(settings)
     builder = SparkSession.builder
@@ -174,6 +178,7 @@ def start_session(
     return session, True
 
 
+PRELOAD_SWITCH = "MQTOOL_SPARK_PRELOAD"
 _creating_archive = None  # the class archive the running JVM writes at exit (start_session)
 
 
