@@ -14,8 +14,9 @@ StoresArg = Annotated[
     typer.Argument(
         metavar="[STORE]...",
         click_type=StoreLocation(),
-        help="Store root directories (several: a cluster's brokers, or a store's history; every row is "
-        "tagged with its store). Default: --store, $MQTOOL_STORE, else ~/store.",
+        help="Store root directories or URLs (s3://, gs://, hdfs://, file://; several: a cluster's brokers, "
+        "or a store's history; every row is tagged with its store). Default: --store, $MQTOOL_STORE, "
+        "else ~/store.",
         show_default=False,
     ),
 ]
@@ -101,7 +102,7 @@ def audit(
             click_type=StoreLocation(),
             help="Write Parquet tables (messages metadata without bodies, queues, problems, lag, ...), "
             "audit.json and a self-contained report.html here (a new or empty directory, or an earlier "
-            "audit's). On a cluster it must be on a file system every executor sees.",
+            "audit's), or a URL (s3://...). On a cluster it must be on a file system every executor sees.",
             show_default=False,
         ),
     ] = None,
@@ -141,8 +142,10 @@ def audit(
     delay backlog per level; the 5.x timer wheel's backlog and POP groups; transaction states; consumer lag
     per group/topic/queue with the store time of the first unconsumed message; disk used per topic. The
     commitlog is split into byte ranges decoded in parallel by Spark tasks; the figures do not depend on the
-    split. A store that cannot be opened (missing, not a store) is reported (problem kind 'store',
-    failedStores) while the others are audited; the exit status is then 1."""
+    split. A store that cannot be opened (missing, not a store) or cannot be read while scanned is reported
+    (problem kind 'store', failedStores) while the others are audited; the exit status is then 1. Stores and
+    --output may be URLs (s3://, gs://, hdfs://, file://; credentials from the filesystem's standard
+    environment and config)."""
     from mqtool.audit import AuditOptions, run_audit
     from mqtool.cli.audit_render import render_audit
 
