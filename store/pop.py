@@ -19,6 +19,8 @@ revives into that topic) and commits the checkpoint's queue offset.
 - `revived`: its checkpoint is at or before the revive offset: the copy in the retry topic is shown
   when found (same UNIQ_KEY, FIRST_POP_TIME = the pop time).
 Orderly pops write no checkpoint; their messages come from consumerOrderInfo.json (`store.pop_order`).
+Nor does a broker with `popConsumerKVServiceEnable`: its popped, unacked messages are records in
+`kvStore/` (`store.pop_kv`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from formats.errors import FormatError, MqtoolError
 from formats.names import RETRY_PREFIX, pop_retry_topic
 from formats.pop import AckMsg, PopCheckPoint
 from store.messagerebuild import queue_message_or_none, read_message_or_none
+from store.pop_kv import kv_messages
 from store.pop_order import orderly_messages
 from store.storedir import Store
 from store.timer import message_deliver_ms
@@ -95,6 +98,7 @@ class PoppedMessage:
     retry_topic: str | None = None
     retry_phy_offset: int | None = None
     orderly: bool = False  # an orderly pop (consumerOrderInfo.json, store.pop_order): no checkpoint
+    kv_store: bool = False  # a PopConsumerRecord in kvStore/ (store.pop_kv): no checkpoint either
 
     def to_json(self) -> dict[str, Any]:
         m = self.message
@@ -115,6 +119,7 @@ class PoppedMessage:
             "retryTopic": self.retry_topic,
             "retryPhyOffset": self.retry_phy_offset,
             "orderly": self.orderly,
+            "kvStore": self.kv_store,
         }
 
 
@@ -314,6 +319,7 @@ def pop_state(store: Store, *, now: int) -> PopState:
     topics = revive_topics(store)
     state = PopState(topics[0] if topics else None, store.layout.broker_config.brokerName, now)
     state.messages.extend(orderly_messages(store, now=now, notes=state.notes))
+    state.messages.extend(kv_messages(store, now=now, notes=state.notes))
     if not topics:
         return state
     if len(topics) > 1:

@@ -37,6 +37,7 @@ from store.pop import (
     revive_topics,
     timer_revive_messages,
 )
+from store.pop_kv import kv_messages
 from store.pop_order import orderly_messages
 from store.scan import records_at
 from store.storedir import Store
@@ -104,10 +105,11 @@ class PopColumns:
         flags = self._orderly().tolist()
         return {g for g, m, o in zip(self.group, self.messages.tolist(), flags, strict=True) if m > 0 and o}
 
-    def add_orderly(self, messages: list[PoppedMessage]) -> None:
-        """One row per orderly popped message (store.pop_order): its visible-again time as the revive time."""
+    def add_messages(self, messages: list[PoppedMessage]) -> None:
+        """One row per popped message without a checkpoint (an orderly pop, store.pop_order, or a kvStore
+        record, store.pop_kv): its visible-again time as the revive time."""
         base = self._orderly()
-        rows = [m for m in messages if m.orderly]
+        rows = [m for m in messages if m.orderly or m.kv_store]
         self.group = [*self.group, *(m.group for m in rows)]
         self.topic = [*self.topic, *(m.topic for m in rows)]
 
@@ -120,10 +122,10 @@ class PopColumns:
         self.messages = more(self.messages, [1] * len(rows))
         self.acked = more(self.acked, [int(m.state == "acked") for m in rows])
         self.revived = more(self.revived, [False] * len(rows))
-        self.orderly = np.concatenate([base, np.ones(len(rows), bool)])
+        self.orderly = np.concatenate([base, np.array([m.orderly for m in rows], bool)])
 
     @classmethod
-    def of_state(cls, state: PopState, *, with_orderly: bool = True) -> PopColumns:
+    def of_state(cls, state: PopState, *, with_other_sources: bool = True) -> PopColumns:
         """The same columns from the reference `pop_state`."""
         cps = state.checkpoints
         out = cls(state.revive_topic, state.broker_name, state.now, notes=list(state.notes))
@@ -147,8 +149,8 @@ class PopColumns:
             np.int64,
         )
         out.revived = np.array([cp.revived for cp in cps], bool)
-        if with_orderly:
-            out.add_orderly(state.messages)
+        if with_other_sources:
+            out.add_messages(state.messages)
         return out
 
 
@@ -194,10 +196,11 @@ def _first_index(ck_rows: np.ndarray, d) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pop_columns(store: Store, *, now: int) -> PopColumns:
-    """`pop_state(store, now=now)`'s checkpoints as columns, then its orderly pops (store.pop_order)."""
+    """`pop_state(store, now=now)`'s checkpoints as columns, then the pops without one (orderly pops,
+    kvStore records)."""
     out = _revive_columns(store, now=now)
     notes: list[str] = []
-    out.add_orderly(orderly_messages(store, now=now, notes=notes))
+    out.add_messages(orderly_messages(store, now=now, notes=notes) + kv_messages(store, now=now, notes=notes))
     out.notes.extend(n for n in notes if n not in out.notes)
     return out
 
@@ -364,7 +367,7 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
         revive_time = pt + it
     if (((pt > 0) & (it > 0) & (revive_time < 0)) | ((pt < 0) & (it < 0) & (revive_time >= 0))).any():
         # beyond a Java long: Python's ints
-        return PopColumns.of_state(pop_state(store, now=now), with_orderly=False)
+        return PopColumns.of_state(pop_state(store, now=now), with_other_sources=False)
     revive_of = np.array([offsets.get(q, -1) for q in qid[cps].tolist()], np.int64)
     has_revive = np.array([q in offsets for q in qid[cps].tolist()], bool)
     out.revived = ~in_timer[cps] & has_revive & (qoff[cps] <= revive_of)

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from formats import fastjson
 from formats import rocksdb as layout
 from formats.errors import MqtoolError
+from store.messagerebuild import queue_message_or_none
 from store.rocksdb import ReadOnlyRocksDB
+
+if TYPE_CHECKING:
+    from store.pop import PoppedMessage
+    from store.storedir import Store
 
 COLUMN_FAMILIES = ("default", layout.POP_STATE_COLUMN_FAMILY)
 RETRY_TYPES = {0: "NORMAL_TOPIC", 1: "RETRY_TOPIC_V1", 2: "RETRY_TOPIC_V2"}  # PopConsumerRecord.RetryType
@@ -88,4 +94,39 @@ def pop_state_records(
     return out
 
 
-__all__ = ["PopStateRecord", "has_pop_state", "pop_state_records"]
+KV_STORE_REVIVE_QUEUE = -1  # a kvStore record belongs to no revive queue
+
+
+def kv_messages(store: Store, *, now: int, notes: list[str]) -> list[PoppedMessage]:
+    """Each popped, unacked message of `kvStore/` as a `store.pop.PoppedMessage` (`kv_store=True`):
+    `in-flight` until its visibility time, then `overdue` (PopConsumerService's revive has not copied it into
+    the retry topic yet: it deletes the record when it does)."""
+    from store.pop import PoppedMessage
+
+    if not has_pop_state(store.root):
+        return []
+    try:
+        records = pop_state_records(store.root)
+    except MqtoolError as exc:
+        notes.append(f"POP state in kvStore/ not read: {exc.message}")
+        return []
+    return [
+        PoppedMessage(
+            r.group,
+            r.topic,
+            r.queue_id,
+            r.offset,
+            r.pop_time,
+            r.visibility_timeout,
+            KV_STORE_REVIVE_QUEUE,
+            None,
+            "in-flight" if now < r.visibility_timeout else "overdue",
+            None,
+            queue_message_or_none(store, r.topic, r.queue_id, r.offset),
+            kv_store=True,
+        )
+        for r in records
+    ]
+
+
+__all__ = ["KV_STORE_REVIVE_QUEUE", "PopStateRecord", "has_pop_state", "kv_messages", "pop_state_records"]

@@ -52,11 +52,10 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
 
 
 def _pop_columns(plan: StorePlan, now: int) -> PopColumns | None:
-    """The store's POP checkpoints (store.pop_columns), None without a revive topic."""
-    from store.pop import revive_topics
+    """The store's POP state (store.pop_columns): checkpoints, orderly pops, kvStore records."""
     from store.pop_columns import pop_columns
 
-    return pop_columns(plan.store, now=now) if revive_topics(plan.store) else None
+    return pop_columns(plan.store, now=now)
 
 
 def _lag_rows(
@@ -171,7 +170,7 @@ def _timer_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
 def _pop_rows(
     plan: StorePlan, now: int, pop: Callable[[], PopColumns | None]
 ) -> tuple[list[dict], list[str]]:
-    """One row per POP group of a store with a revive topic, as `pop stats` shows it."""
+    """One row per POP group of a store, as `pop stats` shows it."""
     from mqtool.pop import summarize
 
     cols = pop()

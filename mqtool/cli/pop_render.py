@@ -18,6 +18,7 @@ _LIST_COLUMNS = [
     Column("state"),
     Column("reviveQueue", "revive q", kind="int"),
     Column("orderly", kind="bool"),
+    Column("kvStore", kind="bool"),
     Column("keys", max_width=30),
     Column("tags", max_width=20),
     Column("uniqKey", "uniq key"),
