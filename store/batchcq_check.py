@@ -20,12 +20,12 @@ from store import checks
 from store.batchconsumequeue import configured_batch_cq_topics
 from store.batchcq_build import INVALID, batch_fields
 from store.checks import ProblemList
-from store.checks.batchcq import check_batch_consume_queue
+from store.checks.batchcq import check_batch_consume_queue, check_batch_offset_gaps
 from store.storecheck import QueueCheck, check_cq_files, rel_path
 from store.storedir import Store
 
 
-def _dispatch_facts(store: Store, units: np.ndarray, commitlog_min: int, valid_end: int) -> tuple[Any, ...]:
+def dispatch_facts(store: Store, units: np.ndarray, commitlog_min: int, valid_end: int) -> tuple[Any, ...]:
     """Per unit, from its record: the base offset and batch size the dispatch takes (-2 where the broker's
     check refuses the batch properties, -1 where the record is not read), INNER_NUM (-1: none) and the
     messages its inner-batch body holds (-1: not an inner batch, or unreadable)."""
@@ -76,9 +76,17 @@ def check_queue_types(store: Store, problems: ProblemList) -> None:
 
 
 def check_batch_queue_files(
-    store: Store, records: Any, problems: ProblemList, *, commitlog_min: int, valid_end: int
+    store: Store,
+    records: Any,
+    problems: ProblemList,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    outside_only: bool = False,
 ) -> QueueCheck:
-    """Every BatchConsumeQueue: units against `records`, base offsets, file tail and dirty files."""
+    """Every BatchConsumeQueue: units against `records`, base offsets, file tail and dirty files. With
+    `outside_only` only the units outside [commitlog_min, valid_end) are judged against records (the
+    audit's driver: its executors judge the others)."""
     found = QueueCheck()
     try:
         queue_list = list(store.batch_consume_queues.queues())
@@ -89,15 +97,23 @@ def check_batch_queue_files(
     for topic, queue_id in queue_list:
         try:
             queue = store.batch_consume_queue(topic, queue_id)
+            size = queue.file_size
             units = queue.units()
             min_offset, max_offset = queue.min_offset, queue.max_offset
         except MqtoolError as exc:
             problems.add("bcq_file", rel_path(store, exc.file), exc.offset, exc.message)
             continue
-        want_base, want_batch, inner_num, body_count = _dispatch_facts(store, units, commitlog_min, valid_end)
+        checked = units
+        if outside_only:
+            phy = units["phyOffset"]
+            checked = units[(phy < commitlog_min) | (phy >= valid_end)]
+            # the whole queue: the executors judged its units in parts
+            check_batch_offset_gaps(units, problems, topic=topic, queue_id=queue_id, file_size=size)
+        facts = dispatch_facts(store, checked, commitlog_min, valid_end)
+        want_base, want_batch, inner_num, body_count = facts
         found.hits.append(
             check_batch_consume_queue(
-                units,
+                checked,
                 records,
                 problems,
                 topic=topic,
@@ -109,6 +125,7 @@ def check_batch_queue_files(
                 file_size=queue.file_size,
                 commitlog_min=commitlog_min,
                 valid_end=valid_end,
+                offset_gaps=not outside_only,
             )
         )
         found.units += len(units)
@@ -119,4 +136,4 @@ def check_batch_queue_files(
     return found
 
 
-__all__ = ["check_batch_queue_files"]
+__all__ = ["check_batch_queue_files", "dispatch_facts"]

@@ -9,11 +9,46 @@ when absent, not an inner batch or unreadable).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from formats.structs import INNER_BATCH_FLAG
 from store.checks.problems import ProblemList
 from store.checks.records import RecordIndex
+
+
+def _locators(units: np.ndarray, topic: str, queue_id: int, file_size: int) -> tuple[Any, Any]:
+    """A unit's (file, offset in it) and its description, for the problem rows."""
+    where = f"{topic}/{queue_id}"
+    prefix = f"batchconsumequeue/{where}/"
+
+    def locate(i: int) -> tuple[str, int]:
+        position = int(units["position"][i])
+        start = position // file_size * file_size
+        return f"{prefix}{start:020d}", position - start
+
+    def base_detail(i: int) -> str:
+        u = units[i]
+        return f"{where}: unit at base offset {int(u['msgBaseOffset'])} (phy {int(u['phyOffset'])})"
+
+    return locate, base_detail
+
+
+def check_batch_offset_gaps(
+    units: np.ndarray, problems: ProblemList, *, topic: str, queue_id: int, file_size: int
+) -> None:
+    """Base offsets follow each other: each unit of the queue starts where the one before ends."""
+    if len(units) < 2:
+        return
+    locate, base_detail = _locators(units, topic, queue_id, file_size)
+    ends = units["msgBaseOffset"][:-1].astype(np.int64) + units["batchSize"][:-1].astype(np.int64)
+    for j in np.flatnonzero(units["msgBaseOffset"][1:] != ends).tolist():
+        problems.add(
+            "bcq_offset_gap",
+            *locate(j + 1),
+            f"{base_detail(j + 1)}: the unit before ends at queue offset {int(ends[j])}",
+        )
 
 
 def check_batch_consume_queue(
@@ -30,19 +65,12 @@ def check_batch_consume_queue(
     file_size: int,
     commitlog_min: int,
     valid_end: int,
+    offset_gaps: bool = True,
 ) -> np.ndarray:
-    """Problems of one BatchCQ queue; returns the record rows its units hit."""
+    """Problems of one BatchCQ queue; returns the record rows its units hit. With `offset_gaps=False`
+    the base offsets are not compared unit to unit (`units` is part of a queue: the audit's executors)."""
     where = f"{topic}/{queue_id}"
-    prefix = f"batchconsumequeue/{topic}/{queue_id}/"
-
-    def locate(i: int) -> tuple[str, int]:
-        position = int(units["position"][i])
-        start = position // file_size * file_size
-        return f"{prefix}{start:020d}", position - start
-
-    def base_detail(i: int) -> str:
-        u = units[i]
-        return f"{where}: unit at base offset {int(u['msgBaseOffset'])} (phy {int(u['phyOffset'])})"
+    locate, base_detail = _locators(units, topic, queue_id, file_size)
 
     phy = units["phyOffset"].astype(np.int64)
     expired = phy < commitlog_min
@@ -86,15 +114,8 @@ def check_batch_consume_queue(
                 *locate(i),
                 f"{base_detail(i)}: INNER_NUM is {int(inner_num[i])} but the inner-batch body {counted}",
             )
-    # base offsets follow each other: each unit starts where the one before ends
-    if len(units) > 1:
-        ends = units["msgBaseOffset"][:-1].astype(np.int64) + units["batchSize"][:-1].astype(np.int64)
-        for j in np.flatnonzero(units["msgBaseOffset"][1:] != ends).tolist():
-            problems.add(
-                "bcq_offset_gap",
-                *locate(j + 1),
-                f"{base_detail(j + 1)}: the unit before ends at queue offset {int(ends[j])}",
-            )
+    if offset_gaps:
+        check_batch_offset_gaps(units, problems, topic=topic, queue_id=queue_id, file_size=file_size)
     if expired.any():
         problems.add(
             "cq_expired_units",
@@ -105,4 +126,4 @@ def check_batch_consume_queue(
     return rows
 
 
-__all__ = ["check_batch_consume_queue"]
+__all__ = ["check_batch_consume_queue", "check_batch_offset_gaps"]
