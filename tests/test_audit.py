@@ -576,3 +576,52 @@ def test_pop_groups_equal_pop_stats(spark, tmp_path):
 
     assert pq.read_table(out / "pop.parquet").to_pylist() == doc["pop"]
     assert "POP groups (5.x)" in (out / "report.html").read_text(encoding="utf-8")
+
+
+# --- BatchCQ topics ----------------------------------------------------------------------------------
+
+
+def test_batchcq_problems_equal_verify_and_corruptions_are_found(spark, tmp_path):
+    """BatchConsumeQueues are judged as `verify` judges them, whatever the split: none on the real
+    broker's store; on a copy, a unit pointing inside a record, a base offset moved (the gap after it)
+    and a unit past the data are reported at the same files and offsets."""
+    import struct
+
+    from formats.batchconsumequeue import BCQ_STORE_UNIT_SIZE as UNIT
+    from mqtool.verify import verify_store
+    from store.storedir import Store
+    from tests.golden import copy_store
+
+    queues = expect("store-batchcq")["batchConsumeQueues"]
+    units = {k: v[next(f for f in v if f.startswith("units["))] for k, v in queues.items()}
+    bad = copy_store("store-batchcq", tmp_path / "bad")
+
+    def patch(queue: str, index: int, field_at: int, fmt: str, value: int) -> tuple[str, int]:
+        file_size = 8 * UNIT  # the fixture's mapperFileSizeBatchConsumeQueue
+        name = f"batchconsumequeue/{queue}/{index * UNIT // file_size * file_size:020d}"
+        with open(bad / name, "r+b") as fh:
+            fh.seek(index * UNIT % file_size + field_at)
+            fh.write(struct.pack(fmt, value))
+        return name, index * UNIT % file_size
+
+    inside = patch("BatchTopicB/0", 9, 0, ">q", units["BatchTopicB/0"][9][0] + 4)
+    moved = patch("BatchTopicA/1", 9, 28, ">q", units["BatchTopicA/1"][9][4] + 1)
+    after_moved = (moved[0], moved[1] + UNIT)
+    past = patch("BatchTopicA/0", 1, 0, ">q", expect("store-batchcq")["maxPhyOffset"] + 1000)
+    stores = [str(store_path("store-batchcq")), str(bad)]
+    doc = run_audit(AuditOptions(stores=stores, split_size=20_011, now=NOW), spark=spark).document
+    for root in stores:
+        with Store.open(root) as st:
+            want = sorted(_problem_key(p) for p in verify_store(st).problems.to_pylist())
+        got = [p for p in doc["problems"] if p["store"] == root]
+        assert sorted(_problem_key(p) for p in got) == want, root
+    clean = [p for p in doc["problems"] if p["store"] == stores[0] and p["severity"] != "info"]
+    assert clean == []
+    errors = {(p["kind"], p["file"], p["offset"]) for p in doc["problems"] if p["store"] == stores[1]}
+    assert {
+        ("bcq_not_record_start", *inside),
+        ("bcq_unit_mismatch", *moved),
+        ("bcq_offset_gap", *moved),
+        ("bcq_offset_gap", *after_moved),
+        ("bcq_points_outside", *past),
+    } <= errors

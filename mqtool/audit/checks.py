@@ -87,6 +87,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
             ctx.facts[(topic, queue_id)] = (cq.min_offset, cq.max_offset, last_end)
         except MqtoolError:
             continue  # reported by the driver's checks (cq_file)
+    _add_batch_queues(ctx, store, files)
     try:
         service = store.index_service
         if service.geometry is not None:
@@ -106,6 +107,14 @@ def store_context(plan: StorePlan, opts: AuditOptions):
     if opts.deep:
         _read_index_keys(plan, ctx, opts)
     return ctx
+
+
+def _add_batch_queues(ctx: StoreContext, store: Store, files: list) -> None:
+    from mqtool.audit.batchcq import batch_queue_contexts
+
+    end = files[-1].start_offset + files[-1].size if files else 0
+    ctx.batch_queues, facts = batch_queue_contexts(store, commitlog_min=ctx.commitlog_min, commitlog_end=end)
+    ctx.facts.update(facts)
 
 
 def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
@@ -212,6 +221,18 @@ def check_split(
                     phy_range=(lo, hi),
                 )
             )
+    if ctx.batch_queues:
+        from mqtool.audit.batchcq import check_batch_split
+
+        hits += check_batch_split(
+            ctx.batch_queues,
+            records,
+            problems,
+            lo=lo,
+            hi=hi,
+            commitlog_min=ctx.commitlog_min,
+            valid_end=valid_end,
+        )
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     facts = {k: checks.QueueFacts(*v) for k, v in ctx.facts.items()}
     horizon = checks.check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
@@ -286,6 +307,7 @@ def store_problems(
     tails, index headers and chains, the 5.x timer files, checkpoint, `abort` and the lock, where recovery
     would end."""
     from store import checks
+    from store.batchcq_check import check_batch_queue_files
     from store.storecheck import (
         check_checkpoint_file,
         check_index_files,
@@ -305,6 +327,9 @@ def store_problems(
     # the executors judged every unit that points into their ranges; the driver judges the rest
     empty = checks.RecordIndex.from_batches([], [], [])
     check_queue_files(
+        store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
+    )
+    check_batch_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
     if plan.index_problems is not None:

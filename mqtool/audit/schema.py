@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
+    from mqtool.audit.batchcq import BatchQueueContext
     from store.checks import ReachableKeys
 
 # --- kinds of partial rows -------------------------------------------------------------------------
@@ -157,6 +158,7 @@ class StoreContext:
     max_rows: int = 1000
     checks: bool = True
     index_keys: ReachableKeys | None = None  # with --deep: every key's reachability is checked
+    batch_queues: list[BatchQueueContext] = field(default_factory=list)  # BatchCQ topics' queues
 
 
 # --- building partial rows -----------------------------------------------------------------------
