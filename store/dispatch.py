@@ -36,6 +36,7 @@ from formats.commitlog import (
     java_parse_int,
 )
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
+from formats.errors import MqtoolError
 from formats.indexfile import (
     IndexGeometry,
 )
@@ -269,8 +270,23 @@ class DispatchSummary:
     last_full_index_end_timestamp: int = 0  # endTimestamp of the last completely filled index file
 
 
+class BatchCQTopicError(MqtoolError):
+    """A write that would put a BatchCQ topic's message in consumequeue/ (then the broker does not start)."""
+
+
+def refuse_batch_cq_topic(topic: str, batch_cq_topics: frozenset[str]) -> None:
+    """Raise `BatchCQTopicError` for a topic the broker keeps in batchconsumequeue/: mqtool writes no
+    BatchCQ units, and a ConsumeQueue of such a topic stops the broker's load (`queueTypeShouldBe`)."""
+    if topic in batch_cq_topics:
+        raise BatchCQTopicError(
+            f"{topic} is a BatchCQ topic (queue.type=BatchCQ): mqtool does not write its messages (a "
+            "ConsumeQueue for it stops the broker from starting); nothing is written"
+        )
+
+
 class Dispatcher:
-    """ReputMessageService's dispatchers over `cq_root` (consumequeue/) and `index_dir` (index/)."""
+    """ReputMessageService's dispatchers over `cq_root` (consumequeue/) and `index_dir` (index/).
+    A queue of a topic in `batch_cq_topics` is refused (`BatchCQTopicError`)."""
 
     def __init__(
         self,
@@ -285,8 +301,10 @@ class Dispatcher:
         scratch: Path,
         lmq: LmqSettings | None = None,
         durable: bool = True,
+        batch_cq_topics: frozenset[str] = frozenset(),
     ) -> None:
         self.cq_root = cq_root
+        self.batch_cq_topics = batch_cq_topics
         self.durable = durable  # False: no fsync (a dry run's staging, thrown away)
         self.lmq = lmq or LmqSettings()
         self.lmq_units = 0
@@ -313,6 +331,7 @@ class Dispatcher:
         key = (topic, queue_id)
         writer = self.queues.get(key)
         if writer is None:
+            refuse_batch_cq_topic(topic, self.batch_cq_topics)
             writer = ConsumeQueueWriter(self.cq_root, topic, queue_id, self.cq_file_size)
             writer.durable = self.durable
             self.queues[key] = writer
@@ -397,6 +416,8 @@ __all__ = [
     "existing_cq_file_size",
     "existing_index_geometry",
     "iter_dispatch",
+    "refuse_batch_cq_topic",
+    "BatchCQTopicError",
     "ConsumeQueueWriter",
     "DispatchRequest",
     "DispatchSummary",

@@ -27,6 +27,7 @@ from formats.properties import (
 )
 from formats.structs import CQ_STORE_UNIT_SIZE
 from store.consumequeue import native_unit_dtype
+from store.dispatch import refuse_batch_cq_topic
 from store.storedir import Store
 from store.version import BrokerVersion
 
@@ -158,7 +159,9 @@ def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
 
 
 def queue_max_offset(store: Store, topic: str, queue_id: int) -> int:
-    """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ."""
+    """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ.
+    A BatchCQ topic is refused (`store.dispatch.BatchCQTopicError`): the plans of writes stop here."""
+    refuse_batch_cq_topic(topic, store.batch_cq_topics)
     if queue_id not in store.consume_queues.queue_ids(topic):
         return 0
     return store.consume_queue(topic, queue_id).max_offset

@@ -223,7 +223,8 @@ class Store:
         index: bool = True,
         **options,
     ):
-        """A `Dispatcher` writing this store's consumequeue/ and index/ with the layout's settings."""
+        """A `Dispatcher` writing this store's consumequeue/ and index/ with the layout's settings (it
+        refuses the BatchCQ topics)."""
         from store.dispatch import Dispatcher
 
         layout = self.layout
@@ -243,6 +244,7 @@ class Store:
             index_geometry=geometry,
             scratch=options.pop("scratch", self.root),
             lmq=options.pop("lmq", layout.lmq),
+            batch_cq_topics=self.batch_cq_topics,
             **options,
         )
 
