@@ -584,7 +584,8 @@ def test_pop_groups_equal_pop_stats(spark, tmp_path):
 def test_batchcq_problems_equal_verify_and_corruptions_are_found(spark, tmp_path):
     """BatchConsumeQueues are judged as `verify` judges them, whatever the split: none on the real
     broker's store; on a copy, a unit pointing inside a record, a base offset moved (the gap after it)
-    and a unit past the data are reported at the same files and offsets."""
+    and a unit past the data are reported at the same files and offsets. The queues table has the
+    BatchConsumeQueues' min and max offsets as the real broker loaded them."""
     import struct
 
     from formats.batchconsumequeue import BCQ_STORE_UNIT_SIZE as UNIT
@@ -617,6 +618,12 @@ def test_batchcq_problems_equal_verify_and_corruptions_are_found(spark, tmp_path
         assert sorted(_problem_key(p) for p in got) == want, root
     clean = [p for p in doc["problems"] if p["store"] == stores[0] and p["severity"] != "info"]
     assert clean == []
+    rows = {
+        f"{q['topic']}/{q['queueId']}": (q["cqMinOffset"], q["cqMaxOffset"])
+        for q in doc["queues"]
+        if q["store"] == stores[0]
+    }
+    assert {k: rows[k] for k in queues} == {k: (v["minOffset"], v["maxOffset"]) for k, v in queues.items()}
     errors = {(p["kind"], p["file"], p["offset"]) for p in doc["problems"] if p["store"] == stores[1]}
     assert {
         ("bcq_not_record_start", *inside),

@@ -4,7 +4,8 @@ The driver reads each queue's units and what the dispatch takes from their recor
 (`batch_queue_contexts`, shipped in `StoreContext.batch_queues`); each executor judges the units that
 point into its split (`check_batch_split`: their record hits and the queues' facts count for the dispatch
 coverage); the driver judges the units outside the data, the base offsets unit to unit, the queue types
-and the file tails (`store.batchcq_check.check_batch_queue_files` with `outside_only`).
+and the file tails (`store.batchcq_check.check_batch_queue_files` with `outside_only`). The queues
+table gets their min/max offsets (`batch_queue_rows`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,23 @@ def batch_queue_contexts(
     return contexts, facts
 
 
+def batch_queue_rows(index: int, store: Any) -> list[tuple[Any, ...]]:
+    """Rows of the audit's queue view for the BatchConsumeQueues: (store, topic, queueId, min, max,
+    error) as the broker loads them (offsets count messages, a unit a whole batch)."""
+    rows: list[tuple[Any, ...]] = []
+    try:
+        queue_list = list(store.batch_consume_queues.queues())
+    except MqtoolError:
+        return rows  # reported by the driver's checks (bcq_file)
+    for topic, queue_id in queue_list:
+        try:
+            queue = store.batch_consume_queue(topic, queue_id)
+            rows.append((index, topic, queue_id, queue.min_offset, queue.max_offset, None))
+        except MqtoolError as exc:
+            rows.append((index, topic, queue_id, None, None, str(exc)))
+    return rows
+
+
 def check_batch_split(
     queues: list[BatchQueueContext],
     records: Any,
@@ -99,4 +117,4 @@ def check_batch_split(
     return hits
 
 
-__all__ = ["BatchQueueContext", "batch_queue_contexts", "check_batch_split"]
+__all__ = ["BatchQueueContext", "batch_queue_contexts", "batch_queue_rows", "check_batch_split"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.assemble import assemble
+from mqtool.audit.batchcq import batch_queue_rows
 from mqtool.audit.checks import sort_problems, store_problems
 from mqtool.audit.driver_sections import driver_sections
 from mqtool.audit.duplicates import duplicates_frame, duplicates_section
@@ -274,5 +275,6 @@ def _register_consume_queues(spark, plans: list[StorePlan], document: dict) -> N
                 rows.append((plan.index, topic, queue_id, cq.min_offset, cq.max_offset, None))
             except MqtoolError as exc:
                 rows.append((plan.index, topic, queue_id, None, None, str(exc)))
+        rows += batch_queue_rows(plan.index, plan.store)
     schema = "store int, topic string, queueId int, cqMinOffset bigint, cqMaxOffset bigint, cqError string"
     spark.createDataFrame(rows, schema=schema).createOrReplaceTempView("audit_consume_queues")
