@@ -785,7 +785,7 @@ PRELOAD = (
     "statistics", "decimal", "gzip", "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale",
     "calendar", "heapq", "bisect", "hashlib", "ipaddress", "pprint", "typer.rich_utils", "click.exceptions",
     "rich.table", "rich.console", "rich.markup", "rich.text", "rich.progress", "rich.box", "rich.pretty",
-    "rich.traceback",
+    "rich.traceback", "rocksdict", "tempfile",
 )  # fmt: skip
 
 
