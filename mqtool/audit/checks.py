@@ -8,6 +8,7 @@ ConsumeQueue tails, index headers and chains, checkpoint, `abort`, where recover
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 from typing import Any
 
@@ -30,6 +31,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
+from store.lmq import is_lmq
 from store.remote import is_url, location
 from store.storedir import Store
 
@@ -56,6 +58,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
         abort=store.liveness().abort_present,
         max_rows=opts.max_rows,
         checks=opts.checks,
+        lmq=store.layout.lmq,
     )
     if not opts.checks:
         return ctx
@@ -180,10 +183,12 @@ def _units_in_range(queue: QueueContext, lo: int, hi: int) -> np.ndarray:
 
 def check_split(
     task: SplitTask, ctx: StoreContext, ok: pa.RecordBatch, stop_phy: int | None
-) -> tuple[list[pa.RecordBatch], int | None]:
+) -> tuple[list[pa.RecordBatch], dict[str, Any]]:
     """Run the verify checks of store/checks/ that concern this split's records.
 
-    Returns PROBLEM rows and the newest store time of a record that has its ConsumeQueue unit.
+    Returns PROBLEM rows and the facts for the driver: `dispatchedMaxTs`, the newest store time of a
+    record that has its ConsumeQueue unit, and `lmqMissing`, the records naming LMQ queues that lack
+    their units (queue -> `LmqMissing` fields).
     """
     from formats.indexfile import INDEX_ENTRY_DTYPE
     from store import checks
@@ -207,20 +212,20 @@ def check_split(
             problems.add("cq_file", f"consumequeue/{q.topic}/{q.queue_id}", None, f"cannot read: {exc}")
             continue
         if len(units):
-            hits.append(
-                checks.check_consume_queue(
-                    units,
-                    records,
-                    problems,
-                    topic=q.topic,
-                    queue_id=q.queue_id,
-                    min_offset=q.min_offset,
-                    file_size=q.file_size,
-                    commitlog_min=ctx.commitlog_min,
-                    valid_end=valid_end,
-                    phy_range=(lo, hi),
-                )
+            hit = checks.check_consume_queue(
+                units,
+                records,
+                problems,
+                topic=q.topic,
+                queue_id=q.queue_id,
+                min_offset=q.min_offset,
+                file_size=q.file_size,
+                commitlog_min=ctx.commitlog_min,
+                valid_end=valid_end,
+                phy_range=(lo, hi),
             )
+            if not is_lmq(q.topic):  # an LMQ unit is not the record's own: coverage counts only those
+                hits.append(hit)
     if ctx.batch_queues:
         from mqtool.audit.batchcq import check_batch_split
 
@@ -236,10 +241,16 @@ def check_split(
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     facts = {k: checks.QueueFacts(*v) for k, v in ctx.facts.items()}
     horizon = checks.check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
+    # one row per LMQ queue for the whole store: the driver merges the splits' summaries (`store_problems`)
+    lmq_missing = checks.lmq_missing(records, facts, horizon=horizon, settings=ctx.lmq)
     if deep:
         reach = ctx.index_keys.facts_in(lo, hi)
         checks.check_index_coverage(records, reach, problems, cq_horizon=horizon)
-    dispatched = int(records.store_ts[all_hits].max()) if len(all_hits) else None
+    split_facts: dict[str, Any] = {
+        "dispatchedMaxTs": int(records.store_ts[all_hits].max()) if len(all_hits) else None
+    }
+    if lmq_missing:
+        split_facts["lmqMissing"] = {queue: dataclasses.astuple(m) for queue, m in lmq_missing.items()}
     for ix in ctx.index_files:
         if ix.entries <= 0:
             continue
@@ -271,7 +282,7 @@ def check_split(
         keep = pc.invert(pc.is_in(table.column("kind"), pa.array(sorted(_SPLIT_KINDS_DROPPED))))
         table = table.filter(keep)
     if table.num_rows == 0:
-        return [], dispatched
+        return [], split_facts
     count = table.num_rows
     row = partial_rows(
         {
@@ -286,7 +297,7 @@ def check_split(
         },
         count,
     )
-    return [row], dispatched
+    return [row], split_facts
 
 
 # --- the whole-store checks (driver) --------------------------------------------------------------
@@ -326,12 +337,13 @@ def store_problems(
     commitlog_min = plan.files[0].start_offset if plan.files else 0
     # the executors judged every unit that points into their ranges; the driver judges the rest
     empty = checks.RecordIndex.from_batches([], [], [])
-    check_queue_files(
+    found = check_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
     check_batch_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
+    checks.report_lmq_missing(_lmq_missing(stops, cut), found.queues, problems)
     if plan.index_problems is not None:
         problems.extend(plan.index_problems)
     index = check_index_files(
@@ -353,6 +365,18 @@ def store_problems(
     )
     recovery_summary(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, abort, problems)
     return problems.table().to_pylist()
+
+
+def _lmq_missing(stops: dict[int, SplitStop], cut: Cut) -> dict[str, Any]:
+    """The valid splits' LMQ summaries (`check_split`), merged per queue."""
+    from store.checks.lmq import LmqMissing
+
+    merged: dict[str, LmqMissing] = {}
+    for seq in cut.valid_seqs:
+        for queue, fields in stops[seq].facts.get("lmqMissing", {}).items():
+            one = LmqMissing(*fields)
+            merged[queue] = merged[queue].merge(one) if queue in merged else one
+    return merged
 
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}

@@ -140,8 +140,8 @@ def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.
         stop_phy = task.base + facts["pos"] if ends_data else None
         from mqtool.audit.checks import check_split  # it imports this module
 
-        problems, dispatched = check_split(task, context, ok, stop_phy)
-        facts["dispatchedMaxTs"] = dispatched
+        problems, split_facts = check_split(task, context, ok, stop_phy)
+        facts.update(split_facts)
         out.extend(problems)
     out.insert(0, _stop_row(task, ok, facts))
     if task.output and ok.num_rows:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from store.lmq import LmqSettings
+
 if TYPE_CHECKING:
     from mqtool.audit.batchcq import BatchQueueContext
     from store.checks import ReachableKeys
@@ -159,6 +161,7 @@ class StoreContext:
     checks: bool = True
     index_keys: ReachableKeys | None = None  # with --deep: every key's reachability is checked
     batch_queues: list[BatchQueueContext] = field(default_factory=list)  # BatchCQ topics' queues
+    lmq: LmqSettings = field(default_factory=LmqSettings)  # enableMultiDispatch: records name LMQ queues
 
 
 # --- building partial rows -----------------------------------------------------------------------

@@ -79,7 +79,7 @@ from store.checks.javastrings import (
     pow31,
     split_tokens,
 )
-from store.checks.lmq import LmqCoverage, check_lmq_coverage
+from store.checks.lmq import LmqCoverage, LmqMissing, check_lmq_coverage, lmq_missing, report_lmq_missing
 from store.checks.problems import (
     BLANK,
     END,
@@ -134,6 +134,9 @@ __all__ = [
     "check_cq_tail",
     "check_dispatch_coverage",
     "check_lmq_coverage",
+    "lmq_missing",
+    "report_lmq_missing",
+    "LmqMissing",
     "LmqCoverage",
     "check_file_records",
     "check_index_coverage",

@@ -8,6 +8,7 @@ the unit's queue offset (the broker filled that entry at put time and wrote the 
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,63 @@ class LmqCoverage:
     missing_units: int = 0
 
 
+@dataclass
+class LmqMissing:
+    """Records naming one LMQ queue at offsets the queue does not reach: how many, their queue offsets'
+    range and the first one's physical offset. Summaries of parts of a commitlog `merge` into the whole's."""
+
+    count: int
+    min_offset: int
+    max_offset: int
+    first_phy: int
+
+    def merge(self, other: LmqMissing) -> LmqMissing:
+        return LmqMissing(
+            self.count + other.count,
+            min(self.min_offset, other.min_offset),
+            max(self.max_offset, other.max_offset),
+            min(self.first_phy, other.first_phy),
+        )
+
+
+def lmq_missing(
+    records: RecordIndex, queues: dict, *, horizon: int, settings: LmqSettings
+) -> dict[str, LmqMissing]:
+    """Per LMQ queue: the records (dispatched, before the dispatch `horizon`) that name it at an offset it
+    does not reach. `queues` maps (topic, queue id) to QueueFacts."""
+    if not settings.enable_multi_dispatch or not records.multi_dispatch:
+        return {}
+    dispatchable = records.dispatchable()
+    missing: dict[str, LmqMissing] = {}
+    for row in sorted(records.multi_dispatch):
+        phy = int(records.phy[row])
+        if not dispatchable[row] or phy >= horizon:
+            continue
+        for (queue, qid), offset in named_offsets(records, row).items():
+            if not is_lmq(queue) or qid != LMQ_QUEUE_ID:
+                continue
+            facts = queues.get((queue, qid))
+            if facts is None or offset >= facts.max_offset:
+                one = LmqMissing(1, offset, offset, phy)
+                missing[queue] = missing[queue].merge(one) if queue in missing else one
+    return missing
+
+
+def report_lmq_missing(missing: dict[str, LmqMissing], queues: Container, problems: ProblemList) -> int:
+    """One `lmq_missing_unit` row per queue; returns how many units are missing."""
+    for queue, m in sorted(missing.items()):
+        problems.add(
+            "lmq_missing_unit",
+            f"consumequeue/{queue}/{LMQ_QUEUE_ID}",
+            None,
+            f"{queue}/{LMQ_QUEUE_ID}: {m.count} records name this LMQ queue in INNER_MULTI_DISPATCH "
+            f"(queue offsets {m.min_offset}..{m.max_offset}, first at phy {m.first_phy}) but the queue "
+            + ("does not exist" if (queue, LMQ_QUEUE_ID) not in queues else "has no unit for them")
+            + "; mqtool rebuild cq writes them",
+        )
+    return sum(m.count for m in missing.values())
+
+
 def check_lmq_coverage(
     records: RecordIndex,
     queues: dict,
@@ -77,32 +135,18 @@ def check_lmq_coverage(
         if is_lmq(topic):
             found.queues += 1
             found.units += facts.max_offset - facts.min_offset
-    if not settings.enable_multi_dispatch or not records.multi_dispatch:
-        return found
-    dispatchable = records.dispatchable()
-    missing: dict[str, list[tuple[int, int]]] = {}
-    for row in sorted(records.multi_dispatch):
-        if not dispatchable[row] or int(records.phy[row]) >= horizon:
-            continue
-        for (queue, qid), offset in named_offsets(records, row).items():
-            if not is_lmq(queue) or qid != LMQ_QUEUE_ID:
-                continue
-            facts = queues.get((queue, qid))
-            if facts is None or offset >= facts.max_offset:
-                missing.setdefault(queue, []).append((offset, int(records.phy[row])))
-    for queue, entries in sorted(missing.items()):
-        found.missing_units += len(entries)
-        offsets = [o for o, _ in entries]
-        problems.add(
-            "lmq_missing_unit",
-            f"consumequeue/{queue}/{LMQ_QUEUE_ID}",
-            None,
-            f"{queue}/{LMQ_QUEUE_ID}: {len(entries)} records name this LMQ queue in INNER_MULTI_DISPATCH "
-            f"(queue offsets {min(offsets)}..{max(offsets)}, first at phy {entries[0][1]}) but the queue "
-            + ("does not exist" if (queue, LMQ_QUEUE_ID) not in queues else "has no unit for them")
-            + "; mqtool rebuild cq writes them",
-        )
+    missing = lmq_missing(records, queues, horizon=horizon, settings=settings)
+    found.missing_units = report_lmq_missing(missing, queues, problems)
     return found
 
 
-__all__ = ["LmqCoverage", "LmqUnitFaults", "check_lmq_coverage", "lmq_unit_faults", "named_offsets"]
+__all__ = [
+    "LmqCoverage",
+    "LmqMissing",
+    "LmqUnitFaults",
+    "check_lmq_coverage",
+    "lmq_missing",
+    "lmq_unit_faults",
+    "named_offsets",
+    "report_lmq_missing",
+]
