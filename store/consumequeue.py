@@ -145,12 +145,25 @@ class ConsumeQueue:
         index = max(0, len(files) - 3)
         while True:
             f = files[index]
-            valid = count_valid_prefix(self.file_units(f))
+            valid = self._valid_prefix(f)
             if valid < self.units_per_file:
                 return (f.start_offset + valid * UNIT) // UNIT
             index += 1
             if index >= len(files):
                 return f.end_offset // UNIT
+
+    def _valid_prefix(self, f: MappedFile) -> int:
+        """How many units at the start of file `f` are valid, read in growing chunks: a queue's last file
+        is mostly unwritten (sparse), and touching it through the map would read ahead megabytes of it
+        (`MappedFile.read`) - per queue, on a store of 100,000 LMQ queues."""
+        start, step = 0, 1024
+        while start < self.units_per_file:
+            n = min(step, self.units_per_file - start)
+            valid = count_valid_prefix(units_view(f.read(start * UNIT, n * UNIT), str(f.path)))
+            if valid < n:
+                return start + valid
+            start, step = start + n, step * 4
+        return self.units_per_file
 
     @property
     def max_position(self) -> int:
