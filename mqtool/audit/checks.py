@@ -158,26 +158,21 @@ def _units_in_range(queue: QueueContext, lo: int, hi: int) -> np.ndarray:
     for f in queue.files:
         if f.max_phy < lo or f.min_phy >= hi or f.min_phy > f.max_phy:
             continue
+        # read, not mapped: a fault on a cold map reads ahead megabytes of a sparse file with few units
         if is_url(f.path):
-            mm = read_array(f.path, 0, f.units, CQ_UNIT_DTYPE)
+            view = read_array(f.path, 0, f.units, CQ_UNIT_DTYPE)
         else:
-            with open(f.path, "rb") as fh:
-                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            view = np.frombuffer(mm, dtype=CQ_UNIT_DTYPE, count=f.units)
-            phy = view["phyOffset"]
-            qo = f.first_queue_offset + np.arange(f.units, dtype=np.int64)
-            sel = np.flatnonzero((phy >= lo) & (phy < hi) & (qo >= queue.min_offset))
-            if sel.size:
-                out = np.empty(len(sel), dtype=NATIVE_UNITS)
-                out["queueOffset"] = qo[sel]
-                out["phyOffset"] = phy[sel]
-                out["size"] = view["size"][sel]
-                out["tagsCode"] = view["tagsCode"][sel]
-                parts.append(out)
-            del view, phy
-        finally:
-            close_map(mm)
+            view = np.fromfile(f.path, dtype=CQ_UNIT_DTYPE, count=f.units)
+        phy = view["phyOffset"]
+        qo = f.first_queue_offset + np.arange(len(view), dtype=np.int64)
+        sel = np.flatnonzero((phy >= lo) & (phy < hi) & (qo >= queue.min_offset))
+        if sel.size:
+            out = np.empty(len(sel), dtype=NATIVE_UNITS)
+            out["queueOffset"] = qo[sel]
+            out["phyOffset"] = phy[sel]
+            out["size"] = view["size"][sel]
+            out["tagsCode"] = view["tagsCode"][sel]
+            parts.append(out)
     return np.concatenate(parts) if parts else np.zeros(0, NATIVE_UNITS)
 
 
