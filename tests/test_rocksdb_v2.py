@@ -180,3 +180,23 @@ def test_v1_rocksdb_broker_with_lmq_reads_lmq_offsets_from_rocksdb(tmp_path: Pat
     done = run_mqtool("info", "-s", str(root), "-f", "json")
     row = {r["file"]: r for r in json.loads(done.stdout)["configFiles"]}["lmqConsumerOffset.json"]
     assert row["loadedFrom"] is None and "config/consumerOffsets" in row["note"]
+
+
+def test_truncated_config_rdb_is_one_line_naming_it(tmp_path: Path) -> None:
+    root = copy_store("store-rocksdb-v2", tmp_path / "s")
+    sst = max((root / "config" / "rdb").glob("*.sst"), key=lambda p: p.stat().st_size)
+    sst.write_bytes(sst.read_bytes()[: sst.stat().st_size // 2])
+    done = run_mqtool("offsets", "show", "-s", str(root))
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("mqtool: warning")]
+    assert done.returncode != 0 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("mqtool: error: ") and str(root / "config" / "rdb") in lines[0]
+
+
+def test_dump_config_shows_the_config_rdb_table_without_a_json_file() -> None:
+    assert not (ROOT / "config" / "consumerOffset.json").exists()
+    done = run_mqtool("dump", "config", "consumeroffset", "-s", str(ROOT), "-f", "json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["source"] == "rocksdb" and out["file"].endswith("config/rdb")
+    want = expect()["consumerOffsets"]["offsetTable"]
+    assert {k: v for k, v in out["content"]["offsetTable"].items() if not is_lmq(k)} == want
