@@ -69,6 +69,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh rocksdb-store build/oracle/store-rocksdb 20261126
 	find tests/data/store-rocksdb -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-rocksdb && cp -r build/oracle/store-rocksdb/. tests/data/store-rocksdb/
+	rm -rf build/oracle/store-rocksdb-v2
+	tests/oracle/run.sh rocksdb-v2-store build/oracle/store-rocksdb-v2 20261126
+	find tests/data/store-rocksdb-v2 -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-rocksdb-v2 && cp -r build/oracle/store-rocksdb-v2/. tests/data/store-rocksdb-v2/
 	rm -rf build/oracle/store-lmq
 	tests/oracle/run.sh lmq-store build/oracle/store-lmq 20261126
 	find tests/data/store-lmq -mindepth 1 ! -name README.md -delete 2>/dev/null || true

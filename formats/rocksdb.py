@@ -14,8 +14,12 @@ default column family key = the name (UTF-8: "topic@group", topic, group), value
 `kvDataVersion` column family, key `kvDataVersionKey`: fastjson `DataVersion`; `forbidden`: group -> JSON.
 Config v2 (`config/rdb`, `ConfigStorage`, 5.3.2+), consumer offsets (`ConsumerOffsetManagerV2`): key
 `[TablePrefix.TABLE 1][TableId i16][RecordPrefix.DATA 2][groupLen i16][group][CTRL_1][topicLen i16][topic]
-[CTRL_1][queueId i32]`, value `[offset i64]`; a table's data version: key `[1][TableId]
-[RecordPrefix.DATA_VERSION 1]["data_version"]`, value `[stateMachineVersion i64][timestamp i64][counter i64]`.
+[CTRL_1][queueId i32]`, value `[offset i64]` (LMQ offsets too: the manager keeps those only here, not in its
+table); topics (`TopicConfigManagerV2`, TableId.TOPIC 3) and groups (`SubscriptionGroupManagerV2`,
+SUBSCRIPTION_GROUP 4): key `[1][TableId i16][2][nameLen i16][name]` (`ConfigHelper.keyBufOf`), value
+`[SerializationType i8][fastjson2 JSON of the bean]` (`valueBufOf`; only JSON = 1 is read, other types are
+skipped); a table's data version: key `[1][TableId][RecordPrefix.DATA_VERSION 1]["data_version"]`, value
+`[stateMachineVersion i64][timestamp i64][counter i64]`.
 All integers big-endian, as Java's ByteBuffer and Netty's ByteBuf write them.
 """
 
@@ -23,7 +27,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from construct import Bytes, Const, ConstructError, GreedyBytes, Int16sb, Int32sb, Int64sb, Struct, this
+from construct import (
+    Bytes,
+    Const,
+    ConstructError,
+    GreedyBytes,
+    Int8sb,
+    Int16sb,
+    Int32sb,
+    Int64sb,
+    Struct,
+    this,
+)
 
 from formats.errors import FormatError
 
@@ -79,6 +94,9 @@ TABLE_PREFIX_TABLE = 1  # TablePrefix.TABLE
 RECORD_PREFIX_DATA_VERSION = 1  # RecordPrefix.DATA_VERSION
 RECORD_PREFIX_DATA = 2  # RecordPrefix.DATA
 TABLE_CONSUMER_OFFSET = 1  # TableId.CONSUMER_OFFSET
+TABLE_TOPIC = 3  # TableId.TOPIC
+TABLE_SUBSCRIPTION_GROUP = 4  # TableId.SUBSCRIPTION_GROUP
+SERIALIZATION_JSON = 1  # SerializationType.JSON
 DATA_VERSION_KEY = b"data_version"  # ConfigStorage.DATA_VERSION_KEY
 
 V2ConsumerOffsetKey = Struct(
@@ -94,6 +112,14 @@ V2ConsumerOffsetKey = Struct(
     "queue_id" / Int32sb,
 )
 V2ConsumerOffsetValue = Struct("offset" / Int64sb)
+V2NamedKey = Struct(  # ConfigHelper.keyBufOf: a topic or group record
+    "table_prefix" / Const(bytes([TABLE_PREFIX_TABLE])),
+    "table_id" / Int16sb,
+    "record_prefix" / Const(bytes([RECORD_PREFIX_DATA])),
+    "name_len" / Int16sb,
+    "name" / Bytes(this.name_len),
+)
+V2SerializedValue = Struct("serialization_type" / Int8sb, "payload" / GreedyBytes)
 V2DataVersionKey = Struct(
     "table_prefix" / Const(bytes([TABLE_PREFIX_TABLE])),
     "table_id" / Int16sb,
@@ -207,6 +233,15 @@ def parse_v2_consumer_offset(key: bytes, value: bytes, file: str | None = None) 
     k = _parse(V2ConsumerOffsetKey, key, "config/rdb consumer offset key", file)
     v = _parse(V2ConsumerOffsetValue, value, "config/rdb consumer offset value", file)
     return k.group.decode("utf-8", "replace"), k.topic.decode("utf-8", "replace"), k.queue_id, v.offset
+
+
+def parse_v2_named_record(key: bytes, value: bytes, file: str | None = None) -> tuple[str, bytes | None]:
+    """(name, JSON payload) of a v2 topic or group record; payload None when the value is not JSON, which
+    the managers' `parseTopicConfig` / `parseSubscription` skip."""
+    k = _parse(V2NamedKey, key, "config/rdb topic or group key", file)
+    v = _parse(V2SerializedValue, value, "config/rdb topic or group value", file)
+    name = k.name.decode("utf-8", "replace")
+    return name, v.payload if v.serialization_type == SERIALIZATION_JSON else None
 
 
 def v2_table_prefix(table_id: int, record_prefix: int) -> bytes:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX
-from store.lmq import offset_file_name
 from store.storedir import Store
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ def committed_offsets(store: Store, *, strict: bool = False) -> CommittedOffsets
     cannot be loaded gives empty tables and a note instead of an error."""
     out = CommittedOffsets()
     lmq = store.layout.lmq
-    name = offset_file_name(lmq)
+    name = store.layout.consumer_offset_file
     if name != "consumerOffset.json":
         out.notes.append(
             f"offsets from {name}: the store's broker runs with enableLmq ({lmq.source}), whose "

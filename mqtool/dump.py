@@ -10,6 +10,7 @@ from formats.commitlog import Message
 from formats.errors import MqtoolError
 from formats.fastjson import parse
 from mqtool.info import checkpoint_json, header_json
+from store.rocksdb_config import RocksDBConfigFile
 from store.storedir import Store
 from store.timer import TimerStore, chain
 
@@ -291,14 +292,16 @@ def config(store: Store, name: str, *, bak: bool = False) -> dict[str, Any]:
         content = _plain_json(parse(text, file=str(path)))
         return {"file": str(path), "source": "bak", "reason": "asked for the .bak copy", "content": content}
     path = store.config_dir / file_name
-    if not path.exists() and not path.with_name(file_name + ".bak").exists():
+    kept = store.config(file_name)
+    in_rocksdb = isinstance(kept, RocksDBConfigFile)  # the table the broker loads, with or without the JSON
+    if not in_rocksdb and not path.exists() and not path.with_name(file_name + ".bak").exists():
         present = sorted(p.name for p in store.config_dir.glob("*")) if store.config_dir.is_dir() else []
         raise MqtoolError(
             f"no {file_name} and no {file_name}.bak (files here: {', '.join(present) or 'none'}); "
             "a broker would start with empty tables",
             str(path),
         )
-    loaded = store.config(file_name).load()
+    loaded = kept.load()
     return {
         "file": str(loaded.path) if loaded.path else str(store.config_dir / file_name),
         "source": loaded.source,

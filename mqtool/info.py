@@ -7,6 +7,7 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from store.lmq import is_lmq, lmq_queue_names
+from store.rocksdb_config import RocksDBConfigFile
 from store.storedir import Store
 
 CONFIG_FILES = (
@@ -151,18 +152,30 @@ def checkpoint_json(checkpoint: Any) -> dict[str, Any] | None:
     }
 
 
+OFFSET_FILES = ("consumerOffset.json", "lmqConsumerOffset.json")
+
+
 def config_files_info(store: Store) -> list[dict[str, Any]]:
     rows = []
     for name in CONFIG_FILES:
         path = store.config_dir / name
         bak = path.with_name(name + ".bak")
-        if not path.exists() and not bak.exists():
+        in_rocksdb = isinstance(store.config(name), RocksDBConfigFile)  # a row even without the JSON
+        if not path.exists() and not bak.exists() and not in_rocksdb:
             continue
         row: dict[str, Any] = {
             "file": name,
             "size": path.stat().st_size if path.exists() else None,
             "bak": bak.exists(),
         }
+        offsets = store.layout.consumer_offset_file
+        if name in OFFSET_FILES and name != offsets:
+            row["loadedFrom"] = None
+            used = store.config(offsets)
+            where = f"RocksDB config/{used.kv_path.name}" if isinstance(used, RocksDBConfigFile) else offsets
+            row["note"] = f"not read: the store's broker loads its consumer offsets from {where}"
+            rows.append(row)
+            continue
         try:
             loaded = store.config(name).load()
             row["loadedFrom"] = loaded.source

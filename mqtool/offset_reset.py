@@ -43,7 +43,7 @@ from mqtool.reset_plan import (
 from mqtool.reset_plan_file import PlanFileRow, export_plan, read_plan_file
 from store.config import LoadedConfig
 from store.consumequeue import StoreTimeOf
-from store.lmq import LMQ_QUEUE_ID, is_lmq, offset_file_name
+from store.lmq import LMQ_QUEUE_ID, is_lmq
 from store.storedir import Store
 
 # --- config tables --------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ class StoreCatalog:
 
         topics, _ = model("topics.json")
         groups, _ = model("subscriptionGroup.json")
-        offsets, offsets_loaded = model(offset_file_name(store.layout.lmq))
+        offsets, offsets_loaded = model(store.layout.consumer_offset_file)
         mode_path = store.config_dir / "messageRequestMode.json"
         return cls(
             topics=topics,

@@ -48,7 +48,6 @@ from mqtool.message_view import (  # noqa: F401 (the library surface of `from mq
     message_document,
 )
 from store.index import MAX_MSGS_NUM_BATCH
-from store.lmq import offset_file_name
 from store.storedir import Store
 from store.timer import TIMER_TOPIC
 
@@ -98,7 +97,7 @@ def _known_topics(store: Store) -> list[str]:
     model = _config_model(store, "subscriptionGroup.json")
     if model is not None:
         groups.update(model.subscription_group_table)
-    model = _config_model(store, offset_file_name(store.layout.lmq))
+    model = _config_model(store, store.layout.consumer_offset_file)
     if model is not None:
         for topic, group, _, _ in model.entries():
             topics.add(topic)

@@ -1,5 +1,5 @@
 """Applying a reset plan: consumerOffset.json written as the 5.2+ server-side reset does
-(lmqConsumerOffset.json on a store of a broker with enableLmq, `store.lmq.offset_file_name`).
+(lmqConsumerOffset.json on a store of a broker with enableLmq, `StoreLayout.consumer_offset_file`).
 
 Unconditionally, creating `topic@group` entries (`ConsumerOffsetManager.assignResetOffset`), under the
 write safety rules of `mqtool.safety`: dry run unless `execute`, never while a broker holds the store
@@ -20,7 +20,6 @@ from mqtool.safety import warn, write_guard
 from mqtool.timeparse import now_ms
 from store.config import LoadedConfig
 from store.filewrites import crash_point
-from store.lmq import offset_file_name
 from store.storedir import Store
 
 CONSUMER_OFFSET = "consumerOffset.json"
@@ -78,7 +77,7 @@ def apply_plan(
     write is refused (PlanOutdatedError). Then `set_offset` for every changed row, dataVersion bumped
     when the file has one, saved atomically (previous content in `.bak`), and read back to check.
     """
-    config = store.config(offset_file_name(store.layout.lmq))
+    config = store.config(store.layout.consumer_offset_file)
     changes = plan.changes
     result = ApplyResult(False, config.path, len(changes))
     with write_guard(store, execute, note=note) as may_write:

@@ -19,7 +19,7 @@ from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
 from store.brokerconf import BrokerConfig
 from store.consumequeue import ConsumeQueueStore, is_rocksdb_dir
-from store.lmq import LmqSettings, resolve_lmq_settings
+from store.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
 from store.mappedfile import MappedFileQueue
 from store.version import BrokerVersion, detect_broker_version, resolve_broker_version
 
@@ -147,6 +147,19 @@ class StoreLayout:
     def lmq(self) -> LmqSettings:
         """enableLmq / enableMultiDispatch (see `store.lmq.resolve_lmq_settings`)."""
         return resolve_lmq_settings(self.root, self.broker_config)
+
+    @cached_property
+    def config_backend(self) -> str:
+        """Where the broker's managers keep offsets, topics and groups: "json", "rocksdb" (v1) or "rdb"
+        (v2, config/rdb); see `store.rocksdb_config.config_backend`."""
+        from store.rocksdb_config import config_backend
+
+        return config_backend(self.root, self.broker_config, self.consume_queues_in_rocksdb)
+
+    @property
+    def consumer_offset_file(self) -> str:
+        """The consumer offset table the broker loads (`store.lmq.offset_file_name`)."""
+        return offset_file_name(self.lmq, self.config_backend)
 
     @cached_property
     def detected_version(self) -> BrokerVersion | None:

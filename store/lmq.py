@@ -150,10 +150,14 @@ def store_shows_lmq(root: Path) -> bool:
     return next(lmq_queue_names(root / "consumequeue"), None) is not None
 
 
-def offset_file_name(settings: LmqSettings) -> str:
-    """The consumer offset file the broker loads: an enableLmq broker runs LmqConsumerOffsetManager
-    (lmqConsumerOffset.json, every group's offsets) and never reads consumerOffset.json."""
-    return LMQ_OFFSET_FILE if settings.enable_lmq else "consumerOffset.json"
+def offset_file_name(settings: LmqSettings, config_backend: str = "json") -> str:
+    """The consumer offset file the broker loads: an enableLmq broker with file config runs
+    LmqConsumerOffsetManager (lmqConsumerOffset.json, every group's offsets) and never reads
+    consumerOffset.json. A broker keeping its config in RocksDB (`config_backend` "rocksdb" or "rdb",
+    `StoreLayout.config_backend`) runs RocksDBConsumerOffsetManager or ConsumerOffsetManagerV2 whatever
+    enableLmq says (BrokerController's constructor): LMQ offsets sit with the others there, and
+    lmqConsumerOffset.json is never read."""
+    return LMQ_OFFSET_FILE if settings.enable_lmq and config_backend == "json" else "consumerOffset.json"
 
 
 def resolve_lmq_settings(root: Path, config: BrokerConfig | None = None) -> LmqSettings:

@@ -11,8 +11,10 @@ dataVersion counter is ahead of the KV data version, the JSON is loaded instead 
 So `RocksDBConfigFile.load()` answers what the broker will hold: the RocksDB table (source "rocksdb", with a
 note that the JSON is stale) or the JSON ahead of it (source "file"). Its `save()` is how an offline write
 reaches such a broker: consumerOffset.json with a data version ahead of the KV one, which the next start
-imports (proven with the oracle's `rocksdb-read`). The v2 managers never read the JSON: nothing offline is
-loaded, so writes are refused in one line.
+imports (proven with the oracle's `rocksdb-read`). The v2 managers never read the JSON: `load()` answers
+from config/rdb (`TopicConfigManagerV2`, `SubscriptionGroupManagerV2`, `ConsumerOffsetManagerV2`; LMQ offsets
+included, which that manager keeps only there), nothing offline is loaded, so writes are refused in one line.
+Neither kind of manager reads lmqConsumerOffset.json (`store.lmq.offset_file_name`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,18 @@ MODELS = {
     "topics.json": TopicConfigTable,
     "subscriptionGroup.json": SubscriptionGroupTable,
 }
-ONLINE_RESET = "mqadmin resetOffsetByTime"
+V2_TABLES = {  # config file -> its table in config/rdb (TableId)
+    "consumerOffset.json": layout.TABLE_CONSUMER_OFFSET,
+    "topics.json": layout.TABLE_TOPIC,
+    "subscriptionGroup.json": layout.TABLE_SUBSCRIPTION_GROUP,
+}
+NAME_FIELDS = {"topics.json": "topicName", "subscriptionGroup.json": "groupName"}  # the managers' table keys
+ONLINE_WRITES = {  # what changes the table on the running broker instead
+    "consumerOffset.json": "mqadmin resetOffsetByTime",
+    "topics.json": "mqadmin updateTopic / deleteTopic",
+    "subscriptionGroup.json": "mqadmin updateSubGroup / deleteSubGroup",
+}
+ONLINE_RESET = ONLINE_WRITES["consumerOffset.json"]
 
 
 class RocksDBConfigWriteError(MqtoolError):
@@ -58,8 +71,8 @@ def config_backend(root: Path, broker_config: Any, cq_in_rocksdb: bool) -> str:
         return "rocksdb" if str(broker_config.storeType).lower() == "defaultrocksdb" else "json"
     config = root / CONFIG_DIR
     v1 = any(is_rocksdb_dir(config / d) for d in layout.CONFIG_V1_DIRS.values())
-    if not v1 and not cq_in_rocksdb and is_rocksdb_dir(config / layout.CONFIG_V2_DIR):
-        return "rdb"
+    if not v1 and is_rocksdb_dir(config / layout.CONFIG_V2_DIR):
+        return "rdb"  # a v1 manager creates its directory at the first start; only v2 writes config/rdb
     return "rocksdb" if v1 or cq_in_rocksdb else "json"
 
 
@@ -130,8 +143,12 @@ def kv_counter(table: KVTable) -> int:
     return DataVersion.from_json(table.data_version).counter
 
 
-def read_v2_offsets(directory: Path) -> tuple[dict[str, dict[int, int]], tuple[int, int, int] | None]:
-    """`ConsumerOffsetManagerV2.load`: "topic@group" -> {queueId: offset}, and the table's data version."""
+V2Version = tuple[int, int, int] | None  # (stateVersion, timestamp, counter)
+
+
+def read_v2_offsets(directory: Path) -> tuple[dict[str, dict[int, int]], V2Version]:
+    """`ConsumerOffsetManagerV2.load`: "topic@group" -> {queueId: offset}, and the table's data version. LMQ
+    offsets are included: the manager leaves them out of its table but answers `queryOffset` from here."""
     where = str(directory)
     table: dict[str, dict[int, int]] = {}
     with ReadOnlyRocksDB(directory, V2_FAMILIES) as db:
@@ -139,8 +156,46 @@ def read_v2_offsets(directory: Path) -> tuple[dict[str, dict[int, int]], tuple[i
         for key, value in db.items("default", prefix):
             group, topic, queue_id, offset = layout.parse_v2_consumer_offset(key, value, where)
             table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
-        raw = db.get("default", layout.v2_data_version_key(layout.TABLE_CONSUMER_OFFSET))
-    return table, None if raw is None else layout.parse_v2_data_version(raw, where)
+        version = _v2_version(db, layout.TABLE_CONSUMER_OFFSET, where)
+    return table, version
+
+
+def read_v2_beans(directory: Path, name: str) -> tuple[dict[str, Any], V2Version]:
+    """`TopicConfigManagerV2.load` / `SubscriptionGroupManagerV2.load` (name "topics.json" or
+    "subscriptionGroup.json"): name -> the bean's JSON object, keyed by its own topicName / groupName as
+    `putTopicConfig` keys it; records of another serialization type are skipped as the managers skip them."""
+    where = str(directory)
+    table_id = V2_TABLES[name]
+    beans: dict[str, Any] = {}
+    with ReadOnlyRocksDB(directory, V2_FAMILIES) as db:
+        for key, value in db.items("default", layout.v2_table_prefix(table_id, layout.RECORD_PREFIX_DATA)):
+            record, payload = layout.parse_v2_named_record(key, value, where)
+            if payload is None:
+                continue
+            bean = _parse_json(payload, f"{where} key {record!r}")
+            if not isinstance(bean, dict):
+                raise MqtoolError(f"key {record!r}: value is not a JSON object", where)
+            own = bean.get(NAME_FIELDS[name])
+            beans[own if isinstance(own, str) else record] = bean
+        version = _v2_version(db, table_id, where)
+    return beans, version
+
+
+def _v2_version(db: ReadOnlyRocksDB, table_id: int, where: str) -> V2Version:
+    raw = db.get("default", layout.v2_data_version_key(table_id))
+    return None if raw is None else layout.parse_v2_data_version(raw, where)
+
+
+def v2_model(name: str, directory: Path) -> Any:
+    """The file model (formats.configs) the v2 manager of `name` holds after loading config/rdb."""
+    table, version = (
+        read_v2_offsets(directory) if name == "consumerOffset.json" else read_v2_beans(directory, name)
+    )
+    obj: dict[str, Any] = {TABLE_KEYS[name]: table}
+    if version is not None:
+        state, timestamp, counter = version
+        obj["dataVersion"] = {"counter": counter, "stateVersion": state, "timestamp": timestamp}
+    return build_config(MODELS[name], obj, fastjson.dumps(obj, pretty=False), {}, str(directory))
 
 
 class RocksDBConfigFile(ConfigFile):
@@ -193,14 +248,16 @@ class RocksDBConfigFile(ConfigFile):
 
     def _load_v2(self) -> LoadedConfig:
         rel = f"{CONFIG_DIR}/{layout.CONFIG_V2_DIR}"
-        table, version = read_v2_offsets(self.kv_path)
-        obj: dict[str, Any] = {"offsetTable": table}
-        model = ConsumerOffsetTable.from_json(obj)
-        if version is not None:
-            model.data_version = DataVersion(version[2], version[1], version[0])
+        model = v2_model(self.name, self.kv_path)
         reason = (
             f"read from RocksDB {rel} (configManagerVersion=v2); {self.name} is not read by such a broker"
         )
+        if self.name == "consumerOffset.json":
+            reason += "; LMQ offsets as its queryOffset reads them there (they never enter its table)"
+        else:  # TopicConfigManager.init / SubscriptionGroupManager.init
+            reason += (
+                "; the built-in system entries the broker creates in memory at start are not stored there"
+            )
         return LoadedConfig(self.name, model, "rocksdb", self.kv_path, reason, True)
 
     def save(self, model: Any, pretty: bool | None = None) -> str:
@@ -208,7 +265,8 @@ class RocksDBConfigFile(ConfigFile):
         if self.backend == "rdb":
             raise RocksDBConfigWriteError(
                 f"a RocketMQ 5.3.x broker with configManagerVersion=v2 never loads an offline change of "
-                f"{CONFIG_DIR}/{layout.CONFIG_V2_DIR}: use {ONLINE_RESET} on the running broker",
+                f"{CONFIG_DIR}/{layout.CONFIG_V2_DIR} ({self.name}'s table): use "
+                f"{ONLINE_WRITES[self.name]} on the running broker",
                 str(self.kv_path),
             )
         if self.name != "consumerOffset.json":
@@ -233,8 +291,8 @@ def rocksdb_config_file(
     if name not in TABLE_KEYS:
         return None
     backend = config_backend(root, broker_config, cq_in_rocksdb)
-    if backend == "json" or (backend == "rdb" and name != "consumerOffset.json"):
-        return None  # v2 topics and groups (fastjson2 values in config/rdb) are not read here yet
+    if backend == "json":
+        return None
     return RocksDBConfigFile(root, name, backend)
 
 
@@ -243,6 +301,8 @@ __all__ = [
     "RocksDBConfigWriteError",
     "config_backend",
     "read_v1_table",
+    "read_v2_beans",
     "read_v2_offsets",
+    "v2_model",
     "rocksdb_config_file",
 ]

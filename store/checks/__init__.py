@@ -57,10 +57,12 @@ from store.checks.commitlog import (
 from store.checks.consumequeue import (
     CqLocator,
     QueueFacts,
+    RocksDBCqLocator,
     check_consume_queue,
     check_cq_tail,
     check_dispatch_coverage,
     cq_locations,
+    cq_locator,
 )
 from store.checks.index import (
     COUNTED_KINDS,
@@ -112,6 +114,7 @@ __all__ = [
     "CommitLogFile",
     "CommitLogVerdict",
     "CqLocator",
+    "RocksDBCqLocator",
     "END",
     "ERROR",
     "FAILURE_KIND",
@@ -145,6 +148,7 @@ __all__ = [
     "check_index_targets",
     "count_by_severity",
     "cq_locations",
+    "cq_locator",
     "delay_levels_of",
     "fmt",
     "index_coverage",

@@ -17,6 +17,7 @@ from store.checks.lmq import lmq_unit_faults
 from store.checks.problems import ERROR, WARNING, ProblemList, fmt
 from store.checks.records import RecordIndex
 from store.lmq import is_lmq
+from store.rocksdb_cq import ROCKSDB_CQ_FILE_SIZE
 
 
 @dataclass
@@ -55,12 +56,43 @@ class CqLocator:
         return names.take(pa.array(inverse.astype(np.int64)))
 
 
+class RocksDBCqLocator:
+    """Where units of a queue kept in RocksDB are (storeType=defaultRocksDB, no files): the database directory
+    and the unit's key, named `<database> key topic@queueId@cqOffset` (the fields of
+    `RocksDBConsumeQueueTable`'s key); the position is the queue offset (a database has no byte position)."""
+
+    def __init__(self, queue_offsets: np.ndarray, topic: str, queue_id: int, database: str) -> None:
+        self.queue_offsets = queue_offsets
+        self.prefix = f"{database} key {topic}@{queue_id}@"
+
+    @functools.cached_property
+    def position(self) -> np.ndarray:
+        return np.asarray(self.queue_offsets, dtype=np.int64)
+
+    def name(self, i: int) -> str:
+        return f"{self.prefix}{int(self.position[i])}"
+
+    def names(self, idx: np.ndarray) -> pa.Array:
+        offsets = self.position[np.asarray(idx, dtype=np.int64)]
+        return pa.array([f"{self.prefix}{q}" for q in offsets.tolist()], pa.string())
+
+
+def cq_locator(
+    queue_offsets: np.ndarray, topic: str, queue_id: int, file_size: int
+) -> CqLocator | RocksDBCqLocator:
+    """The locator of a queue's units: ConsumeQueue files, or the RocksDB database `consumequeue/` for a
+    queue whose file size is `ROCKSDB_CQ_FILE_SIZE` (as `RocksDBConsumeQueue` and the audit give it)."""
+    if file_size == ROCKSDB_CQ_FILE_SIZE:
+        return RocksDBCqLocator(queue_offsets, topic, queue_id, "consumequeue")
+    return CqLocator(queue_offsets, topic, queue_id, file_size)
+
+
 def cq_locations(
     queue_offsets: np.ndarray, topic: str, queue_id: int, file_size: int
 ) -> tuple[pa.Array, np.ndarray]:
     """(file, position) of units given their queue offsets."""
-    loc = CqLocator(queue_offsets, topic, queue_id, file_size)
-    return loc.names(np.arange(len(loc.start))), loc.position
+    loc = cq_locator(queue_offsets, topic, queue_id, file_size)
+    return loc.names(np.arange(len(loc.position))), loc.position
 
 
 def check_consume_queue(
@@ -86,7 +118,7 @@ def check_consume_queue(
     size = units["size"].astype(np.int64)
     tags = units["tagsCode"].astype(np.int64, copy=False)
     n = len(qo)
-    loc = CqLocator(qo, topic, queue_id, file_size)
+    loc = cq_locator(qo, topic, queue_id, file_size)
     # `sel` names the judged units: None = the contiguous run [lo, n) (the usual case, no copies), else
     # an index array once a filter has removed some
     sel: np.ndarray | None = None

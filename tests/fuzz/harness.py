@@ -75,7 +75,8 @@ SAMPLES: dict[str, list[str]] = {
                "--max-hash-slot-num", "64", "--max-index-num", "100"],
 }  # fmt: skip
 GOLDEN_STORES = (
-    "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb", "store-pop"
+    "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb",
+    "store-rocksdb-v2", "store-pop",
 )  # fmt: skip
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown")

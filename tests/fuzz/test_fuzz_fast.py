@@ -56,7 +56,7 @@ from .harness import (
 
 SAMPLE_BASES = ("tiny5", "tiny4")
 TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store where the real timer ran
-ROCKSDB_BASES = ("store-rocksdb",)  # the RocksDB corruptions, a store the real RocksDBMessageStore wrote
+ROCKSDB_BASES = ("store-rocksdb", "store-rocksdb-v2")  # RocksDB corruptions: the real classes wrote them
 POP_BASES = ("store-pop",)  # the POP corruptions need a store where the real POP classes wrote
 
 

@@ -13,11 +13,13 @@ RMQ_TAG="${RMQ_TAG:-rocketmq-all-5.3.3}"
 VERSION="${RMQ_TAG#rocketmq-all-}"
 MODULES="common remoting store broker client filter"
 FASTJSON_TAG=1.2.83
+FASTJSON2_TAG=2.0.43  # the config v2 classes' topic and group values (rocketmq-all-5.3.3's pom pins 2.0.43)
 HARNESS="$HERE/harness"
 PLACEHOLDERS="$HERE/placeholders5:$HERE/placeholders"  # placeholders5: the 5.x broker holder and its stand-ins
 if [ "${VERSION%%.*}" = 4 ]; then
     MODULES="$MODULES logging"
     FASTJSON_TAG=1.2.69
+    FASTJSON2_TAG=
     HARNESS="$HERE/harness49:$HERE/harness"
     PLACEHOLDERS="$HERE/placeholders"
 fi
@@ -34,6 +36,7 @@ extract() {  # extract MIRROR TAG DEST [PATHS...]
 RMQ="${1:-$CACHE/src/rocketmq-$VERSION}"
 FASTJSON="${2:-$CACHE/src/fastjson-$FASTJSON_TAG}"
 OTEL="${3:-$CACHE/src/otel-1.29.0}"
+FASTJSON2="$CACHE/src/fastjson2-$FASTJSON2_TAG"
 if [ $# -lt 1 ]; then  # module by module, so a cache from before a module was added gets it too
     for m in $MODULES; do
         [ -d "$RMQ/$m" ] || { mkdir -p "$RMQ" && extract "$MIRRORS/apache+rocketmq/repo" "$RMQ_TAG" "$RMQ.$m" "$m" && mv "$RMQ.$m/$m" "$RMQ/$m" && rmdir "$RMQ.$m"; }
@@ -41,6 +44,7 @@ if [ $# -lt 1 ]; then  # module by module, so a cache from before a module was a
 fi
 [ $# -ge 2 ] || extract "$MIRRORS/alibaba+fastjson/repo" "$FASTJSON_TAG" "$FASTJSON" src/main/java
 [ $# -ge 3 ] || extract "$MIRRORS/open-telemetry+opentelemetry-java/repo" v1.29.0 "$OTEL" api/all context
+[ -z "$FASTJSON2_TAG" ] || extract "$MIRRORS/alibaba+fastjson2/repo" "$FASTJSON2_TAG" "$FASTJSON2" core/src/main/java
 
 PYSPARK_JARS="${PYSPARK_JARS:-$(ls -d "$HERE"/../../.venv/lib/python3*/site-packages/pyspark/jars | head -1)}"
 CP="$PYSPARK_JARS/*"
@@ -52,6 +56,7 @@ done
 SP="$PLACEHOLDERS:$HARNESS"
 for m in $MODULES; do SP="$SP:$RMQ/$m/src/main/java"; done
 SP="$SP:$FASTJSON/src/main/java:$OTEL/api/all/src/main/java:$OTEL/context/src/main/java"
+[ -z "$FASTJSON2_TAG" ] || SP="$SP:$FASTJSON2/core/src/main/java"
 
 OUT="$CACHE/build/$VERSION"
 rm -rf "$OUT" && mkdir -p "$OUT/classes"

@@ -14,6 +14,8 @@
  *   batchcq-load STORE       on a copy: load and start with topics.json, print every BatchConsumeQueue (BatchStore)
  *   rocksdb-store DIR [SEED] a storeType=defaultRocksDB store with RocksDB config (RocksDBFixture)
  *   rocksdb-read STORE       what the real RocksDB consume queue and config managers read from STORE (RocksDBFixture)
+ *   rocksdb-v2-store DIR [SEED] a configManagerVersion=v2 store: topics, groups, offsets in config/rdb (RocksDBV2Fixture)
+ *   rocksdb-v2-read STORE    what the real v2 config managers read from STORE (RocksDBV2Fixture)
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  */
 package oracle;
@@ -71,6 +73,12 @@ public final class Oracle {
                 break;
             case "rocksdb-read":
                 rc = RocksDBFixture.run(args[1]);
+                break;
+            case "rocksdb-v2-store":
+                RocksDBV2Fixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "rocksdb-v2-read":
+                rc = RocksDBV2Fixture.run(args[1]);
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);

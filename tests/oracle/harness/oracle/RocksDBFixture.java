@@ -145,8 +145,8 @@ public final class RocksDBFixture {
         }
         groups.stop();
         // Config manager v2 (configManagerVersion=v2, config/rdb): its consumer offsets, which a broker switched
-        // to v2 keeps there (it never reads the v1 directories or the JSON). Only offsets: the v2 topic and group
-        // values are fastjson2, which the oracle does not have.
+        // to v2 keeps there (it never reads the v1 directories or the JSON). Only offsets: v2 topics and groups
+        // are RocksDBV2Fixture's.
         ConfigStorage rdb = new ConfigStorage(c);
         if (!rdb.start()) {
             throw new IllegalStateException("ConfigStorage did not start");
