@@ -17,7 +17,8 @@ first (the goal is about CPU, not the disk). Medians of --repeat runs are printe
 The first audit on a machine writes the driver JVM's class-data archive (mqtool/audit/cds.py); the bench
 runs one audit before timing so that every timed run starts on it, as an operator's runs do after their
 first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison, --no-preload-row with
-MQTOOL_SPARK_PRELOAD=0 (Python workers that load numpy, pyarrow and the kernels themselves).
+MQTOOL_SPARK_PRELOAD=0 (Python workers that load numpy, pyarrow and the kernels themselves), --no-c1-row
+with MQTOOL_SPARK_C1=0 (the driver JVM with both JIT compilers, C2's threads competing with the workers).
 
 A fresh process pays ~8 s for its first Python Spark job (JVM JIT, Python workers importing pyspark,
 pandas, pyarrow) on top of the session start; --warm N also runs N + 1 audits in one session per master
@@ -284,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-preload-row", action="store_true", help="also the last master without the worker preload"
     )
     ap.add_argument(
+        "--no-c1-row", action="store_true", help="also the last master with the driver JVM's C2 compiler"
+    )
+    ap.add_argument(
         "--breakdown",
         type=Path,
         metavar="SMALL_STORE",
@@ -303,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(m, None) for m in masters]
     runs += [(masters[-1], "MQTOOL_SPARK_CDS")] if args.no_cds_row else []
     runs += [(masters[-1], "MQTOOL_SPARK_PRELOAD")] if args.no_preload_row else []
+    runs += [(masters[-1], "MQTOOL_SPARK_C1")] if args.no_c1_row else []
     first_ever = run_once(args.store, masters[-1], extra)  # writes the class archive when there is none
     print(f"first audit ({masters[-1]}): wall {first_ever['wall']:.1f} s", file=sys.stderr)
     results: dict[str, list[dict]] = {}

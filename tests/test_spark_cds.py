@@ -121,3 +121,15 @@ def test_a_real_jvm_writes_the_archive_and_the_next_one_uses_it(tmp_path) -> Non
     spark_classes = [line for line in lines if " org.apache.spark.SparkContext " in line]
     assert spark_classes and "shared objects file (top)" in spark_classes[0]
     assert list((tmp_path / "cache" / "mqtool").glob("*.jsa")) == made  # used, not rewritten
+
+
+@pytest.mark.xdist_group("spark")
+def test_the_driver_jvm_compiles_with_c1_only(spark, monkeypatch) -> None:
+    """The session's JVM runs with -XX:TieredStopAtLevel=1 (no C2 threads taking the workers' cores);
+    MQTOOL_SPARK_C1=0 leaves the option out."""
+    from mqtool.audit import spark as audit_spark
+
+    bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:TieredStopAtLevel=1" in list(bean.getInputArguments())
+    monkeypatch.setenv(audit_spark.C1_SWITCH, "0")
+    assert audit_spark._driver_jit_option() == ""

@@ -152,6 +152,7 @@ def start_session(
     global _creating_archive
     log = f"-Dlog4j.configurationFile=file:{_quiet_log_config()} -Dlog4j2.level=error"
     archive = spark_cds.class_archive(create=create_class_archive)
+    driver_options = [log, archive.java_options() if archive else "", _driver_jit_option()]
     settings = {
         "spark.master": master,
         "spark.app.name": app_name,
@@ -159,7 +160,7 @@ def start_session(
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": "8",
-        "spark.driver.extraJavaOptions": f"{log} {archive.java_options()}" if archive else log,
+        "spark.driver.extraJavaOptions": " ".join(o for o in driver_options if o),
         "spark.executor.extraJavaOptions": log,
     }
     if local:
@@ -179,6 +180,18 @@ def start_session(
 
 
 PRELOAD_SWITCH = "MQTOOL_SPARK_PRELOAD"
+C1_SWITCH = "MQTOOL_SPARK_C1"
+
+
+def _driver_jit_option() -> str:
+    """The driver JVM compiles with C1 only: an audit's driver runs for a minute, mostly waiting on Python
+    workers, and the C2 compiler threads it would start take the cores those workers need (see
+    bench/bench_audit.py --no-c1-row). `MQTOOL_SPARK_C1=0` leaves the JVM's tiered compilation as it is."""
+    if os.environ.get(C1_SWITCH, "1").strip().lower() in ("0", "off", "no", "false"):
+        return ""
+    return "-XX:TieredStopAtLevel=1"
+
+
 _creating_archive = None  # the class archive the running JVM writes at exit (start_session)
 
 
