@@ -252,7 +252,8 @@ def _run(
         c32[C32_RECONSUME, r] = s[S_RECONSUME]
         c64[C64_PREPARED, r] = s[S_PREPARED]
         c64[C64_BODY_OFFSET, r] = s[S_BODY_POS]
-        c32[C32_BODY_LEN, r] = s[S_BODY_LEN]
+        # a negative BODYLENGTH of an accepted record is read as no body, as the broker reads it
+        c32[C32_BODY_LEN, r] = max(s[S_BODY_LEN], 0) if ok else s[S_BODY_LEN]
         v = 0
         z = 0
         if ok:

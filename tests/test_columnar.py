@@ -140,6 +140,19 @@ def test_batch_members_take_the_last_uniq_key():
         assert r["uniqKey"] == last
 
 
+def test_a_negative_body_length_is_no_body_as_construct_reads_it():
+    """A record the broker accepts with BODYLENGTH -7 (read as 0): bodyLength 0, not the raw field, so
+    buf[bodyOffset:bodyOffset + bodyLength] is its (empty) body as the construct decoder gives it."""
+    from test_commitlog_format import encode_message, vector_message
+
+    data = bytearray(encode_message(vector_message(body=b"", properties={})))
+    data[84:88] = (-7).to_bytes(4, "big", signed=True)
+    (row,) = [r for r in decode_range(bytes(data), 0).to_pylist() if r["status"] == "ok"]
+    rec = decode_record(bytes(data), 0, 0)
+    assert isinstance(rec, Message) and row["bodyLength"] == rec.body_length == 0
+    assert_same_as_construct(bytes(data), 0, True)
+
+
 def test_v2_is_a_bad_magic_for_4_9():
     path = next(p for p in _files("store-a") if b"\xda\xa3\x20\xab" in Path(p).read_bytes())
     buf = _map(path)
@@ -198,7 +211,7 @@ def _negative_length_accepted(buf, pos: int, row: dict) -> bool:
     """The broker accepts a record whose BODYLENGTH or PROPERTIESLENGTH is negative when TOTALSIZE
     matches the length formula with that length taken as 0 (CommitLog skips reading it and
     `calMsgLength` uses max(len, 0)); the construct decoder rejects such records."""
-    if row["bodyLength"] < 0:
+    if struct.unpack_from(">i", buf, row["bodyOffset"] - 4)[0] < 0:  # BODYLENGTH precedes the body
         return True
     end = pos + row["totalSize"]
     return struct.unpack_from(">h", buf, end - 2)[0] < 0 and row["properties"] == b""
