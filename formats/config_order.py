@@ -32,16 +32,8 @@ from formats.fastjson import Path
 LONG_BITS = 64  # commitOffsetBit is a Java long: `1L << i` wraps past 63
 
 
-def _long_key(key: str | int, path: Path) -> int:
-    if isinstance(key, str):
-        if not key.lstrip("-").isdigit() or not key.isascii():
-            raise ConfigValueError(f"map key {key!r} is not an integer", path)
-        return int(key)
-    return key
-
-
 def _long_map(value: Any, path: Path, check: Any) -> dict[int, int]:
-    return {_long_key(k, path): check(v, (*path, k)) for k, v in _object(value, path).items()}
+    return {_int_key(k, path, bits=64): check(v, (*path, k)) for k, v in _object(value, path).items()}
 
 
 @dataclass

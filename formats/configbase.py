@@ -80,14 +80,16 @@ def _str(value: Any, path: Path) -> str:
     return value
 
 
-def _int_key(key: str | int, path: Path) -> int:
-    """A Map<Integer, ...> key; fastjson also reads a quoted number as the number (verified)."""
+def _int_key(key: str | int, path: Path, bits: int = 32) -> int:
+    """A Map<Integer, ...> key (`bits=64`: a Map<Long, ...> key); fastjson also reads a quoted number as
+    the number (verified), and its decode throws on one outside the Java type (`TypeUtils.castToLong`)."""
     if isinstance(key, str):
         if not key.lstrip("-").isdigit() or not key.isascii():
             raise ConfigValueError(f"map key {key!r} is not an integer", path)
         key = int(key)
-    if not JAVA_INT_MIN <= key <= JAVA_INT_MAX:
-        raise ConfigValueError(f"map key {key} overflows Java int (int32)", path)
+    if not -(1 << (bits - 1)) <= key < 1 << (bits - 1):
+        java = "int (int32)" if bits == 32 else f"long (int{bits})"
+        raise ConfigValueError(f"map key {key} overflows Java {java}", path)
     return key
 
 

@@ -33,7 +33,7 @@ from formats.batchconsumequeue import (
 )
 from formats.errors import FormatError
 from store.consumequeue import Boundary, ConsumeQueueStore, read_commitlog_min_offset
-from store.mappedfile import MappedFile, MappedFileQueue
+from store.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
 
 UNIT = BCQ_STORE_UNIT_SIZE
 
@@ -118,16 +118,9 @@ class BatchConsumeQueue:
     @cached_property
     def max_position(self) -> int:
         """`recover()`: from the third-from-last file, whole files of valid units, then the valid prefix."""
-        files = self.files
-        if not files:
-            return 0
-        index = max(0, len(files) - 3)
-        while True:
-            f = files[index]
-            valid = count_valid_prefix(self.file_units(f))
-            if valid * UNIT < self.file_size or index + 1 >= len(files):
-                return f.start_offset + valid * UNIT
-            index += 1
+        return recover_unit_queue_end(
+            self.files, self.file_size, UNIT, lambda f: count_valid_prefix(self.file_units(f))
+        )
 
     @cached_property
     def live_files(self) -> list[MappedFile]:

@@ -32,7 +32,7 @@ from formats.consumequeue import (
 )
 from formats.errors import FormatError, MqtoolError
 from formats.structs import CQ_STORE_UNIT_SIZE as UNIT
-from store.mappedfile import MappedFile, MappedFileQueue, StoreFileError
+from store.mappedfile import MappedFile, MappedFileQueue, StoreFileError, recover_unit_queue_end
 
 StoreTimeOf = Callable[[int, int], int]
 """(phy_offset, size) -> STORETIMESTAMP of the record there, or -1 if it is not in the commitlog."""
@@ -139,18 +139,8 @@ class ConsumeQueue:
     @cached_property
     def max_offset(self) -> int:
         """`recover()`: walk from the third-from-last file while units are valid; one past the last."""
-        files = self.files
-        if not files:
-            return 0
-        index = max(0, len(files) - 3)
-        while True:
-            f = files[index]
-            valid = self._valid_prefix(f)
-            if valid < self.units_per_file:
-                return (f.start_offset + valid * UNIT) // UNIT
-            index += 1
-            if index >= len(files):
-                return f.end_offset // UNIT
+        end = recover_unit_queue_end(self.files, self.file_size, UNIT, self._valid_prefix)
+        return end // UNIT
 
     def _valid_prefix(self, f: MappedFile) -> int:
         """How many units at the start of file `f` are valid, read in growing chunks: a queue's last file

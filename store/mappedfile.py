@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,3 +188,18 @@ class MappedFileQueue:
     def close(self) -> None:
         for f in self.files:
             f.close()
+
+
+def recover_unit_queue_end(
+    files: Sequence[MappedFile], file_size: int, unit_size: int, valid_units: Callable[[MappedFile], int]
+) -> int:
+    """The write position a unit queue's `recover()` finds (ConsumeQueue, BatchConsumeQueue): from the
+    third-from-last file, whole files of valid units, then the valid prefix of the first file that is not
+    whole (the end of the last file when all are). `valid_units(f)`: how many units from the start of `f`
+    pass the queue's validity test."""
+    end = 0
+    for f in files[max(0, len(files) - 3) :]:
+        end = f.start_offset + valid_units(f) * unit_size
+        if end < f.start_offset + file_size:
+            break
+    return end

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.pop_columns import ACK, BATCH_ACK, CK, parse_bodies
+from formats.pop_columns import ACK, BATCH_ACK, CK, ReviveBodies, parse_bodies
 from store.pop import (
     ACK_TAG,
     BATCH_ACK_TAG,
@@ -220,6 +220,43 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
         for qid in store.consume_queues.queue_ids(topic)
         for cq in [store.consume_queue(topic, qid)]
     }
+    rec = _revive_records(store, topic)
+    for q in np.unique(rec.qid[rec.in_timer]).tolist():
+        bounds.setdefault(q, (0, 0))
+    bodies = _parse_records(rec)
+    if out.broker_name is None:
+        names = pc.unique(bodies.text["bn"].filter(pa.array(bodies.is_ck))).to_pylist()
+        out.broker_name = checkpoints_broker(set(names), out.notes)
+    rank = _read_rank(rec)
+    acks = _paired_acks(rec, bodies, rank, out.broker_name)
+    if not _fill_checkpoints(out, rec, bodies, rank, acks, offsets):
+        # a revive time beyond a Java long: Python's ints
+        return PopColumns.of_state(pop_state(store, now=now), with_other_sources=False)
+    _add_queue_notes(out, rec, bodies, rank, acks, bounds, offsets)
+    return out
+
+
+@dataclass
+class _ReviveRecords:
+    """The revive queues' records: the ConsumeQueues' units (queue by queue), then the timer's records."""
+
+    qid: np.ndarray  # revive queue
+    qoff: np.ndarray  # queue offset (0 in the timer)
+    phy: np.ndarray
+    found: np.ndarray  # a record is there
+    tags: pa.Array
+    bodies: pa.Array  # in commitlog order: `back` gives each row's body
+    back: np.ndarray
+    in_timer: np.ndarray
+    deliver: np.ndarray  # the timer's deliver time (0 for the queues' records)
+
+    @property
+    def n(self) -> int:
+        return len(self.qid)
+
+
+def _revive_records(store: Store, topic: str) -> _ReviveRecords:
+    """The records of the revive queues' units (TAGS and body), then those still in the timer wheel."""
     qid, qoff, phy, size = _units(store, topic)
     # in commitlog order: records_at then hands its columns back without reordering them
     by_position = np.argsort(phy, kind="stable")
@@ -238,25 +275,57 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
         bodies = pa.concat_arrays([bodies, pa.array([t[2].body for t in timer], pa.binary())])
         back = np.concatenate([back, len(back) + np.arange(len(timer))])
     n = len(qid)
-    in_timer = np.arange(n) >= n_queue
     deliver = np.zeros(n, np.int64)
     deliver[n_queue:] = [t[3] or 0 for t in timer]
-    for q in np.unique(qid[n_queue:]).tolist():
-        bounds.setdefault(q, (0, 0))
+    return _ReviveRecords(qid, qoff, phy, found, tags, bodies, back, np.arange(n) >= n_queue, deliver)
 
-    # each record's kind, or why the revive service skips it
+
+@dataclass
+class _Bodies:
+    """Each record's kind and parsed body, spread over all records (zeros and nulls where not parsed)."""
+
+    kind: np.ndarray  # CK, ACK, BATCH_ACK, or -1 where the revive service skips the record
+    kind_ok: np.ndarray  # kind, -1 where the body did not parse either
+    parsed: ReviveBodies  # of the records with a kind
+    parsed_row: np.ndarray  # a record's row in `parsed`
+    num: dict[str, np.ndarray]
+    text: dict[str, pa.Array]
+    errors: dict[int, str]  # why a record is unreadable
+
+    @property
+    def is_ck(self) -> np.ndarray:
+        return self.kind_ok == CK
+
+    @property
+    def has_key(self) -> np.ndarray:
+        """Checkpoints with a topic and a group (those the revive service pairs)."""
+        valid = self.is_ck & self.text["t"].is_valid().to_numpy(zero_copy_only=False)
+        return valid & self.text["c"].is_valid().to_numpy(zero_copy_only=False)
+
+    @property
+    def is_ack(self) -> np.ndarray:
+        return (self.kind_ok == ACK) | (self.kind_ok == BATCH_ACK)
+
+
+def _parse_records(rec: _ReviveRecords) -> _Bodies:
+    """Each record's kind by its tag, or why the revive service skips it; the bodies of the others parsed."""
+    n = rec.n
     kind = np.full(n, -1, np.int8)
-    codes = pc.index_in(tags, value_set=pa.array([CK_TAG, ACK_TAG, BATCH_ACK_TAG])).fill_null(-1).to_numpy()
+    codes = (
+        pc.index_in(rec.tags, value_set=pa.array([CK_TAG, ACK_TAG, BATCH_ACK_TAG])).fill_null(-1).to_numpy()
+    )
     kind[:] = np.array([CK, ACK, BATCH_ACK, -1], np.int8)[codes]
-    kind[~found] = -1
+    kind[~rec.found] = -1
     errors: dict[int, str] = {}
     for i in np.flatnonzero(kind < 0).tolist():
-        if not found[i]:
-            errors[i] = f"no message at {int(phy[i])} (revive queue {int(qid[i])} offset {int(qoff[i])})"
+        if not rec.found[i]:
+            errors[i] = (
+                f"no message at {int(rec.phy[i])} (revive queue {int(rec.qid[i])} offset {int(rec.qoff[i])})"
+            )
         else:
-            errors[i] = f"tag {tags[i].as_py()!r} is none of ck, ack, bAck: the revive service skips it"
+            errors[i] = f"tag {rec.tags[i].as_py()!r} is none of ck, ack, bAck: the revive service skips it"
     readable = np.flatnonzero(kind >= 0)
-    parsed = parse_bodies(bodies.take(pa.array(back[readable])), kind[readable])
+    parsed = parse_bodies(rec.bodies.take(pa.array(rec.back[readable])), kind[readable])
     for j in np.flatnonzero(~parsed.ok).tolist():
         errors[int(readable[j])] = parsed.error[j]
     ok = np.zeros(n, bool)
@@ -267,39 +336,68 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
         full[readable] = values
         return full
 
-    num = {name: spread(v) for name, v in parsed.numbers.items()}
     where = pa.array(kind >= 0)
-    text = {
-        name: pc.replace_with_mask(pa.nulls(n, pa.string()), where, v) for name, v in parsed.texts.items()
-    }
-    kind_ok = np.where(ok, kind, -1)
-    is_ck = kind_ok == CK
-    has_key = is_ck & text["t"].is_valid().to_numpy(zero_copy_only=False)
-    has_key &= text["c"].is_valid().to_numpy(zero_copy_only=False)
-    is_ack = (kind_ok == ACK) | (kind_ok == BATCH_ACK)
+    return _Bodies(
+        kind=kind,
+        kind_ok=np.where(ok, kind, -1),
+        parsed=parsed,
+        parsed_row=np.cumsum(kind >= 0) - 1,
+        num={name: spread(v) for name, v in parsed.numbers.items()},
+        text={
+            name: pc.replace_with_mask(pa.nulls(n, pa.string()), where, v) for name, v in parsed.texts.items()
+        },
+        errors=errors,
+    )
 
-    if out.broker_name is None:
-        names = pc.unique(text["bn"].filter(pa.array(is_ck))).to_pylist()
-        out.broker_name = checkpoints_broker(set(names), out.notes)
 
-    # the read order of each revive queue: queue records by queue offset, then the timer's by deliver time
-    seq = np.lexsort((deliver, np.where(in_timer, 0, qoff), in_timer, qid))
-    rank = np.empty(n, np.int64)
-    rank[seq] = np.arange(n)
+def _read_rank(rec: _ReviveRecords) -> np.ndarray:
+    """The read order of each revive queue: its records by queue offset, then the timer's by deliver time."""
+    seq = np.lexsort((rec.deliver, np.where(rec.in_timer, 0, rec.qoff), rec.in_timer, rec.qid))
+    rank = np.empty(rec.n, np.int64)
+    rank[seq] = np.arange(rec.n)
+    return rank
 
-    # PopReviveService's merge key, for checkpoints and acks
+
+@dataclass
+class _Acks:
+    """The acks paired with a checkpoint, one row per acked offset (a bAck has a row per offset)."""
+
+    rows: np.ndarray  # record of each paired ack
+    owner: np.ndarray  # per offset: its ack in `rows`
+    position: np.ndarray  # per offset: its place in the ack's list
+    offset: np.ndarray  # the acked queue offset
+    ck_of: np.ndarray  # the record of the checkpoint it pairs with
+    index: np.ndarray  # `indexOfAck` in that checkpoint (-1: not in it)
+
+
+def _paired_acks(rec: _ReviveRecords, b: _Bodies, rank: np.ndarray, broker_name: str | None) -> _Acks:
+    """Each ack with the checkpoint read last before it in its revive queue with the same merge key, its
+    acked offsets, and their index in that checkpoint."""
+    ack_rows, ack_ck = _pair_by_merge_key(rec, b, rank, broker_name)
+    owner, position, offset = _acked_offsets(b, ack_rows)
+    ck_of = ack_ck[owner]
+    return _Acks(ack_rows, owner, position, offset, ck_of, _index_of_ack(b, offset, ck_of))
+
+
+def _pair_by_merge_key(
+    rec: _ReviveRecords, b: _Bodies, rank: np.ndarray, broker_name: str | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """PopReviveService's merge key for checkpoints and acks; each ack's record and its checkpoint's (a
+    running maximum over the records sorted by queue, key and read order)."""
+    text, num, has_key = b.text, b.num, b.has_key
     bn = text["bn"]
     unique_bn = pc.unique(bn)
-    fallback = [v if v is not None and v.strip() else out.broker_name for v in unique_bn.to_pylist()]
+    fallback = [v if v is not None and v.strip() else broker_name for v in unique_bn.to_pylist()]
     ack_bn = pa.array(fallback, pa.string()).take(pc.index_in(bn, value_set=unique_bn))
-    broker = pc.if_else(pa.array(is_ck), bn, ack_bn)
-    keyed = np.flatnonzero(has_key | is_ack)
+    broker = pc.if_else(pa.array(b.is_ck), bn, ack_bn)
+    keyed = np.flatnonzero(has_key | b.is_ack)
     take = pa.array(keyed)
     key = pc.binary_join_element_wise(
         _text(text["t"].take(take)), _text(text["c"].take(take)), _number_text(num["q"][keyed]),
         _number_text(num["so"][keyed]), _number_text(num["pt"][keyed]), _text(broker.take(take)), "",
     )  # fmt: skip
     key_code = pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False)
+    qid = rec.qid
     order = np.lexsort((rank[keyed], key_code, qid[keyed]))
     rows_sorted = keyed[order]
     ck_sorted = has_key[rows_sorted]
@@ -312,13 +410,14 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
     start = np.maximum.accumulate(np.where(new_group, np.arange(m), 0)) if m else np.zeros(0, np.int64)
     last = np.maximum.accumulate(np.where(ck_sorted, np.arange(m), -1)) if m else np.zeros(0, np.int64)
     paired = ~ck_sorted & (last >= start)
-    ack_rows = rows_sorted[paired]
-    ack_ck = rows_sorted[last[paired]]
+    return rows_sorted[paired], rows_sorted[last[paired]]
 
-    # the acked offsets of each paired ack, in its list's order
-    batch = kind_ok[ack_rows] == BATCH_ACK
-    aol = parsed.aol
-    parsed_row = np.cumsum(kind >= 0) - 1
+
+def _acked_offsets(b: _Bodies, ack_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The acked offsets of each paired ack, in its list's order: (owner, position in the list, offset)."""
+    batch = b.kind_ok[ack_rows] == BATCH_ACK
+    aol = b.parsed.aol
+    parsed_row = b.parsed_row
     lens = np.where(batch, np.maximum(aol.lens[parsed_row[ack_rows]], 0), 1)
     owner = np.repeat(np.arange(len(ack_rows)), lens)
     position = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
@@ -327,17 +426,21 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
     offset = np.where(
         from_list,
         aol.values[np.where(from_list, list_at, 0)] if len(aol.values) else 0,
-        np.repeat(num["ao"][ack_rows], lens),
+        np.repeat(b.num["ao"][ack_rows], lens),
     )
-    ck_of = ack_ck[owner]
+    return owner, position, offset
 
-    # indexOfAck
+
+def _index_of_ack(b: _Bodies, offset: np.ndarray, ck_of: np.ndarray) -> np.ndarray:
+    """`indexOfAck`: consecutive offsets from the checkpoint's start, or the first equal entry of its
+    queue-offset diffs; -1 when the offset is not in the checkpoint."""
+    num, parsed_row = b.num, b.parsed_row
     so, ck_num = num["so"][ck_of], num["n"][ck_of]
     with np.errstate(over="ignore"):
         diff = offset - so
     reachable = (offset >= so) & (diff >= 0)  # diff < 0 here: beyond a Java long, in no checkpoint
-    d = parsed.d
-    d_lens = np.where(is_ck[ck_of], d.lens[parsed_row[ck_of]], -1)
+    d = b.parsed.d
+    d_lens = np.where(b.is_ck[ck_of], d.lens[parsed_row[ck_of]], -1)
     index = np.where(reachable & (d_lens <= 0) & (diff < ck_num), diff, -1)
     listed = reachable & (d_lens > 0) & (diff < 2**31)
     if listed.any():
@@ -348,15 +451,28 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
         at = np.minimum(np.searchsorted(uniq, code), max(len(uniq) - 1, 0))
         hit = (uniq[at] == code) if len(uniq) else np.zeros(len(code), bool)
         index[listed] = np.where(hit, first[at] if len(uniq) else -1, -1)
+    return index
 
-    # the checkpoints: bitmap with the acks' bits, messages, acked among them
-    cps = np.flatnonzero(has_key)
+
+def _fill_checkpoints(
+    out: PopColumns,
+    rec: _ReviveRecords,
+    b: _Bodies,
+    rank: np.ndarray,
+    acks: _Acks,
+    offsets: dict[int, int],
+) -> bool:
+    """The checkpoint rows in read order: bitmap with the acks' bits, messages, acked among them, revive
+    time, revived. False (nothing set) when a revive time is beyond a Java long."""
+    num, parsed_row = b.num, b.parsed_row
+    cps = np.flatnonzero(b.has_key)
     cps = cps[np.lexsort((rank[cps],))]
-    bits = np.zeros(n, np.uint64)
+    bits = np.zeros(rec.n, np.uint64)
     bits[cps] = num["bm"][cps].astype(np.int64) & 0xFFFFFFFF
+    index, ck_of = acks.index, acks.ck_of
     low = (index >= 0) & (index < LOW_BITS)
     np.bitwise_or.at(bits, ck_of[low], np.left_shift(np.uint64(1), index[low].astype(np.uint64)))
-    cp_d = d.lens[parsed_row[cps]]
+    cp_d = b.parsed.d.lens[parsed_row[cps]]
     messages = np.maximum(num["n"][cps], 0).astype(np.int64)
     messages = np.where(cp_d > 0, np.minimum(messages, cp_d), messages)
     width = np.minimum(messages, LOW_BITS).astype(np.uint64)
@@ -366,27 +482,40 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
     with np.errstate(over="ignore"):
         revive_time = pt + it
     if (((pt > 0) & (it > 0) & (revive_time < 0)) | ((pt < 0) & (it < 0) & (revive_time >= 0))).any():
-        # beyond a Java long: Python's ints
-        return PopColumns.of_state(pop_state(store, now=now), with_other_sources=False)
+        return False
+    qid = rec.qid
     revive_of = np.array([offsets.get(q, -1) for q in qid[cps].tolist()], np.int64)
     has_revive = np.array([q in offsets for q in qid[cps].tolist()], bool)
-    out.revived = ~in_timer[cps] & has_revive & (qoff[cps] <= revive_of)
-    out.group = text["c"].take(pa.array(cps)).to_pylist()
-    out.topic = text["t"].take(pa.array(cps)).to_pylist()
+    out.revived = ~rec.in_timer[cps] & has_revive & (rec.qoff[cps] <= revive_of)
+    out.group = b.text["c"].take(pa.array(cps)).to_pylist()
+    out.topic = b.text["t"].take(pa.array(cps)).to_pylist()
     out.queue_id = num["q"][cps]
     out.revive_queue = qid[cps]
     out.revive_time = revive_time
     out.messages = messages
     out.acked = acked
+    return True
 
-    # notes, queue by queue: acks whose offset is not in their checkpoint, then unreadable records
-    missed = np.flatnonzero(index < 0)
-    missed = missed[np.lexsort((position[missed], rank[ack_rows[owner[missed]]]))]
+
+def _add_queue_notes(
+    out: PopColumns,
+    rec: _ReviveRecords,
+    b: _Bodies,
+    rank: np.ndarray,
+    acks: _Acks,
+    bounds: dict[int, tuple[int, int]],
+    offsets: dict[int, int],
+) -> None:
+    """Notes, queue by queue (acks whose offset is not in their checkpoint, then unreadable records), and
+    each revive queue's summary."""
+    qid, text, num, errors = rec.qid, b.text, b.num, b.errors
+    missed = np.flatnonzero(acks.index < 0)
+    missed = missed[np.lexsort((acks.position[missed], rank[acks.rows[acks.owner[missed]]]))]
     by_queue: dict[int, list[str]] = {}
     for i in missed.tolist():
-        ck = int(ck_of[i])
+        ck = int(acks.ck_of[i])
         by_queue.setdefault(int(qid[ck]), []).append(
-            f"revive queue {int(qid[ck])}: an ack of offset {int(offset[i])} is not in its checkpoint "
+            f"revive queue {int(qid[ck])}: an ack of offset {int(acks.offset[i])} is not in its checkpoint "
             f"({text['t'][ck].as_py()} queue {int(num['q'][ck])} from {int(num['so'][ck])})"
         )
     bad_rows = sorted(errors)
@@ -395,9 +524,8 @@ def _revive_columns(store: Store, *, now: int) -> PopColumns:
         bad = [i for i in bad_rows if qid[i] == q]
         if bad:
             out.notes.append(f"revive queue {q}: {len(bad)} record(s) unreadable, first: {errors[bad[0]]}")
-        timer_count = int(np.count_nonzero(in_timer & (qid == q)))
+        timer_count = int(np.count_nonzero(rec.in_timer & (qid == q)))
         out.queues.append(QueueSummary(q, *bounds[q], offsets.get(q), timer_count))
-    return out
 
 
 __all__ = ["PopColumns", "QueueSummary", "pop_columns"]

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from store.brokerconf import BrokerConfig
 from store.liveness import Liveness, check_liveness
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from store.layout import StoreLayout
 
 STORE_MARKERS = ("commitlog", "consumequeue", "index", "config", "checkpoint")
+# the directories the broker lists at load: one it cannot list (a dangling link) loads as empty
+LOADED_DIRS = ("commitlog", "consumequeue", BATCH_CQ_DIR, "index", "config")
 
 
 class NotAStoreError(MqtoolError):
@@ -34,6 +37,23 @@ def resolve_store_root(path: Path | str | None) -> Path:
         env = os.environ.get("MQTOOL_STORE")
         path = Path(env) if env else Path.home() / "store"
     return Path(path).expanduser()
+
+
+def _refuse_dangling_links(root: Path) -> None:
+    """A store directory that is a symbolic link to nothing (an unmounted disk, a moved directory): the
+    broker's load lists it as empty (`File.listFiles()` is null), its recovery of an empty commitlog drops
+    the consume queues, and nothing can be written through it; so it is an error, not an empty part."""
+    for name in LOADED_DIRS:
+        part = root / name
+        if part.is_symlink() and not part.exists():
+            try:
+                target = os.readlink(part)
+            except OSError:
+                target = "?"
+            raise NotAStoreError(
+                f"symbolic link to {target}, which does not exist: the broker would load an empty {name}/",
+                str(part),
+            )
 
 
 class Store:
@@ -63,6 +83,7 @@ class Store:
                 "not a RocketMQ store: none of commitlog/, consumequeue/, index/, config/ or checkpoint here",
                 str(root),
             )
+        _refuse_dangling_links(root)
         return cls(root, broker_config)
 
     @classmethod

@@ -669,3 +669,24 @@ def test_lmq_problems_equal_verify_and_lmq_units_cover_no_record(spark, tmp_path
     assert f"{n} records name this LMQ queue" in lost["detail"] and "does not exist" in lost["detail"]
     missing = [p for p in doc["problems"] if p["store"] == stores[2] and p["kind"] == "cq_missing_unit"]
     assert [p["offset"] for p in missing] == [units[k][1]]
+
+
+@pytest.mark.parametrize("checks", [True, False])
+def test_batchcq_messages_agree_with_info(spark, checks):
+    """A BatchCQ queue's `messages` counts the messages of its records (each a batch), as `info` does
+    (max - min), not one per record; `records` stays one per record. The plain topic's queues as before."""
+    from mqtool.info import batch_queues_info, queues_info
+    from store.storedir import Store
+
+    root = str(store_path("store-batchcq"))
+    with Store.open(root) as st:
+        info = {(q["topic"], q["queueId"]): q["messages"] for q in queues_info(st) + batch_queues_info(st)}
+        units = {(q["topic"], q["queueId"]): q["units"] for q in batch_queues_info(st)}
+    options = AuditOptions(stores=[root], split_size=20_011, now=NOW, checks=checks)
+    doc = run_audit(options, spark=spark).document
+    rows = {(q["topic"], q["queueId"]): q for q in doc["queues"]}
+    assert {k: q["messages"] for k, q in rows.items()} == info
+    assert {k: rows[k]["records"] for k in units} == units
+    assert any(info[k] > units[k] for k in units)  # the fixture's batches hold several messages
+    (summary,) = doc["stores"]
+    assert summary["messages"] == sum(info.values())

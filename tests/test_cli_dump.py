@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from golden import expect, run_mqtool, store_path
@@ -195,6 +196,26 @@ def test_bad_input_gives_one_line_and_nonzero_exit(args: tuple[str, ...], needle
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("part", ["commitlog", "consumequeue", "batchconsumequeue", "index", "config"])
+def test_a_dangling_link_to_a_store_directory_is_one_line(tmp_path: Path, part: str) -> None:
+    """An unmounted disk behind a symbolic link is not an empty commitlog (nor queues, index, config): the
+    broker would load it as empty and its recovery would then drop the consume queues."""
+    golden = store_path("store-a")
+    root = tmp_path / "store"
+    root.mkdir()
+    for entry in golden.iterdir():
+        (root / entry.name).symlink_to(entry)
+    dangling = root / part
+    dangling.unlink(missing_ok=True)
+    dangling.symlink_to(tmp_path / "unmounted" / part)
+    proc = mqtool("--store", str(root), "info", check=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+    assert str(dangling) in lines[0] and "does not exist" in lines[0] and "Traceback" not in proc.stderr
+    dangling.unlink()  # a missing directory stays what the broker makes of it: an empty part
+    assert mqtool("--store", str(root), "info", check=False).returncode == 0
 
 
 def test_version_alone() -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats.config_order import ConsumerOrderInfoTable
 from formats.configs import (
     ConsumerOffsetTable,
     DataVersion,
@@ -199,6 +200,10 @@ def test_unknown_properties_are_kept_in_bean_order() -> None:
 def test_quoted_integer_keys_are_read_like_fastjson() -> None:
     model = decode_config(ConsumerOffsetTable, '{"offsetTable":{"t@g":{"0":5,1:6}}}')
     assert model.offset_table == {"t@g": {0: 5, 1: 6}}
+    # a Map<Long, ...> key takes the whole long range, quoted or not
+    text = '{"table":{"T@G":{0:{"ot":{"9223372036854775807":1,-9223372036854775808:2}}}}}'
+    info = decode_config(ConsumerOrderInfoTable, text).table["T@G"][0]
+    assert info.offset_next_visible_time == {2**63 - 1: 1, -(2**63): 2}
     assert encode_config(model) == '{\n\t"offsetTable":{\n\t\t"t@g":{0:5,1:6\n\t\t}\n\t}\n}'
 
 
@@ -208,6 +213,14 @@ def test_quoted_integer_keys_are_read_like_fastjson() -> None:
         (ConsumerOffsetTable, '{"offsetTable":{"t@g":{0:"x"}}}', '"x"', "expected an integer"),
         (ConsumerOffsetTable, '{"offsetTable":{"t@g":{2147483648:1}}}', "{2147483648", "overflows Java int"),
         (ConsumerOffsetTable, '{"offsetTable":{"t@g":{"a":1}}}', '{"a"', "is not an integer"),
+        (ConsumerOffsetTable, '{"offsetTable":{"t@g":{"2147483648":1}}}', '{"2147', "overflows Java int"),
+        (
+            ConsumerOrderInfoTable,  # Map<Long, Long>: a quoted key past the long range
+            '{"table":{"T@G":{0:{"ot":{"9223372036854775808":1}}}}}',
+            '{"9223',
+            "overflows Java long (int64)",
+        ),
+        (ConsumerOrderInfoTable, '{"table":{"T@G":{0:{"oc":{"x":1}}}}}', '{"x"', "is not an integer"),
         (ConsumerOffsetTable, '{"offsetTable":[]}', "[]", "expected an object"),
         (DelayOffsetTable, '{"offsetTable":null}', "null", "decode would fail"),
         (TopicConfigTable, '{"dataVersion":null}', "null", "decode would fail"),

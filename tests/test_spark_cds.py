@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,49 @@ def test_stale_temporary_archives_are_removed(cache) -> None:
     os.utime(stale, (old, old))
     spark_cds.class_archive(create=True)
     assert not stale.exists() and fresh.exists()
+
+
+def _fake_archives(cache: Path, ages: dict[str, int]) -> dict[str, Path]:
+    """Archives of other JVMs / venvs, last used `ages[name]` seconds ago."""
+    cache.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    paths = {}
+    for name, age in ages.items():
+        paths[name] = cache / f"spark-driver-{name}.jsa"
+        paths[name].write_bytes(b"x")
+        os.utime(paths[name], (now - age, now - age))
+    return paths
+
+
+def test_writing_an_archive_keeps_only_the_most_recently_used(cache) -> None:
+    old = _fake_archives(cache, {"a": 500, "b": 400, "c": 300, "d": 200, "e": 100})
+    other_run = cache / "spark-driver-f.creating-1.jsa"  # another audit writing its own: not ours to judge
+    other_run.write_bytes(b"x")
+    archive = spark_cds.class_archive(create=True)
+    assert archive is not None and archive.creating is not None
+    assert all(p.exists() for p in old.values())  # nothing goes before a new archive is in place
+    archive.creating.write_bytes(b"new")
+    assert archive.finish()
+    kept = sorted(p.name for p in cache.glob("spark-driver-*.jsa") if ".creating-" not in p.name)
+    assert kept == sorted([archive.path.name, old["d"].name, old["e"].name])
+    assert len(kept) == spark_cds.KEEP_ARCHIVES and other_run.exists()
+
+
+def test_using_an_archive_makes_it_recent(cache) -> None:
+    archive = spark_cds.class_archive(create=True)
+    assert archive is not None and archive.creating is not None
+    archive.creating.write_bytes(b"mine")
+    assert archive.finish()
+    old = time.time() - 1000
+    os.utime(archive.path, (old, old))
+    others = _fake_archives(cache, {"a": 300, "b": 200})
+    assert spark_cds.class_archive(create=False) == spark_cds.ClassArchive(archive.path, None)
+    # a newer JVM writes its archive: the one just used stays, the least recently used goes
+    newer = spark_cds.ClassArchive(cache / "spark-driver-new.jsa", cache / "spark-driver-new.creating-9.jsa")
+    newer.creating.write_bytes(b"newer")
+    assert newer.finish()
+    assert archive.path.exists() and newer.path.exists() and others["b"].exists()
+    assert not others["a"].exists()
 
 
 SESSION = """

@@ -16,7 +16,8 @@ from store.storedir import Store
 
 DISPATCHED_NOTE = (
     "messages = records in the commitlog (up to the truncation point) that the dispatcher puts in the "
-    "ConsumeQueue (PREPARED and ROLLBACK transaction records are not); records = every message record "
+    "ConsumeQueue (PREPARED and ROLLBACK transaction records are not), for a BatchCQ queue the messages "
+    "those records hold (each one's batch size); records = every message record "
     "of the queue; cqMinOffset/cqMaxOffset = the ConsumeQueue as the broker loads it"
 )
 

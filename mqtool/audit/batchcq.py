@@ -5,7 +5,8 @@ The driver reads each queue's units and what the dispatch takes from their recor
 point into its split (`check_batch_split`: their record hits and the queues' facts count for the dispatch
 coverage); the driver judges the units outside the data, the base offsets unit to unit, the queue types
 and the file tails (`store.batchcq_check.check_batch_queue_files` with `outside_only`). The queues
-table gets their min/max offsets (`batch_queue_rows`).
+table gets their min/max offsets (`batch_queue_rows`) and counts their messages, not their records
+(`count_batch_messages`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,36 @@ def batch_queue_rows(index: int, store: Any) -> list[tuple[Any, ...]]:
     return rows
 
 
+def batch_queue_messages(store: Any, ctx: Any, valid_end: int) -> dict[tuple[str, int], int]:
+    """Per BatchConsumeQueue, the messages of its records below `valid_end`: each record's batch size as
+    the dispatch takes it (INNER_NUM), through the queue's units. The queues table counts these, as `info`
+    does (max - min), and not one per record. `ctx`: the store's `StoreContext` (its queues are read here
+    when the checks did not read them)."""
+    queues = ctx.batch_queues
+    if not ctx.checks:
+        queues, _ = batch_queue_contexts(store, commitlog_min=ctx.commitlog_min, commitlog_end=valid_end)
+    out = {}
+    for q in queues:
+        phy = q.units["phyOffset"]
+        counted = (phy >= ctx.commitlog_min) & (phy < valid_end) & (q.want_batch >= 0)
+        out[(q.topic, q.queue_id)] = int(q.want_batch[counted].sum())
+    return out
+
+
+def count_batch_messages(
+    rows: list[dict[str, Any]], plans: list[Any], contexts: dict[int, Any], cuts: dict[int, Any]
+) -> None:
+    """The queues table's `messages` of BatchCQ queues (`batch_queue_messages`), in place; rows carry the
+    store's index."""
+    by_key = {(r["store"], r["topic"], r["queueId"]): r for r in rows}
+    for plan in plans:
+        counts = batch_queue_messages(plan.store, contexts[plan.index], cuts[plan.index].end_offset)
+        for (topic, queue_id), messages in counts.items():
+            row = by_key.get((plan.index, topic, queue_id))
+            if row is not None:
+                row["messages"] = messages
+
+
 def check_batch_split(
     queues: list[BatchQueueContext],
     records: Any,
@@ -117,4 +148,11 @@ def check_batch_split(
     return hits
 
 
-__all__ = ["BatchQueueContext", "batch_queue_contexts", "batch_queue_rows", "check_batch_split"]
+__all__ = [
+    "BatchQueueContext",
+    "batch_queue_contexts",
+    "batch_queue_messages",
+    "batch_queue_rows",
+    "check_batch_split",
+    "count_batch_messages",
+]

@@ -7,7 +7,9 @@ loaded into an archive at exit (`-XX:ArchiveClassesAtExit`) and map it on later 
 
 The first audit on a machine (for a given java binary and Spark install) writes the archive, ~150 MB,
 into `$XDG_CACHE_HOME/mqtool` (else `~/.cache/mqtool`): it waits for the JVM to exit after the audit, so
-that run takes a few seconds longer. Later audits use it. The archive is written under a temporary name
+that run takes a few seconds longer. Later audits use it (and touch it: its mtime is its last use). Each
+java binary, Spark install or venv path has its own archive; writing one deletes all but the
+`KEEP_ARCHIVES` most recently used. The archive is written under a temporary name
 and renamed, so a reader never maps a partial file; a JVM that cannot use an archive (another JVM,
 another classpath) ignores it (`-Xshare:auto`) and prints nothing (`-Xlog:cds*=off`).
 `MQTOOL_SPARK_CDS=0` turns this off. Nothing here touches a store.
@@ -26,6 +28,7 @@ from pathlib import Path
 ENV_SWITCH = "MQTOOL_SPARK_CDS"
 MIN_FREE_BYTES = 1 << 30  # do not fill a nearly full disk with a cache
 STALE_SECONDS = 3600  # a temporary archive older than this was left by a killed run
+KEEP_ARCHIVES = 3  # archives kept in the cache (~150 MB each), the most recently used
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class ClassArchive:
         try:
             if self.creating.stat().st_size > 0:
                 os.replace(self.creating, self.path)
+                _remove_least_used(self.path.parent, keep=self.path)
                 return True
         except OSError:
             pass
@@ -102,6 +106,8 @@ def class_archive(create: bool) -> ClassArchive | None:
         directory = cache_dir()
         path = directory / f"spark-driver-{key}.jsa"
         if path.is_file():
+            with contextlib.suppress(OSError):
+                os.utime(path)  # used now: the archives least recently used are the ones deleted
             return ClassArchive(path, None)
         if not create:
             return None
@@ -120,6 +126,21 @@ def _remove_stale(directory: Path) -> None:
         with contextlib.suppress(OSError):
             if now - tmp.stat().st_mtime > STALE_SECONDS:
                 tmp.unlink()
+
+
+def _remove_least_used(directory: Path, keep: Path) -> None:
+    """Delete the archives beyond the `KEEP_ARCHIVES` most recently used (`keep` is one of those kept); a
+    JVM that has one mapped keeps reading it (the file goes when it is unmapped)."""
+    archives = []
+    for path in directory.glob("spark-driver-*.jsa"):
+        if ".creating-" in path.name or path == keep:
+            continue
+        with contextlib.suppress(OSError):
+            archives.append((path.stat().st_mtime, path))
+    archives.sort(reverse=True)
+    for _, path in archives[KEEP_ARCHIVES - 1 :]:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def stop_jvm(timeout: float = 120.0) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.assemble import assemble
-from mqtool.audit.batchcq import batch_queue_rows
+from mqtool.audit.batchcq import batch_queue_rows, count_batch_messages
 from mqtool.audit.checks import sort_problems, store_problems
 from mqtool.audit.driver_sections import driver_sections
 from mqtool.audit.duplicates import duplicates_frame, duplicates_section
@@ -206,6 +206,7 @@ def run_job(
         if spark.catalog.tableExists("audit_consume_queues"):
             spark.catalog.dropTempView("audit_consume_queues")
     queues = sorted(results["queues"], key=lambda r: (r["store"], r["topic"], r["queueId"]))
+    count_batch_messages(queues, plans, contexts, cuts)
     small = sorted(results["small"], key=lambda r: (r["kind"], r["store"], r["topic"] or "", r["key"]))
     dups = results["dups"]
     document["duplicates"] = duplicates_section(plans, dups, int(opts.top))

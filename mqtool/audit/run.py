@@ -13,7 +13,8 @@ records after it in physical order are not counted (`recovery_cut`). The stop ro
 combined on the driver; then Spark SQL over the partial rows of the ranges before the cut gives:
 
 * `queues` — per store/topic/queue: `messages` = records the dispatcher would put in the ConsumeQueue
-  (transaction types PREPARED and ROLLBACK are never dispatched), `records` = every message record of the
+  (transaction types PREPARED and ROLLBACK are never dispatched; a BatchCQ queue counts the messages of
+  its records, `mqtool.audit.batchcq.count_batch_messages`), `records` = every message record of the
   queue, bytes, first/last store time, queue offsets seen, next to the ConsumeQueue's own min/max offsets
   (`cqMinOffset`, `cqMaxOffset`, `cqMessages` = max - min) as the broker loads them;
 * `topics` — disk used per topic: its record bytes and their share of the commitlog files' bytes;

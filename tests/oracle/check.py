@@ -22,7 +22,15 @@ DATA = REPO / "tests" / "data"
 OUT = REPO / "build" / "oracle" / "check"
 MQTOOL = REPO / ".venv" / "bin" / "mqtool"
 LOAD = REPO / "tests" / "oracle" / "run.sh"
-STORES = ("store-a", "store-49a", "store-c", "store-timer5", "store-timer-states")
+STORES = ("store-a", "store-49a", "store-c", "store-timer5", "store-timer-states", "store-lmq")
+# each store's topic and consumer group for the commands (store-lmq has no TopicTest nor groupA)
+TOPICS = {
+    "store-timer5": "TimerTopic",
+    "store-timer-states": "TimerTopic",
+    "store-c": "OrderTopic",
+    "store-lmq": "TopicA",
+}
+GROUPS = {"store-lmq": "GID_plain"}
 CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
 
 
@@ -35,18 +43,27 @@ def oracles(store: str) -> list[str]:
 
 def commands(store: str) -> list[tuple[str, list[str]]]:
     """The write commands, in the order they run on one copy of the store."""
-    topic = {"store-timer5": "TimerTopic", "store-timer-states": "TimerTopic", "store-c": "OrderTopic"}.get(
-        store, "TopicTest"
-    )
+    topic, group = TOPICS.get(store, "TopicTest"), GROUPS.get(store, "groupA")
     new_group = ["--allow-new-group"] if store in ("store-timer5", "store-timer-states", "store-c") else []
+    lmq = (
+        [
+            (
+                "offsets reset LMQ --to-earliest",
+                ["offsets", "reset", "--group", "%LMQ%GID_room0", "--topic", "%LMQ%hot", "--to-earliest"],
+            )
+        ]
+        if store == "store-lmq"
+        else []
+    )
     return [
+        *lmq,
         (
             "offsets reset --to-earliest",
-            ["offsets", "reset", "--group", "groupA", "--topic", topic, "--to-earliest", *new_group],
+            ["offsets", "reset", "--group", group, "--topic", topic, "--to-earliest", *new_group],
         ),
         (
             "offsets reset --shift-by 7",
-            ["offsets", "reset", "--group", "groupA", "--topic", topic, "--shift-by", "7", *new_group],
+            ["offsets", "reset", "--group", group, "--topic", topic, "--shift-by", "7", *new_group],
         ),
         (
             "offsets reset --by-duration 1d",
@@ -70,7 +87,7 @@ def commands(store: str) -> list[tuple[str, list[str]]]:
                 "--topic",
                 topic,
                 "--group",
-                "groupA",
+                group,
                 "--mode",
                 "POP",
                 "--pop-share-queue-num",
@@ -79,7 +96,7 @@ def commands(store: str) -> list[tuple[str, list[str]]]:
         ),
         (
             "consume-mode set PULL",
-            ["consume-mode", "set", "--topic", topic, "--group", "groupA", "--mode", "PULL"],
+            ["consume-mode", "set", "--topic", topic, "--group", group, "--mode", "PULL"],
         ),
         ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"]),
         ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"]),
@@ -119,6 +136,17 @@ def mqtool_config(root: Path) -> dict:
     return {"consumerOffset": offsets, "messageRequestMode": modes, "delayOffset": delay}
 
 
+def broker_offsets(cfg: dict) -> tuple[str, dict]:
+    """The offsets the broker's manager loads, as `load` prints them: on an LMQ store the
+    LmqConsumerOffsetManager's (its offsetTable, and each lmqOffsetTable key as queue 0, as its
+    queryOffset answers), else the ConsumerOffsetManager's."""
+    lmq = cfg.get("lmqConsumerOffset")
+    if lmq is None:
+        return "consumerOffset.json", cfg["consumerOffset"]
+    table = {**lmq["offsetTable"], **{k: {"0": v} for k, v in lmq["lmqOffsetTable"].items()}}
+    return "lmqConsumerOffset.json", {**lmq, "offsetTable": table}
+
+
 def judge(
     root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False, version: str = "5.3.3"
 ) -> tuple[bool, list[str], dict]:
@@ -150,10 +178,11 @@ def judge(
         problems.append(f"{got['index']['notFound']} index keys not found {got['index']['samples'][:2]}")
     ours = mqtool_config(root)
     cfg = got["config"]
-    if cfg["consumerOffset"]["offsetTable"] != ours["consumerOffset"]:
-        problems.append("consumerOffset.json: the broker's manager reads other offsets than mqtool")
+    offsets_file, offsets = broker_offsets(cfg)
+    if offsets["offsetTable"] != ours["consumerOffset"]:
+        problems.append(f"{offsets_file}: the broker's manager reads other offsets than mqtool")
     modes = cfg.get("messageRequestMode", {"source": "none in 4.9", "table": {}})
-    if cfg["consumerOffset"]["source"] == "bak" or modes["source"] == "bak":
+    if offsets["source"] == "bak" or modes["source"] == "bak":
         problems.append("a config file was read from its .bak")
     if modes["table"] != ours["messageRequestMode"]:
         problems.append("messageRequestMode.json: the broker's manager reads other modes than mqtool")
