@@ -101,17 +101,7 @@ class ConsumeQueue:
             raise FormatError(
                 f"ConsumeQueue file size {self.file_size} is not a multiple of {UNIT}", str(self.directory)
             )
-        for f in self.mapped_file_queue:
-            if f.size != self.file_size:
-                raise FormatError(
-                    f"file size {f.size} differs from the queue's file size {self.file_size} "
-                    "(the broker would refuse to start)",
-                    str(f.path),
-                )
-            if f.start_offset % self.file_size:
-                raise FormatError(
-                    f"file name is not a multiple of the file size {self.file_size}", str(f.path)
-                )
+        self.mapped_file_queue.check_unit_files(self.file_size)
         if commitlog_min_offset is None:
             commitlog_min_offset = read_commitlog_min_offset(root)
         self.commitlog_min_offset = commitlog_min_offset

@@ -161,6 +161,19 @@ class MappedFileQueue:
                     f"file size {f.size} differs from the queue's file size {expected}", str(f.path)
                 )
 
+    def check_unit_files(self, file_size: int) -> None:
+        """A unit queue's files (ConsumeQueue, BatchConsumeQueue): each `file_size` bytes and named at a
+        multiple of it; the broker refuses to start otherwise."""
+        for f in self.files:
+            if f.size != file_size:
+                raise FormatError(
+                    f"file size {f.size} differs from the queue's file size {file_size} "
+                    "(the broker would refuse to start)",
+                    str(f.path),
+                )
+            if f.start_offset % file_size:
+                raise FormatError(f"file name is not a multiple of the file size {file_size}", str(f.path))
+
     @property
     def min_offset(self) -> int:
         """Start offset of the first file (0 when empty)."""
