@@ -284,10 +284,31 @@ def test_garbage_value_is_one_line(tmp_path: Path) -> None:
         ReadOnlyRocksDB(tmp_path, ("default",))
 
 
-def test_rebuild_dry_run_compares_the_rocksdb_units_with_a_rebuild(tmp_path: Path) -> None:
+def shift_unit(root: Path, topic: str, queue_id: int, offset: int) -> int:
+    """Rewrite the RocksDB unit of a copy of store-rocksdb at `offset` to point one byte past its record;
+    returns the record's physical offset."""
     from rocksdict import Options, Rdict
 
     from formats.rocksdb import cq_key, parse_cq_value
+
+    db = Rdict(
+        str(root / "consumequeue"),
+        options=Options(raw_mode=True),
+        column_families={"offset": Options(raw_mode=True)},
+    )
+    key = cq_key(topic, queue_id, offset)
+    phy, size, tags, stored = parse_cq_value(db[key])
+    db[key] = (
+        (phy + 1).to_bytes(8, "big")
+        + size.to_bytes(4, "big")
+        + tags.to_bytes(8, "big")
+        + stored.to_bytes(8, "big")
+    )
+    db.close()
+    return phy
+
+
+def test_rebuild_dry_run_compares_the_rocksdb_units_with_a_rebuild(tmp_path: Path) -> None:
     from mqtool.rebuild import rebuild
 
     with Store.open(ROOT) as store:
@@ -299,20 +320,7 @@ def test_rebuild_dry_run_compares_the_rocksdb_units_with_a_rebuild(tmp_path: Pat
     # a copy whose RdbTopic/2 unit at its min offset + 3 points elsewhere: found there
     root = copy_store("store-rocksdb", tmp_path / "s")
     offset = expect()["consumeQueue"]["queues"]["RdbTopic/2"]["minOffset"] + 3
-    db = Rdict(
-        str(root / "consumequeue"),
-        options=Options(raw_mode=True),
-        column_families={"offset": Options(raw_mode=True)},
-    )
-    key = cq_key("RdbTopic", 2, offset)
-    phy, size, tags, stored = parse_cq_value(db[key])
-    db[key] = (
-        (phy + 1).to_bytes(8, "big")
-        + size.to_bytes(4, "big")
-        + tags.to_bytes(8, "big")
-        + stored.to_bytes(8, "big")
-    )
-    db.close()
+    shift_unit(root, "RdbTopic", 2, offset)
     with Store.open(root) as store:
         report = rebuild(store, "cq")
         diffs = {(d.topic, d.queue_id): d for d in report.queues}

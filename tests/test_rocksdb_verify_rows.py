@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from golden import GOLDEN, copy_store
+from test_rocksdb_store import shift_unit
 
 from formats.rocksdb import cq_key, parse_cq_value
 from mqtool.verify import verify_store
@@ -29,24 +30,9 @@ def _key_of(row: dict) -> tuple[str, int, int]:
 
 
 def test_a_bad_unit_is_named_by_its_database_and_key(tmp_path: Path) -> None:
-    from rocksdict import Options, Rdict
-
     root = copy_store("store-rocksdb", tmp_path / "s")
     offset = EXPECT["consumeQueue"]["queues"]["RdbTopic/2"]["minOffset"] + 3
-    db = Rdict(
-        str(root / "consumequeue"),
-        options=Options(raw_mode=True),
-        column_families={"offset": Options(raw_mode=True)},
-    )
-    key = cq_key("RdbTopic", 2, offset)
-    phy, size, tags, stored = parse_cq_value(db[key])
-    db[key] = (
-        (phy + 1).to_bytes(8, "big")
-        + size.to_bytes(4, "big")
-        + tags.to_bytes(8, "big")
-        + stored.to_bytes(8, "big")
-    )
-    db.close()
+    phy = shift_unit(root, "RdbTopic", 2, offset)
     with Store.open(root) as store:
         rows = verify_store(store).problems.to_pylist()
     bad = [r for r in rows if r["kind"] == "cq_not_record_start"]
