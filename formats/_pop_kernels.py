@@ -118,7 +118,9 @@ def parse(b, offsets, keys, key_offsets, key_types, ok, nums, tpos, tlen, lstart
                 if b[p] != 93:  # ']'
                     while True:
                         v, p = _number(b, p, e, 10 if t == INT_LIST else 19)
-                        if p < 0 or (t == INT_LIST and (v < INT_MIN or v > INT_MAX)):
+                        if p >= 0 and t == INT_LIST and (v < INT_MIN or v > INT_MAX):
+                            p = -1  # out of an int: not canonical (the reference refuses it)
+                        if p < 0:
                             break
                         values[out + count] = v
                         count += 1
