@@ -178,7 +178,7 @@ mark("import mqtool.cli")
 from mqtool.audit import AuditOptions, run_audit
 mark("import mqtool.audit")
 import mmap
-from formats.columnar import decode_resync
+from formats.columnar.decoder import decode_resync
 from store.storedir import Store
 with open(Store.open(sys.argv[2]).commitlog.queue.files[0].path, "rb") as fh:
     buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)

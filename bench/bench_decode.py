@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 COLD = """
 import mmap, sys
-from formats.columnar import decode_range
+from formats.columnar.decoder import decode_range
 from pathlib import Path
 rows = 0
 for p in sorted(Path(sys.argv[1]).iterdir()):
@@ -63,7 +63,7 @@ def values(arr) -> np.ndarray:
 
 def decode_store(files: list[Path], **options) -> tuple[int, int]:
     """(messages, bytes of records) of a whole-store walk."""
-    from formats.columnar import decode_range
+    from formats.columnar.decoder import decode_range
 
     messages = 0
     data = 0
@@ -111,7 +111,7 @@ def decode_threaded(files: list[Path], threads: int) -> tuple[int, int]:
     """The store's files cut into `threads` byte ranges each, decoded by a thread pool (join_splits)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from formats.columnar import decode_resync, join_splits
+    from formats.columnar.decoder import decode_resync, join_splits
 
     messages = data = 0
     with ThreadPoolExecutor(threads) as pool:
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     assert (m, d) == (messages, data), "split decode differs from the whole-file decode"
     line(f"columnar, warm, {threads} threads over byte-range splits", t, c, m, d)
 
-    from store.commitlog import CommitLog
+    from store.log.commitlog import CommitLog
 
     commitlog = CommitLog.open(args.store)
     first = commitlog.files[0].start_offset
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         t, c, _ = timed(lambda crc=crc: commitlog.walk_end(first, check_crc=crc), args.repeat)
         line(label, t, c, messages, data)
 
-    from formats.commitlog import Message, decode_record
+    from formats.message.commitlog import Message, decode_record
 
     buf = mapped(files[0])
     base = int(files[0].name)
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 def host_dictionary(repeat: int, hosts: int = 1_000_000) -> None:
     """A store whose producers connect briefly has about one born host (address and port) per message:
     the dictionary of distinct hosts, formatted by the compiled kernel and by one Python call per host."""
-    from formats.columnar import _host, _hosts, _strings
+    from formats.columnar.decoder import _host, _hosts, _strings
 
     rng = np.random.default_rng(1)
     raw = rng.integers(0, 256, size=8 * hosts, dtype=np.uint8)

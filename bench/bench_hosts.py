@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from formats.columnar import decode_range  # noqa: E402
+from formats.columnar.decoder import decode_range  # noqa: E402
 
 BROKER_GEOMETRY = [
     *("--file-size", "1073741824", "--cq-file-size", "6000000"),

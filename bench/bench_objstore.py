@@ -44,7 +44,8 @@ def generate(store: Path, size: int) -> None:
 
 
 def scan_seconds(spark, store: str) -> float:
-    from mqtool.audit import AuditOptions, run_audit
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
 
     result = run_audit(AuditOptions(stores=[store]), spark=spark)
     return result.timings["scan"]

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ORACLE = ROOT / "tests" / "oracle" / "run.sh"
 
-from formats.columnar import decode_range  # noqa: E402
+from formats.columnar.decoder import decode_range  # noqa: E402
 
 COLD = """
 import mmap, sys, time
 t = time.perf_counter()
-from formats.columnar import decode_range
+from formats.columnar.decoder import decode_range
 from pathlib import Path
 rows = 0
 for p in sorted(Path(sys.argv[1], "commitlog").iterdir()):

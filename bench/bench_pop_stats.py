@@ -10,7 +10,7 @@ a 1 M-record revive topic spans ~470 files), and --records ck / ack / bAck recor
 `rmq_sys_REVIVE_LOG_DefaultCluster` (8 queues), appended with `CommitLogAppender` (which dispatches the
 ConsumeQueues and the index) as the timer delivers them there: the properties the timer's dequeue leaves
 (TIMER_OUT_MS, TIMER_DELIVER_MS, UNIQ_KEY in genCkUniqueId / genAckUniqueId form, TIMER_ENQUEUE_MS, TAGS,
-TIMER_DEQUEUE_MS, REAL_TOPIC, REAL_QID) and the bodies `formats.pop`'s byte-exact writers give
+TIMER_DEQUEUE_MS, REAL_TOPIC, REAL_QID) and the bodies `formats.pop.bodies`'s byte-exact writers give
 (toJSONString of PopCheckPoint / AckMsg / BatchAckMsg). The traffic: six POP groups popping 1-8 messages
 at a time from PopTopicA / PopTopicB, each pop a checkpoint in the revive queue of its pop; most are
 acked (one `ack` per message, or one `bAck` for the whole pop), some in part, some not at all; the revive
@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_timer_list import _fmt, timed  # noqa: E402
-from formats.config_offsets import offset_key  # noqa: E402
-from formats.pop import AckMsg, PopCheckPoint  # noqa: E402
-from store.appender import CommitLogAppender, NewMessage  # noqa: E402
-from store.pop import REVIVE_GROUP  # noqa: E402
+from formats.config.offsets import offset_key  # noqa: E402
+from formats.pop.bodies import AckMsg, PopCheckPoint  # noqa: E402
+from store.log.appender import CommitLogAppender, NewMessage  # noqa: E402
+from store.pop.revive import REVIVE_GROUP  # noqa: E402
 from store.storedir import Store  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "store-pop"
@@ -160,8 +160,8 @@ def main() -> int:
           f"{time.perf_counter() - t:.1f} s); --now {now}")  # fmt: skip
 
     from mqtool.pop import PopStats, pop_stats, summarize
-    from store.pop import pop_state
-    from store.pop_columns import PopColumns
+    from store.pop.columns import PopColumns
+    from store.pop.revive import pop_state
 
     def fast() -> PopStats:
         with Store.open(root) as store:

@@ -97,7 +97,7 @@ def import_profile(args: list[str], top: int = 8) -> str:
 
 def sample_ids(store: Path) -> dict[str, str]:
     """A topic/key, an offsetMsgId, a UNIQ_KEY and a time from the middle of the store."""
-    from formats.columnar import decode_range
+    from formats.columnar.decoder import decode_range
     from mqtool.export import offset_msg_ids
 
     files = commitlog_files(store)
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         decode[label] = (t, c)
         line(label, t, c, messages, data)
 
-    from formats.commitlog import Message, decode_record
+    from formats.message.commitlog import Message, decode_record
 
     buf = mapped(files[0])
     base = int(files[0].name)

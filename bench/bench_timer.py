@@ -34,8 +34,8 @@ from formats.timer import (  # noqa: E402
     TIMER_LOG_MIN_BLANK_LEN,
     timer_log_unit_dtype,
 )
-from store.mappedfile import MappedFileQueue  # noqa: E402
-from store.timer import chain, walk_timerlog  # noqa: E402
+from store.log.mappedfile import MappedFileQueue  # noqa: E402
+from store.timer.timerstore import chain, walk_timerlog  # noqa: E402
 
 SLOTS = 86_400  # one slot per second over a day
 WRITE_MS = 1_800_000_000_000

@@ -19,7 +19,7 @@ Then times, cold (first call in the process) and warm (median of --repeat), wall
 
 - the library call `list_timer_messages(store, now=..., only="due")`, at a --now that makes about half
   of the waiting messages due;
-- with --slow, once, the same through the per-message reference (`store.timer_messages.timer_messages`,
+- with --slow, once, the same through the per-message reference (`store.timer.messages.timer_messages`,
   what `delay list --timer` ran before the columnar path);
 - the whole command `mqtool delay list --timer --due --format jsonl > /dev/null` once in a new process
   (cold: its own imports, numba's cached kernels, the store's files maybe in the page cache).
@@ -49,9 +49,9 @@ from formats.timer import (  # noqa: E402
     timer_log_unit_dtype,
     timer_wheel_slot_dtype,
 )
-from store.appender import CommitLogAppender, NewMessage  # noqa: E402
+from store.log.appender import CommitLogAppender, NewMessage  # noqa: E402
 from store.storedir import Store  # noqa: E402
-from store.timer import TIMER_TOPIC  # noqa: E402
+from store.timer.timerstore import TIMER_TOPIC  # noqa: E402
 
 STORE_MS = 1_800_000_000_000  # when the producers sent them
 DAY_MS = 86_400_000
@@ -211,8 +211,8 @@ def main() -> int:
     now = timer_out_ms(deliver_ms(int(n * (READ + (ENQUEUED - READ) / 2)), n))
 
     from mqtool.delay.timer import TimerRow, list_timer_messages
-    from store.timer import TimerStore
-    from store.timer_messages import timer_messages
+    from store.timer.messages import timer_messages
+    from store.timer.timerstore import TimerStore
 
     def fast() -> list[TimerRow]:
         with Store.open(root) as store:

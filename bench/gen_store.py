@@ -7,7 +7,7 @@ IPv4 hosts, bodies of 200-1000 random bytes with a correct body CRC, properties 
 KEYS (1-2 keys), WAIT, several topics and queues with consecutive queue offsets, correct physical offsets,
 a blank record wherever the next record does not fit, and the last file zero-filled after the data
 (sparse). `--size` is the number of record bytes to write. Every 997th record is decoded back with the
-construct decoder (formats/commitlog.py) before the script reports success.
+construct decoder (formats/message/commitlog.py) before the script reports success.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from formats.commitlog import Message, decode_record  # noqa: E402
+from formats.message.commitlog import Message, decode_record  # noqa: E402
 from formats.structs import BLANK_MAGIC, MAGIC_V1  # noqa: E402
 
 HEADER = struct.Struct(">iiiiiqqiq4si q4si iqi")  # up to and including BODYLENGTH (88 bytes)

@@ -21,11 +21,11 @@ from construct import Construct
 # the formats modules that declare twins: imported by `registered()` so the registry is complete
 TWIN_MODULES = (
     "formats.batchconsumequeue",
-    "formats.commitlog",
+    "formats.message.commitlog",
     "formats.consumequeue",
     "formats.indexfile",
-    "formats.pop_columns",
-    "formats.recordfast",
+    "formats.pop.columns",
+    "formats.message.recordfast",
     "formats.timer",
 )
 

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.configs import JAVA_INT_MAX, JAVA_INT_MIN, MessageRequestModeTable
+from formats.config.base import JAVA_INT_MAX, JAVA_INT_MIN
+from formats.config.metadata import MessageRequestModeTable
 from formats.errors import MqtoolError
 from formats.names import DLQ_PREFIX, RETRY_PREFIX, pop_retry_topic, pull_retry_topic
-from mqtool.consumer_progress import is_system_group
-from mqtool.offset_reset import StoreCatalog
-from mqtool.reset_apply import check_writable
+from mqtool.offsets.apply import check_writable
+from mqtool.offsets.progress import is_system_group
+from mqtool.offsets.reset import StoreCatalog
 from mqtool.safety import warn, write_guard
 from store.storedir import Store
 from store.version import BrokerVersion

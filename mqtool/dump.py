@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from formats.commitlog import Message
+from formats.config.fastjson import parse
 from formats.errors import MqtoolError
-from formats.fastjson import parse
+from formats.message.commitlog import Message
 from mqtool.info import checkpoint_json, header_json
-from store.rocksdb_config import RocksDBConfigFile
+from store.rocksdb.config import RocksDBConfigFile
 from store.storedir import Store
-from store.timer import TimerStore, chain
+from store.timer.timerstore import TimerStore, chain
 
 # --- commitlog ----------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """`mqtool export` and `dump commitlog --format parquet`: commitlog ranges to Parquet / JSONL, columnar.
 
-Records are decoded in bounded chunks by the columnar decoder (`store.scan.iter_batches`) and written
+Records are decoded in bounded chunks by the columnar decoder (`store.log.scan.iter_batches`) and written
 batch by batch, so memory stays flat on any range. Only accepted messages are written (BLANK markers and
 the record that stops the walk are not; the summary says where and why the walk stopped). Columns follow
 the message fields of notes/json-output.md: physicalOffset, totalSize, magicCode, bodyCRC, queueId, flag,
@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from formats.errors import MqtoolError
-from formats.msgid import parse_host
-from store.checks import take_rows
+from formats.message.msgid import parse_host
+from store.checks.records import take_rows
 from store.storedir import Store
 
 EXPORT_FORMATS = ("parquet", "jsonl")
@@ -195,7 +195,7 @@ def iter_export_batches(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Export batches of the range, in physical order; fills `summary` (stop, counts) as it goes."""
-    from store.scan import iter_batches
+    from store.log.scan import iter_batches
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
         raise MqtoolError("--to-offset must be greater than --from-offset")
@@ -287,7 +287,7 @@ def write_batches(batches: Iterator[pa.RecordBatch], path: Path, fmt: str, *, wi
 
 def export_schema(with_body: bool) -> pa.Schema:
     """The schema of export batches (for empty outputs)."""
-    from formats.columnar import MESSAGE_SCHEMA
+    from formats.columnar.decoder import MESSAGE_SCHEMA
 
     fields = []
     for name in _COLUMNS:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from formats.errors import MqtoolError
-from store.lmq import is_lmq, lmq_queue_names
-from store.rocksdb_config import RocksDBConfigFile
+from store.queue.lmq import is_lmq, lmq_queue_names
+from store.rocksdb.config import RocksDBConfigFile
 from store.storedir import Store
 
 CONFIG_FILES = (
@@ -218,8 +218,8 @@ def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
 def timer_info(store: Store) -> dict[str, Any] | None:
     """The 5.x timer wheel in brief (None without timer files): the timerlog's units and where its walk
     ends, the wheel's non-empty slots, timercheck's read time and where the enqueue resumes."""
-    from store.timer import TIMER_TOPIC, TimerStore
-    from store.timer_messages import enqueue_position
+    from store.timer.messages import enqueue_position
+    from store.timer.timerstore import TIMER_TOPIC, TimerStore
 
     timer = TimerStore.open(store)
     if timer is None:

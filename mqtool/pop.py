@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from formats.errors import MqtoolError
-from store.pop import STATES, PoppedMessage, pop_state
-from store.pop_columns import PopColumns, pop_columns
+from store.pop.columns import PopColumns, pop_columns
+from store.pop.revive import STATES, PoppedMessage, pop_state
 from store.storedir import Store
 
 
@@ -188,7 +188,7 @@ def summarize(cols: PopColumns) -> PopStats:
 
 
 def pop_stats(store: Store, *, now: int) -> PopStats:
-    """`pop stats`: the sums of the checkpoints' columns (`store.pop_columns`, the fast twin of
+    """`pop stats`: the sums of the checkpoints' columns (`store.pop.columns`, the fast twin of
     `pop_state`)."""
     return summarize(pop_columns(store, now=now))
 

@@ -7,7 +7,8 @@ files stay the same, differ (and from which queue offset), are new, removed or k
 index contents change. That makes the dry run a consistency check. With `--execute`, under
 `mqtool.safety.write_guard` (refused while a broker holds the lock), the rebuilt directories are
 swapped in atomically; nothing is written when nothing differs. BatchCQ topics (`queue.type=BatchCQ`)
-are rebuilt into `batchconsumequeue/` (`store.batchcq_build`), their units byte-identical to the broker's.
+are rebuilt into `batchconsumequeue/` (`store.queue.batchcq_build`), their units byte-identical to the
+broker's.
 
 Settings, each from the first source that has it: the command-line flag, `--broker-config`, the
 current files, the broker default (`mappedFileSizeConsumeQueue`, `maxHashSlotNum`, `maxIndexNum`).
@@ -30,8 +31,8 @@ from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
 from mqtool.safety import warn, write_guard
-from store.consumequeue import is_rocksdb_dir
 from store.layout import Setting
+from store.queue.consumequeue import is_rocksdb_dir
 from store.rebuild import (
     DIRECTORIES,
     BuildResult,
@@ -262,7 +263,7 @@ def rebuild(
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
-                from store.batchcq_build import stage_batch_queues
+                from store.queue.batchcq_build import stage_batch_queues
 
                 batch_queues = stage_batch_queues(store, result, delay_levels)
             report = RebuildReport(

@@ -1,6 +1,6 @@
 """`mqtool verify`: a kafka-dump-log-grade check of a whole store in one process.
 
-The commitlog is decoded file by file with the columnar decoder (`store.scan`), then every check of
+The commitlog is decoded file by file with the columnar decoder (`store.log.scan`), then every check of
 `store.checks` runs over the decoded batches and numpy views of the ConsumeQueue and IndexFile files:
 records (magic, size chain, body CRC, PHYSICALOFFSET field, BLANKs, zero tails, torn tail), where the
 broker's recovery would end the log, ConsumeQueue units against their records and records against their
@@ -20,9 +20,21 @@ import numpy as np
 import pyarrow as pa
 
 from formats.errors import MqtoolError
-from store import checks
-from store.batchcq_check import check_batch_queue_files
-from store.checks import ERROR, INFO, SEVERITY_ORDER, WARNING, ProblemList
+from store.checks.commitlog import CommitLogFile, check_commitlog
+from store.checks.consumequeue import check_dispatch_coverage
+from store.checks.index import check_index_coverage
+from store.checks.lmq import check_lmq_coverage
+from store.checks.problems import (
+    ERROR,
+    INFO,
+    SEVERITY_ORDER,
+    WARNING,
+    ProblemList,
+    count_by_severity,
+    sort_problems,
+)
+from store.checks.records import RecordIndexBuilder
+from store.queue.batchcq_check import check_batch_queue_files
 from store.storecheck import (
     check_checkpoint_file,
     check_index_files,
@@ -78,7 +90,7 @@ def verify_store(
     progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Check a store (read-only). `progress(n)` is called with bytes processed (see `verify_total`)."""
-    from store.scan import relative_name, scan_file
+    from store.log.scan import relative_name, scan_file
 
     advance = progress or (lambda _n: None)
     root = store.root
@@ -90,8 +102,8 @@ def verify_store(
     abort = note_broker_running(store, problems)
 
     # --- commitlog -------------------------------------------------------------------------------
-    scans: list[checks.CommitLogFile] = []
-    builder = checks.RecordIndexBuilder(delay_levels=_delay_levels(store), with_keys=deep)
+    scans: list[CommitLogFile] = []
+    builder = RecordIndexBuilder(delay_levels=_delay_levels(store), with_keys=deep)
     file_size = None
     try:
         commitlog = store.commitlog
@@ -111,7 +123,7 @@ def verify_store(
         problems.add("commitlog_unreadable", exc.file and rel_path(store, exc.file), exc.offset, exc.message)
     timings["commitlogScan"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    verdict = checks.check_commitlog(scans, problems, file_size=file_size)
+    verdict = check_commitlog(scans, problems, file_size=file_size)
     starts = [s.start for s in scans]
     names = [s.name for s in scans]
     records = builder.build(starts, names)
@@ -137,10 +149,10 @@ def verify_store(
     )
     hits, queues, units_checked = found.hits + batch.hits, {**found.queues, **batch.queues}, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
-    horizon = checks.check_dispatch_coverage(
+    horizon = check_dispatch_coverage(
         records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
     )
-    lmq = checks.check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
+    lmq = check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
     summary["consumeQueues"] = {
         "queues": len(found.queues),
         "units": units_checked,
@@ -165,7 +177,7 @@ def verify_store(
     facts = index.facts
     keys_checked = 0
     if deep:
-        keys_checked = checks.check_index_coverage(records, facts, problems, cq_horizon=horizon)
+        keys_checked = check_index_coverage(records, facts, problems, cq_horizon=horizon)
     summary["index"] = {
         "files": len(facts),
         "entries": sum(f.entries for f in facts),
@@ -196,10 +208,10 @@ def verify_store(
     if timings["commitlogScan"] > 0 and len(records):
         summary["messagesPerSecond"] = round(len(records) / timings["commitlogScan"])
 
-    table = checks.sort_problems(problems.table())
+    table = sort_problems(problems.table())
     order = np.array([SEVERITY_ORDER[s] for s in table.column("severity").to_pylist()], dtype=np.int64)
     table = table.take(pa.array(np.argsort(order, kind="stable")))
-    return VerifyReport(store.location, table, checks.count_by_severity(table), summary)
+    return VerifyReport(store.location, table, count_by_severity(table), summary)
 
 
 def verify_total(store: Store) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from formats.checkpoint import CHECKPOINT_FILE_SIZE, StoreCheckpoint, decode_checkpoint, encode_checkpoint
 from store.filewrites import create_sparse_file, pwrite_all
-from store.mappedfile import StoreFileError
+from store.log.mappedfile import StoreFileError
 
 
 def checkpoint_path(root: Path) -> Path:

@@ -4,11 +4,11 @@ For every commitlog record the broker dispatches (`CommitLogDispatcherBuildConsu
 `CommitLogDispatcherBuildIndex`: `ConsumeQueue.putMessagePositionInfo`,
 `IndexService.buildIndex`) this module produces the same bytes:
 
-* `ConsumeQueueWriter` (`store.consumequeue_writer`) is `ConsumeQueue.putMessagePositionInfo` for one
+* `ConsumeQueueWriter` (`store.queue.consumequeue_writer`) is `ConsumeQueue.putMessagePositionInfo` for one
   queue.
-* `IndexWriter` (`store.indexwriter`) is `IndexService.buildIndex` + `IndexFile.putKey`.
+* `IndexWriter` (`store.index.indexwriter`) is `IndexService.buildIndex` + `IndexFile.putKey`.
 * `Dispatcher` feeds both and `commit()` writes them in the order the crash rules need (see
-  `store.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
+  `store.log.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
   returns what the checkpoint must say; `store.checkpoint.write_checkpoint` writes it.
 
 Writes are plain `pwrite`s on full-size files, through `store.filewrites` (new files sparse under a
@@ -24,9 +24,14 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 
-from formats.commitlog import (
+from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
+from formats.errors import MqtoolError
+from formats.indexfile import (
+    IndexGeometry,
+)
+from formats.javahash import tags_code as tags_code_of
+from formats.message.commitlog import (
     DEFAULT_DELAY_LEVELS_MS,
-    SCHEDULE_TOPIC,
     Blank,
     EndOfData,
     Message,
@@ -35,20 +40,15 @@ from formats.commitlog import (
     deliver_tags_code,
     java_parse_int,
 )
-from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
-from formats.errors import MqtoolError
-from formats.indexfile import (
-    IndexGeometry,
-)
-from formats.javahash import tags_code as tags_code_of
-from formats.properties import (
+from formats.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
     decode_properties,
 )
-from formats.recordfast import MESSAGE_TO_SYSFLAG
+from formats.message.recordfast import MESSAGE_TO_SYSFLAG
+from formats.names import SCHEDULE_TOPIC
 from formats.structs import (
     BORNHOST_V6_FLAG,
     MAGIC_V1,
@@ -58,12 +58,12 @@ from formats.structs import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from store.commitlog import CommitLog
-from store.consumequeue_writer import ConsumeQueueWriter
 from store.filewrites import FileSet
-from store.indexwriter import IndexWriter
+from store.index.indexwriter import IndexWriter
 from store.layout import delay_levels_ms, existing_cq_file_size, existing_index_geometry
-from store.lmq import (
+from store.log.commitlog import CommitLog
+from store.queue.consumequeue_writer import ConsumeQueueWriter
+from store.queue.lmq import (
     PROPERTY_INNER_MULTI_DISPATCH,
     PROPERTY_INNER_MULTI_QUEUE_OFFSET,
     LmqSettings,

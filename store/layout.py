@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, Message
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
-from store.brokerconf import BrokerConfig
-from store.consumequeue import ConsumeQueueStore, is_rocksdb_dir
-from store.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
-from store.mappedfile import MappedFileQueue
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message
+from store.config.brokerconf import BrokerConfig
+from store.log.mappedfile import MappedFileQueue
+from store.queue.consumequeue import ConsumeQueueStore, is_rocksdb_dir
+from store.queue.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
 from store.version import BrokerVersion, detect_broker_version, resolve_broker_version
 
 
@@ -78,8 +78,8 @@ def existing_cq_file_size(root: Path) -> int | None:
 
 def existing_index_geometry(root: Path) -> IndexGeometry | None:
     """(maxHashSlotNum, maxIndexNum) as the current index files show it (None when unknown)."""
-    from store.index import IndexService
-    from store.indexwriter import list_index_files
+    from store.index.indexservice import IndexService
+    from store.index.indexwriter import list_index_files
 
     if not list_index_files(root / "index"):
         return None
@@ -145,20 +145,20 @@ class StoreLayout:
 
     @cached_property
     def lmq(self) -> LmqSettings:
-        """enableLmq / enableMultiDispatch (see `store.lmq.resolve_lmq_settings`)."""
+        """enableLmq / enableMultiDispatch (see `store.queue.lmq.resolve_lmq_settings`)."""
         return resolve_lmq_settings(self.root, self.broker_config)
 
     @cached_property
     def config_backend(self) -> str:
         """Where the broker's managers keep offsets, topics and groups: "json", "rocksdb" (v1) or "rdb"
-        (v2, config/rdb); see `store.rocksdb_config.config_backend`."""
-        from store.rocksdb_config import config_backend
+        (v2, config/rdb); see `store.rocksdb.config.config_backend`."""
+        from store.rocksdb.config import config_backend
 
         return config_backend(self.root, self.broker_config, self.consume_queues_in_rocksdb)
 
     @property
     def consumer_offset_file(self) -> str:
-        """The consumer offset table the broker loads (`store.lmq.offset_file_name`)."""
+        """The consumer offset table the broker loads (`store.queue.lmq.offset_file_name`)."""
         return offset_file_name(self.lmq, self.config_backend)
 
     @cached_property

@@ -40,13 +40,11 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
 
-from formats.commitlog import Blank
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, IndexHeader, decode_header
+from formats.message.commitlog import Blank
 from store.checkpoint import write_checkpoint
-from store.commitlog import CommitLog
-from store.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.dispatch import (
     Dispatcher,
     DispatchRequest,
@@ -61,8 +59,10 @@ from store.filewrites import (
     restore_interrupted_swaps,
     write_done,
 )
-from store.indexwriter import list_index_files
-from store.lmq import LmqSettings, resolve_lmq_settings
+from store.index.indexwriter import list_index_files
+from store.log.commitlog import CommitLog
+from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
+from store.queue.lmq import LmqSettings, resolve_lmq_settings
 
 DIRECTORIES = {"cq": "consumequeue", "index": "index"}
 STAGING_NAME = TMP_PREFIX + "rebuild"
@@ -280,7 +280,7 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     old_root = root / "consumequeue"
     new_root = result.staging / "consumequeue"
     if is_rocksdb_dir(old_root):
-        from store.rocksdb_rebuild import compare_rocksdb_queues
+        from store.rocksdb.rebuild import compare_rocksdb_queues
 
         return compare_rocksdb_queues(root, result)
     old_queues: set[tuple[str, int]] = set()

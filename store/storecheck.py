@@ -17,10 +17,23 @@ from typing import Any
 import numpy as np
 
 from formats.errors import MqtoolError
-from store import checks
-from store.checks import ProblemList
+from store.checks.checkpoint import check_checkpoint
+from store.checks.commitlog import (
+    CommitLogFile,
+    CommitLogVerdict,
+    recovery_start_abnormal,
+    recovery_start_normal,
+)
+from store.checks.consumequeue import QueueFacts, check_consume_queue, check_cq_tail
+from store.checks.index import (
+    IndexFileFacts,
+    check_index_file,
+    check_index_headers_order,
+    check_index_targets,
+)
+from store.checks.problems import ProblemList
 from store.filewrites import last_nonzero_end
-from store.lmq import is_lmq
+from store.queue.lmq import is_lmq
 from store.storedir import Store
 
 
@@ -52,7 +65,7 @@ class QueueCheck:
     """What `check_queue_files` found: the record rows the units hit, and each queue's facts."""
 
     hits: list[np.ndarray] = field(default_factory=list)
-    queues: dict[tuple[str, int], checks.QueueFacts] = field(default_factory=dict)
+    queues: dict[tuple[str, int], QueueFacts] = field(default_factory=dict)
     units: int = 0
 
 
@@ -114,7 +127,7 @@ def _check_queue(
         phy = units["phyOffset"]
         checked = units[(units["queueOffset"] < min_offset) | (phy < commitlog_min) | (phy >= valid_end)]
     if not outside_only or len(checked):
-        hits = checks.check_consume_queue(
+        hits = check_consume_queue(
             checked,
             records,
             problems,
@@ -129,7 +142,7 @@ def _check_queue(
             found.hits.append(hits)
     found.units += len(units)
     last_end = int(units["phyOffset"][-1]) + int(units["size"][-1]) if len(units) else 0
-    found.queues[(topic, queue_id)] = checks.QueueFacts(min_offset, max_offset, last_end)
+    found.queues[(topic, queue_id)] = QueueFacts(min_offset, max_offset, last_end)
     check_cq_files(store, queue, topic, queue_id, problems)
     if advance is not None:
         advance(sum(f.size for f in queue.files))
@@ -146,9 +159,7 @@ def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems
         end = last_nonzero_end(last.path, wrote, last.size) if wrote < last.size else wrote
         if end > wrote:
             rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:end]
-            checks.check_cq_tail(
-                rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where
-            )
+            check_cq_tail(rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where)
     dirty = [f for f in queue.files if f not in live]
     if dirty:
         problems.add(
@@ -164,7 +175,7 @@ class IndexRead:
     """The index files as `read_index_files` found them: per-file facts (reachable entries) and
     (file, endTimestamp) for the checkpoint check."""
 
-    facts: list[checks.IndexFileFacts] = field(default_factory=list)
+    facts: list[IndexFileFacts] = field(default_factory=list)
     ends: list[tuple[str, int]] = field(default_factory=list)
     hash_slot_num: int = 0
 
@@ -181,7 +192,7 @@ def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -
             name = f"index/{f.name}"
             entries = f.entries_view()
             read.facts.append(
-                checks.check_index_file(
+                check_index_file(
                     f.header,
                     f.slots_view(),
                     entries,
@@ -194,7 +205,7 @@ def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -
             read.ends.append((name, f.header.end_timestamp))
             if advance is not None:
                 advance(geometry.hash_slot_num * 4 + len(entries) * 20)
-        checks.check_index_headers_order(read.facts, problems)
+        check_index_headers_order(read.facts, problems)
     except MqtoolError as exc:
         problems.add("index_file", rel_path(store, exc.file) or "index", exc.offset, exc.message)
     return read
@@ -215,7 +226,7 @@ def check_index_files(
     if read is None:
         read = read_index_files(store, problems, advance)
     for facts in read.facts:
-        checks.check_index_targets(
+        check_index_targets(
             facts,
             records,
             problems,
@@ -241,7 +252,7 @@ def check_checkpoint_file(
         cp = store.checkpoint()
     except MqtoolError as exc:
         problems.add("checkpoint_unreadable", "checkpoint", exc.offset, exc.message)
-    checks.check_checkpoint(
+    check_checkpoint(
         cp,
         problems,
         abort=abort,
@@ -255,8 +266,8 @@ def check_checkpoint_file(
 def check_timer_files(store: Store, problems: ProblemList, *, commitlog_min: int) -> dict[str, Any] | None:
     """The 5.x timer wheel files (`store.checks.timer`), when the store has them; their summary."""
     from store.checks.timer import check_timer
-    from store.timer import TIMER_TOPIC, TimerStore
-    from store.timer_messages import enqueue_position
+    from store.timer.messages import enqueue_position
+    from store.timer.timerstore import TIMER_TOPIC, TimerStore
 
     try:
         timer = TimerStore.open(store)
@@ -290,8 +301,8 @@ def check_timer_files(store: Store, problems: ProblemList, *, commitlog_min: int
 
 
 def recovery_summary(
-    scans: list[checks.CommitLogFile],
-    verdict: checks.CommitLogVerdict,
+    scans: list[CommitLogFile],
+    verdict: CommitLogVerdict,
     cp: Any,
     abort: bool,
     problems: ProblemList,
@@ -310,10 +321,10 @@ def recovery_summary(
                 if row["status"] == "ok":
                     first = (1, row["storeTimestamp"])
             firsts.append(first)
-        start = checks.recovery_start_abnormal(firsts, bound)
+        start = recovery_start_abnormal(firsts, bound)
         mode = "abnormal (abort present)"
     else:
-        start = checks.recovery_start_normal([s.start for s in files])
+        start = recovery_start_normal([s.start for s in files])
         mode = "normal"
     end_file, end_pos, end = None, None, None
     for s in files[start:]:

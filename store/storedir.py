@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
-from store.brokerconf import BrokerConfig
+from store.config.brokerconf import BrokerConfig
 from store.liveness import Liveness, check_liveness
 from store.remote import is_url, open_view, redact, refuse_url
 
@@ -153,7 +153,7 @@ class Store:
 
     @cached_property
     def commitlog(self):
-        from store.commitlog import CommitLog
+        from store.log.commitlog import CommitLog
 
         return CommitLog(self.commitlog_dir)
 
@@ -161,10 +161,10 @@ class Store:
     def consume_queues(self):
         """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's);
         `RocksDBConsumeQueueStore` when consumequeue/ is a RocksDB database (storeType=defaultRocksDB)."""
-        from store.consumequeue import ConsumeQueueStore
+        from store.queue.consumequeue import ConsumeQueueStore
 
         if self.layout.consume_queues_in_rocksdb:
-            from store.rocksdb_cq import RocksDBConsumeQueueStore
+            from store.rocksdb.consumequeue import RocksDBConsumeQueueStore
 
             return RocksDBConsumeQueueStore(self.root, commitlog_min_offset=self.commitlog.min_offset)
         return ConsumeQueueStore(
@@ -183,7 +183,7 @@ class Store:
     @cached_property
     def batch_consume_queues(self):
         """`BatchConsumeQueueStore`: the BatchCQ topics' queues under batchconsumequeue/."""
-        from store.batchconsumequeue import BatchConsumeQueueStore
+        from store.queue.batchconsumequeue import BatchConsumeQueueStore
 
         return BatchConsumeQueueStore(self.root, commitlog_min_offset=self.commitlog.min_offset)
 
@@ -198,13 +198,13 @@ class Store:
     def batch_cq_topics(self) -> frozenset[str]:
         """Topics the broker keeps in batchconsumequeue/: `queue.type=BatchCQ` in topics.json, and the
         topic directories there (the broker loads those whatever topics.json says)."""
-        from store.batchconsumequeue import batch_cq_topics
+        from store.queue.batchconsumequeue import batch_cq_topics
 
         return batch_cq_topics(self)
 
     @cached_property
     def index_service(self):
-        from store.index import IndexService
+        from store.index.indexservice import IndexService
 
         layout = self.layout
         return IndexService(
@@ -221,9 +221,9 @@ class Store:
 
     def config(self, name: str):
         """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does); the RocksDB
-        tables the broker loads instead when it keeps them in RocksDB (`store.rocksdb_config`)."""
-        from store.config import ConfigFile
-        from store.rocksdb_config import rocksdb_config_file
+        tables the broker loads instead when it keeps them in RocksDB (`store.rocksdb.config`)."""
+        from store.config.configfile import ConfigFile
+        from store.rocksdb.config import rocksdb_config_file
 
         kv = rocksdb_config_file(self.root, name, self.broker_config, self.layout.consume_queues_in_rocksdb)
         return kv or ConfigFile(self.root, name)
@@ -232,7 +232,7 @@ class Store:
 
     def appender(self, **options):
         """A `CommitLogAppender` on this store and its layout (options: see `CommitLogAppender`)."""
-        from store.appender import CommitLogAppender
+        from store.log.appender import CommitLogAppender
 
         return CommitLogAppender(self, **options)
 
@@ -250,7 +250,7 @@ class Store:
 
         layout = self.layout
         if layout.consume_queues_in_rocksdb:  # units would land as files inside the RocksDB directory
-            from store.consumequeue import RocksDBConsumeQueueError
+            from store.queue.consumequeue import RocksDBConsumeQueueError
 
             raise RocksDBConsumeQueueError(
                 "consume queues are stored in RocksDB (storeType=defaultRocksDB); mqtool writes no message "

@@ -18,8 +18,8 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.commitlog import Message
 from formats.errors import MqtoolError
+from formats.message.commitlog import Message
 from formats.structs import MAGIC_V2
 
 FILES_ONLY_5X = ("timerwheel", "config/timercheck", "abort.bak", "config/messageRequestMode.json")
@@ -53,7 +53,7 @@ def version_of_record(msg: Message) -> int | None:
 
 
 def _config_marks(root: Path) -> tuple[list[str], list[str]]:
-    from store.config import ConfigFile
+    from store.config.configfile import ConfigFile
 
     marks5: list[str] = []
     marks4: list[str] = []

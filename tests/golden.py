@@ -95,9 +95,9 @@ def rebuild_staged(root: Path):
     files), as the broker's dispatcher would build them."""
     import time
 
-    from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
+    from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
     from store import rebuild
-    from store.dispatch import existing_cq_file_size, existing_index_geometry
+    from store.layout import existing_cq_file_size, existing_index_geometry
 
     return rebuild.build_staging(
         root,

@@ -1,4 +1,4 @@
-"""Offline appends with the broker's rules (store/appender.py) and the dispatcher (store/dispatch.py).
+"""Offline appends with the broker's rules (store/log/appender.py) and the dispatcher (store/dispatch.py).
 
 The strongest check used throughout: after an append, rebuilding the ConsumeQueues and the index from
 the commitlog (the broker's own dispatch, as store.rebuild does it) gives exactly the files the
@@ -18,10 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formats.checkpoint import decode_checkpoint
-from formats.commitlog import Blank, Message, build_message, decode_record, encode_message
 from formats.consumequeue import FILLER_UNIT, decode_unit
 from formats.indexfile import IndexGeometry
 from formats.javahash import index_key_hash
+from formats.message.commitlog import Blank, Message, build_message, decode_record, encode_message
+from formats.message.recordfast import encode_record
 from formats.structs import (
     MAGIC_V1,
     MAGIC_V2,
@@ -29,18 +30,15 @@ from formats.structs import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from store.appender import (
-    AppendError,
-    CommitLogAppender,
-    NewMessage,
-    encode_record,
-)
-from store.commitlog import CommitLog
-from store.consumequeue import ConsumeQueue
-from store.dispatch import ConsumeQueueWriter, DispatchRequest, delay_levels_ms
+from store.dispatch import DispatchRequest
 from store.filewrites import FileSet, set_crash_after
-from store.index import IndexService
-from store.indexwriter import IndexWriter, list_index_files
+from store.index.indexservice import IndexService
+from store.index.indexwriter import IndexWriter, list_index_files
+from store.layout import delay_levels_ms
+from store.log.appender import AppendError, CommitLogAppender, NewMessage
+from store.log.commitlog import CommitLog
+from store.queue.consumequeue import ConsumeQueue
+from store.queue.consumequeue_writer import ConsumeQueueWriter
 from store.rebuild import build_staging, compare_consume_queues, compare_index
 from store.version import detect_broker_version
 

@@ -24,16 +24,10 @@ pyspark = pytest.importorskip("pyspark")
 pytestmark = pytest.mark.xdist_group("spark")
 
 from formats.errors import MqtoolError  # noqa: E402
-from mqtool.audit import (  # noqa: E402
-    AuditError,
-    AuditOptions,
-    auto_split_size,
-    choose_bucket,
-    group_of,
-    plan_splits,
-    run_audit,
-)
+from mqtool.audit.assemble import group_of  # noqa: E402
 from mqtool.audit.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E402
+from mqtool.audit.plan import AuditError, AuditOptions, auto_split_size, choose_bucket, plan_splits  # noqa: E402
+from mqtool.audit.run import run_audit  # noqa: E402
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
 NOW = 1_800_000_000_000  # delay "due" and lag ages are judged at this time
@@ -244,7 +238,8 @@ def test_split_invariance(golden, golden_tiny):
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> Path:
-    from mqtool.sample import SampleOptions, create_sample
+    from mqtool.sample.create import create_sample
+    from mqtool.sample.options import SampleOptions
 
     root = tmp_path_factory.mktemp("audit") / "sample"
     create_sample(SampleOptions(root, messages=3000, file_size=256 * 1024))
@@ -588,7 +583,7 @@ def test_batchcq_problems_equal_verify_and_corruptions_are_found(spark, tmp_path
     BatchConsumeQueues' min and max offsets as the real broker loaded them."""
     import struct
 
-    from formats.batchconsumequeue import BCQ_STORE_UNIT_SIZE as UNIT
+    from formats.structs import BCQ_STORE_UNIT_SIZE as UNIT
     from mqtool.verify import verify_store
     from store.storedir import Store
     from tests.golden import copy_store

@@ -18,7 +18,8 @@ from tests.golden import run_mqtool, store_path
 pytest.importorskip("pyspark")
 pytestmark = pytest.mark.xdist_group("spark")  # with the other Spark tests: one session per process
 
-from mqtool.audit import AuditOptions, run_audit  # noqa: E402
+from mqtool.audit.plan import AuditOptions  # noqa: E402
+from mqtool.audit.run import run_audit  # noqa: E402
 from tests.test_audit import NOW  # noqa: E402
 
 SECTIONS = ("queues", "problems", "lag", "delay", "transactions", "retry", "topics", "duplicates")

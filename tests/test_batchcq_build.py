@@ -9,9 +9,9 @@ import pytest
 from golden import expect, store_path
 
 from formats.batchconsumequeue import BcqUnit
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
-from store.batchcq_build import INVALID, batch_fields, batch_unit, batch_units, queue_files
-from store.brokerconf import load_broker_config
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
+from store.config.brokerconf import load_broker_config
+from store.queue.batchcq_build import INVALID, batch_fields, batch_unit, batch_units, queue_files
 from store.storedir import Store
 
 STORE = "store-batchcq"
@@ -55,7 +55,7 @@ def test_negative_base_is_skipped_by_the_dispatch():
         )
     unit = batch_unit(msg)
     assert isinstance(unit, BcqUnit) and unit.batch_size == int(msg.properties["INNER_NUM"])
-    from formats.properties import encode_properties
+    from formats.message.properties import encode_properties
 
     props = dict(msg.properties, INNER_BASE="-1")
     assert batch_unit(dataclasses.replace(msg, properties_raw=encode_properties(props))) is None

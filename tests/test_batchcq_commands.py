@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from golden import copy_store, expect, store_path
 
-from formats.batchconsumequeue import BCQ_STORE_UNIT_SIZE
-from formats.innerbatch import count_inner_messages, unwrap
-from mqtool.consumer_progress import consumer_progress
+from formats.message.innerbatch import count_inner_messages, unwrap
+from formats.structs import BCQ_STORE_UNIT_SIZE
 from mqtool.dump import cq_units
 from mqtool.info import store_info
-from mqtool.query import QueueOffsetError, query_by_queue_offset, query_by_time
+from mqtool.offsets.progress import consumer_progress
+from mqtool.query.queue import QueueOffsetError, query_by_queue_offset, query_by_time
 from mqtool.verify import verify_store
 from store.storedir import Store
 

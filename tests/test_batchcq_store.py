@@ -1,4 +1,4 @@
-"""store.batchconsumequeue against what the real 5.3.3 BatchConsumeQueue read back (store-batchcq)."""
+"""store.queue.batchconsumequeue against what the real 5.3.3 BatchConsumeQueue read back (store-batchcq)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from golden import expect, store_path
 
 from formats.batchconsumequeue import decode_unit, encode_unit
-from store.batchconsumequeue import BatchConsumeQueueStore
+from store.queue.batchconsumequeue import BatchConsumeQueueStore
 
 STORE = "store-batchcq"
 QUEUES = expect(STORE)["batchConsumeQueues"]

@@ -14,13 +14,14 @@ import pytest
 from golden import copy_store, expect, snapshot, store_path
 from golden import run_mqtool as mqtool
 
+from formats.message.properties import decode_properties, encode_properties
 from formats.names import SCHEDULE_TOPIC
-from formats.properties import decode_properties, encode_properties
-from mqtool.delay import execute_replay, plan_replay
+from mqtool.delay.replay import execute_replay, plan_replay
 from mqtool.delay.timer_replay import plan_timer_replay
-from mqtool.transactions import list_transactions, plan_end, select_halves
-from store.appender import CommitLogAppender, NewMessage
+from mqtool.transactions.end_transaction import plan_end, select_halves
+from mqtool.transactions.listing import list_transactions
 from store.dispatch import BatchCQTopicError
+from store.log.appender import CommitLogAppender, NewMessage
 from store.storedir import Store
 
 LATE = 1_900_000_000_000  # everything is due

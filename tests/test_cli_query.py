@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from mqtool import consumer_progress, query
+from mqtool.offsets import progress
+from mqtool.query.key import query_by_key
+from mqtool.query.queue import query_by_time
 from store.storedir import Store
 from tests.golden import expect, store_path
 
@@ -46,7 +48,7 @@ def test_query_key_json_matches_the_library():
     doc = json.loads(done.stdout)
     assert isinstance(doc, list)
     with Store.open(store_path("store-a")) as st:
-        want = query.query_by_key(st, "TopicTest", "Aa")
+        want = query_by_key(st, "TopicTest", "Aa")
     assert [m["physicalOffset"] for m in doc] == [m.physical_offset for m in want.messages]
     for name in ("physicalOffset", "queueId", "queueOffset", "storeTimestamp", "keys", "uniqKey", "body"):
         assert name in doc[0]
@@ -123,7 +125,7 @@ def test_query_offset_and_time():
     assert "--skip 10" in page.stderr
     everything = run(*A, "-f", "json", "query", "time", "TopicTest", "-b", begin, "-e", end, "--max", "0")
     with Store.open(store_path("store-a")) as st:
-        want = query.query_by_time(st, "TopicTest", begin=int(begin), end=int(end))
+        want = query_by_time(st, "TopicTest", begin=int(begin), end=int(end))
     assert [m["physicalOffset"] for m in json.loads(everything.stdout)] == [
         m.physical_offset for m in want.messages
     ]
@@ -147,7 +149,7 @@ def test_offsets_show_json_matches_the_library():
     done = run(*C, "-f", "json", "offsets", "show")
     doc = json.loads(done.stdout)
     with Store.open(store_path("store-c")) as st:
-        want = consumer_progress.consumer_progress(st)
+        want = progress.consumer_progress(st)
     assert doc == [r.to_json() for r in want.rows]
     row = next(r for r in doc if r["group"] == "groupB" and r["queueId"] == 0)
     assert row["state"] == "behind-min"

@@ -20,7 +20,7 @@ from golden import STORES, expect, store_path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from formats.columnar import (
+from formats.columnar.decoder import (
     MESSAGE_SCHEMA,
     MESSAGE_SCHEMA_WITH_BODY,
     decode_range,
@@ -29,8 +29,8 @@ from formats.columnar import (
     release_buffers,
     status_names,
 )
-from formats.commitlog import BadRecord, Blank, EndOfData, Message, decode_record
-from formats.msgid import parse_host
+from formats.message.commitlog import BadRecord, Blank, EndOfData, Message, decode_record
+from formats.message.msgid import parse_host
 from formats.structs import BLANK_MAGIC, MAGIC_V1, MAGIC_V2, MessageRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,7 +167,7 @@ def test_v2_is_a_bad_magic_for_4_9():
 def host_spill(min_values: int | None):
     """Decode with columnar.HOST_SPILL_MIN = min_values (0: born hosts are never interned, so the
     walk's spill path and the dictionary sort run on every record); None leaves the default."""
-    import formats.columnar as columnar
+    import formats.columnar.decoder as columnar
 
     saved = columnar.HOST_SPILL_MIN
     if min_values is not None:
@@ -446,7 +446,7 @@ def test_schedule_topic_with_a_bad_delay_is_rejected():
 
 
 def test_import_does_not_load_numba():
-    code = "import sys, formats.columnar; print('numba' in sys.modules)"
+    code = "import sys, formats.columnar.decoder; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -473,7 +473,7 @@ def test_reused_buffers_do_not_change_live_batches():
 
 
 def test_table_crc_equals_zlib():
-    from formats import _columnar_kernels as k
+    from formats.columnar import _columnar_kernels as k
 
     data = np.frombuffer(bytes(range(256)) * 40 + b"tail", dtype=np.uint8)
     table = k.make_crc_table()
@@ -483,7 +483,7 @@ def test_table_crc_equals_zlib():
 
 def test_record_check_with_the_table_crc():
     """check_crc without zlib's crc32 (address 0) uses the table loop and gives the same verdicts."""
-    from formats import _columnar_kernels as k
+    from formats.columnar import _columnar_kernels as k
 
     torn = expect("store-c")["asWritten"]["tornRecordOffset"]
     path = next(p for p in _files("store-c") if int(p.name) <= torn < int(p.name) + p.stat().st_size)
@@ -504,8 +504,8 @@ def test_record_check_with_the_table_crc():
 def test_host_dictionary_equals_host_str(hosts, ipv4_only):
     """The hosts' dictionary (IPv4 formatted by the compiled kernel, a batch with IPv6 hosts one by one)
     reads as `host_str` does, signed ports included."""
-    from formats.columnar import _hosts
-    from formats.msgid import host_str
+    from formats.columnar.decoder import _hosts
+    from formats.message.msgid import host_str
 
     if ipv4_only:  # the compiled formatter's case: every host of the batch is IPv4
         hosts = [(False, h) for _, h in hosts]
@@ -527,7 +527,8 @@ def test_a_born_host_per_message_equals_the_construct_decoder(tmp_path):
     """Producers that connect per message (`sample create --producers 0`): a few client addresses, a new
     ephemeral port each time, so the host dictionary holds nearly one value per message and grows many
     times within one file; every decoded host is the construct decoder's."""
-    from mqtool.sample import SampleOptions, create_sample
+    from mqtool.sample.create import create_sample
+    from mqtool.sample.options import SampleOptions
 
     root = tmp_path / "store"
     create_sample(SampleOptions(root, messages=6000, file_size=8 * 1024 * 1024, producers=0))

@@ -14,9 +14,10 @@ from golden import STORES, store_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.commitlog import (
+from formats.errors import FormatError
+from formats.javahash import java_string_hash
+from formats.message.commitlog import (
     DEFAULT_DELAY_LEVELS_MS,
-    SCHEDULE_TOPIC,
     BadRecord,
     Blank,
     Corrupt,
@@ -34,17 +35,15 @@ from formats.commitlog import (
     parse_delay_levels,
     read_prelude,
 )
-from formats.compression import (
+from formats.message.compression import (
     BodyNotDecoded,
     compress_body,
     compression_sys_flag,
     compression_type,
     decompress_body,
 )
-from formats.errors import FormatError
-from formats.javahash import java_string_hash
-from formats.msgid import parse_host
-from formats.properties import (
+from formats.message.msgid import parse_host
+from formats.message.properties import (
     crc32_property_trailer,
     crc32_property_value,
     decode_properties,
@@ -52,8 +51,9 @@ from formats.properties import (
     parse_crc32_property,
     split_crc32_trailer,
 )
+from formats.names import SCHEDULE_TOPIC
 from formats.structs import MAGIC_V1, MAGIC_V2, TRANSACTION_ROLLBACK_TYPE, MessageRecord, RecordPrelude
-from store.commitlog import CommitLog
+from store.log.commitlog import CommitLog
 
 
 def unhex(text: str) -> bytes:

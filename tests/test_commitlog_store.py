@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from golden import STORES, expect, store_path
 
-from formats.commitlog import (
+from formats.errors import FormatError, MqtoolError
+from formats.message.commitlog import (
     Blank,
     Corrupt,
     EndOfData,
@@ -20,9 +21,8 @@ from formats.commitlog import (
     decode_record,
     encode_message,
 )
-from formats.errors import FormatError, MqtoolError
-from formats.msgid import parse_host
-from store.commitlog import CommitLog, OffsetError
+from formats.message.msgid import parse_host
+from store.log.commitlog import CommitLog, OffsetError
 
 
 @cache

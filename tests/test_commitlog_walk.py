@@ -1,6 +1,6 @@
-"""The quick commitlog walks (`formats.recordcheck`, `CommitLog.walk_end`, `stop_record`, `first_record`,
-`last_record`, `store_time_at`) against the golden stores' expect.json and against the construct decoder,
-on the real stores and on hypothesis-corrupted copies of them."""
+"""The quick commitlog walks (`formats.message.recordcheck`, `CommitLog.walk_end`, `stop_record`,
+`first_record`, `last_record`, `store_time_at`) against the golden stores' expect.json and against the
+construct decoder, on the real stores and on hypothesis-corrupted copies of them."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from golden import STORES, expect, store_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.commitlog import STOPS, Blank, Message, decode_record
-from formats.recordcheck import check_record, store_timestamp_at
-from store.commitlog import CommitLog, OffsetError
+from formats.message.commitlog import STOPS, Blank, Message, decode_record
+from formats.message.recordcheck import check_record, store_timestamp_at
+from store.log.commitlog import CommitLog, OffsetError
 
 
 def _messages(store: str) -> list[dict]:

@@ -12,25 +12,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.config_order import ConsumerOrderInfoTable
-from formats.configs import (
-    ConsumerOffsetTable,
-    DataVersion,
-    DelayOffsetTable,
+from formats.config.base import DataVersion, java_hash_order
+from formats.config.codec import RawConfig, decode_config, encode_config
+from formats.config.fastjson import dumps_pretty, is_pretty, parse
+from formats.config.metadata import (
     MessageRequestModeTable,
-    RawConfig,
     SubscriptionGroupConfig,
     SubscriptionGroupTable,
     TopicConfig,
     TopicConfigTable,
-    decode_config,
-    encode_config,
-    java_hash_order,
-    split_offset_key,
 )
+from formats.config.offsets import ConsumerOffsetTable, DelayOffsetTable, split_offset_key
+from formats.config.order import ConsumerOrderInfoTable
 from formats.errors import FormatError
-from formats.fastjson import dumps_pretty, is_pretty, parse
-from store.config import (
+from store.config.configfile import (
     CONFIG_NAMES,
     MODELS,
     TEMP_SUFFIX,

@@ -15,15 +15,10 @@ from golden import run_mqtool as mqtool
 from golden import snapshot_config as snapshot
 from golden import store_path
 
-from formats.configs import MessageRequestModeTable, decode_config
-from mqtool.consume_mode import (
-    ConsumeModeError,
-    consume_modes,
-    plan_consume_mode,
-    pop_retry_topic,
-    pull_retry_topic,
-    set_consume_mode,
-)
+from formats.config.codec import decode_config
+from formats.config.metadata import MessageRequestModeTable
+from formats.names import pop_retry_topic, pull_retry_topic
+from mqtool.consume_mode import ConsumeModeError, consume_modes, plan_consume_mode, set_consume_mode
 from store.liveness import BrokerRunningError
 from store.storedir import Store
 

@@ -37,14 +37,14 @@ from formats.consumequeue import (
 )
 from formats.errors import FormatError, MqtoolError
 from formats.structs import BORNHOST_V6_FLAG, ConsumeQueueUnit
-from store.consumequeue import (
+from store.log.mappedfile import MappedFileQueue
+from store.queue.consumequeue import (
     BrokerQueryError,
     ConsumeQueue,
     ConsumeQueueStore,
     RocksDBConsumeQueueError,
     StoreTimeOf,
 )
-from store.mappedfile import MappedFileQueue
 
 int32 = st.integers(-(2**31), 2**31 - 1)
 int64 = st.integers(-(2**63), 2**63 - 1)

@@ -1,4 +1,4 @@
-"""mqtool.consumer_progress (offsets show) against the golden stores' consumerOffset.json and queues."""
+"""mqtool.offsets.progress (offsets show) against the golden stores' consumerOffset.json and queues."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from mqtool import consumer_progress
+from mqtool.offsets import progress
 from store.storedir import Store
 from tests.golden import STORES, expect, store_path
 
@@ -49,7 +49,7 @@ def message_at(name: str, topic: str, queue_id: int, queue_offset: int) -> dict 
 @pytest.fixture(scope="module", params=STORES)
 def golden(request):
     with Store.open(store_path(request.param)) as st:
-        yield request.param, st, consumer_progress.consumer_progress(st)
+        yield request.param, st, progress.consumer_progress(st)
 
 
 def test_every_committed_offset_is_a_row(golden):
@@ -76,7 +76,7 @@ def test_lag_is_max_minus_consumer_offset(golden):
 def test_states(golden):
     name, _, result = golden
     for row in result.rows:
-        assert row.state in consumer_progress.STATES
+        assert row.state in progress.STATES
         if row.state == "ok":
             assert row.min_offset <= row.consumer_offset <= row.max_offset
         if row.state == "behind-min":
@@ -86,7 +86,7 @@ def test_states(golden):
 
 def test_store_c_group_b_below_min_is_flagged():
     with Store.open(store_path("store-c")) as st:
-        result = consumer_progress.consumer_progress(st, group="groupB")
+        result = progress.consumer_progress(st, group="groupB")
     row = next(r for r in result.rows if r.queue_id == 0)
     assert (row.topic, row.consumer_offset, row.min_offset) == ("RetentionTopic", 1, 292)
     assert row.state == "behind-min"
@@ -126,10 +126,10 @@ def test_retry_topics_listed_under_their_group(golden):
 
 def test_groups_without_offsets():
     with Store.open(store_path("store-a")) as st:
-        result = consumer_progress.consumer_progress(st)
-        everything = consumer_progress.consumer_progress(st, include_system=True)
+        result = progress.consumer_progress(st)
+        everything = progress.consumer_progress(st, include_system=True)
     no_offset = [r.group for r in result.rows if r.state == "no-committed-offset"]
-    assert no_offset == [g for g in no_offset if not consumer_progress.is_system_group(g)]
+    assert no_offset == [g for g in no_offset if not progress.is_system_group(g)]
     assert any(g.startswith("group_abcdefghij") for g in no_offset)
     assert "TOOLS_CONSUMER" in [r.group for r in everything.rows]
     for r in result.rows:
@@ -169,23 +169,23 @@ def test_totals(golden):
 
 def test_filters():
     with Store.open(store_path("store-a")) as st:
-        only = consumer_progress.consumer_progress(st, topic="TopicTest")
+        only = progress.consumer_progress(st, topic="TopicTest")
         assert {(r.group, r.topic) for r in only.rows} == {
             ("groupA", "TopicTest"),
             ("groupB", "TopicTest"),
             ("groupA", "%RETRY%groupA"),
         }
-        group = consumer_progress.consumer_progress(st, group="groupB")
+        group = progress.consumer_progress(st, group="groupB")
         assert {r.group for r in group.rows} == {"groupB"}
-        with pytest.raises(consumer_progress.MqtoolError, match="unknown consumer group"):
-            consumer_progress.consumer_progress(st, group="nope")
-        with pytest.raises(consumer_progress.MqtoolError, match="unknown topic"):
-            consumer_progress.consumer_progress(st, topic="NoSuchTopic")
+        with pytest.raises(progress.MqtoolError, match="unknown consumer group"):
+            progress.consumer_progress(st, group="nope")
+        with pytest.raises(progress.MqtoolError, match="unknown topic"):
+            progress.consumer_progress(st, topic="NoSuchTopic")
 
 
 def test_store_time_of(golden):
     name, st, _ = golden
-    store_time = consumer_progress.store_time_of(st)
+    store_time = progress.store_time_of(st)
     for m in expect(name)["messages"]:
         if m["kind"] == "MESSAGE":
             assert store_time(m["physicalOffset"], m["totalSize"]) == m["storeTimestamp"]

@@ -18,28 +18,27 @@ from golden import copy_store as _copy_store
 from golden import expect, rebuild_matches, recover_like_the_broker, snapshot, store_path
 from golden import run_mqtool as mqtool
 
-from formats.commitlog import encode_message
 from formats.javahash import tags_code
-from mqtool import delay
-from mqtool.delay import (
-    DelayError,
-    correct_deliver_timestamp,
-    delay_stats,
-    execute_replay,
-    list_delayed,
-    list_timer_messages,
-    message_time_up,
-    plan_replay,
-)
-from store.brokerconf import load_broker_config
-from store.liveness import BrokerRunningError
-from store.messagerebuild import (
+from formats.message.commitlog import encode_message
+from mqtool.delay.listing import delay_stats, list_delayed
+from mqtool.delay.replay import execute_replay, plan_replay
+from mqtool.delay.timer import list_timer_messages
+from store.broker.messagerebuild import (
     BrokerVersionError,
     WriteNotAvailableError,
     broker_major,
     java_hashmap_order,
     rebuild_properties,
 )
+from store.broker.schedule import (
+    DelayError,
+    correct_deliver_timestamp,
+    iter_pending_units,
+    load_delay_progress,
+    message_time_up,
+)
+from store.config.brokerconf import load_broker_config
+from store.liveness import BrokerRunningError
 from store.storedir import Store
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
@@ -68,7 +67,7 @@ def delivered_copies(name: str) -> dict[str, dict]:
 
 def reset_progress(root: Path, levels: dict[int, int]) -> None:
     with Store.open(root) as st:
-        model = delay.load_delay_progress(st).model
+        model = load_delay_progress(st).model
         model.offset_table.update(levels)
         st.config("delayOffset.json").save(model)
 
@@ -234,7 +233,7 @@ def test_message_time_up_is_byte_exact_with_the_broker(name: str, major: int) ->
             m.uniq_key: m
             for lv in range(1, 19)
             if lv - 1 in st.consume_queues.queue_ids(SCHEDULE)
-            for _, phy, size, _t in delay.iter_pending_units(st, lv, 0, 10**9)
+            for _, phy, size, _t in iter_pending_units(st, lv, 0, 10**9)
             if (m := st.commitlog.read_message_at(phy, size))
         }
         for uniq, golden in copies.items():
@@ -320,7 +319,7 @@ def test_replay_execute_writes_the_brokers_records(tmp_path: Path, name: str, ma
             )
             hits = st.index_service.query_offset(stored.topic, stored.uniq_key, 64, 0, 2**63 - 1)
             assert stored.physical_offset in hits.phy_offsets
-        progress = delay.load_delay_progress(st).table
+        progress = load_delay_progress(st).table
     last = {d.level: d.queue_offset + 1 for d in plan.to_deliver}
     assert {lv: progress[lv] for lv in last} == last
     rebuild_matches(root)
@@ -339,7 +338,7 @@ def test_replay_stops_at_the_first_message_not_due(tmp_path: Path) -> None:
     assert [d.action for d in plan.deliveries] == ["stop"] and not result.executed
     plan, result = _replay(root, first.deliver_timestamp, level=18)
     assert [d.action for d in plan.deliveries] == ["deliver", "stop"]
-    assert delay.load_delay_progress(Store.open(root)).table[18] == 1
+    assert load_delay_progress(Store.open(root)).table[18] == 1
 
 
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:
@@ -397,13 +396,13 @@ def test_killed_before_the_progress_is_saved(tmp_path: Path) -> None:
     args = ("delay", "replay", "-s", str(root), "--now", str(LATE), "--execute")
     proc = mqtool(*args, MQTOOL_TEST_CRASH_AT="delay-appended")
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert delay.load_delay_progress(Store.open(root)).table[3] == 0
+    assert load_delay_progress(Store.open(root)).table[3] == 0
     proc = mqtool(*args, "-f", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["executed"] is True
     assert [d["action"] for d in doc["deliveries"]] == ["done"] * 4
-    assert delay.load_delay_progress(Store.open(root)).table == {1: 4, 2: 2, 3: 1, 4: 1, 16: 1, 18: 1}
+    assert load_delay_progress(Store.open(root)).table == {1: 4, 2: 2, 3: 1, 4: 1, 16: 1, 18: 1}
     assert set(_uniq_counts(root).values()) == {1}
     rebuild_matches(root)
 
@@ -429,7 +428,7 @@ def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
         outcomes.add(tuple(d.action for d in plan.deliveries))
         assert set(_uniq_counts(root).values()) == {1}
         assert len(_uniq_counts(root)) == 10
-        assert delay.load_delay_progress(Store.open(root)).table == {1: 4, 2: 2, 3: 1, 4: 1, 16: 1, 18: 1}
+        assert load_delay_progress(Store.open(root)).table == {1: 4, 2: 2, 3: 1, 4: 1, 16: 1, 18: 1}
         shutil.rmtree(root)
         n += 1 if n < 8 else 2  # every early write call, then a sample of the rest
     assert n > 8 and len(outcomes) >= 2, outcomes
@@ -439,7 +438,7 @@ def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
 
 
 def test_timer_messages_are_listed_not_replayed(tmp_path: Path) -> None:
-    from store.appender import CommitLogAppender, NewMessage
+    from store.log.appender import CommitLogAppender, NewMessage
 
     root = copy_store("store-a", tmp_path / "s")
     deliver = 1_795_261_100_000
@@ -511,14 +510,14 @@ def test_a_property_order_mqtool_cannot_reproduce_stops_the_level() -> None:
     import itertools
     from dataclasses import replace
 
-    from formats.properties import decode_properties, encode_properties
+    from formats.message.properties import decode_properties, encode_properties
 
     with Store.open(store_path("store-a")) as st:
         lv, _, phy, size, _t = next(
             (lv, *unit)
             for lv in range(1, 19)
             if lv - 1 in st.consume_queues.queue_ids(SCHEDULE)
-            for unit in delay.iter_pending_units(st, lv, 0, 10**9)
+            for unit in iter_pending_units(st, lv, 0, 10**9)
         )
         msg = st.commitlog.read_message_at(phy, size)
     colliding = ["".join(p) for p in itertools.product(["Aa", "BB"], repeat=4)]  # same String.hashCode

@@ -37,8 +37,8 @@ from fuzz.harness import (
     write_commands,
 )
 
-from formats.commitlog import Message
-from store.config import CONFIG_NAMES
+from formats.message.commitlog import Message
+from store.config.configfile import CONFIG_NAMES
 from store.filewrites import CRASH_ENV, TMP_PREFIX
 from store.storedir import Store
 

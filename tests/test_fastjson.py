@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import FormatError
-from formats.fastjson import (
+from formats.config.fastjson import (
     JAVA_LONG_MAX,
     JAVA_LONG_MIN,
     MAX_DEPTH,
@@ -23,6 +22,7 @@ from formats.fastjson import (
     parse,
     quote,
 )
+from formats.errors import FormatError
 
 DATA = Path(__file__).parent / "data"
 # config/timercheck is the 5.x timer store's binary checkpoint (TimerCheckpoint), not a JSON file

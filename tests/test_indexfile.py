@@ -25,7 +25,7 @@ from formats.indexfile import (
     new_index_file,
 )
 from formats.javahash import index_key_hash, java_string_hash
-from store.index import IndexService, resolve_geometry
+from store.index.indexservice import IndexService, resolve_geometry
 
 int32 = st.integers(-(2**31), 2**31 - 1)
 int64 = st.integers(-(2**63), 2**63 - 1)

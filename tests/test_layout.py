@@ -11,14 +11,14 @@ import pytest
 from golden import STORES, expect, store_path
 
 from formats.checkpoint import CHECKPOINT_FILE_SIZE
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import FormatError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
-from store.brokerconf import load_broker_config
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
 from store.checkpoint import read_checkpoint, write_checkpoint
+from store.config.brokerconf import load_broker_config
 from store.layout import Setting
-from store.mappedfile import StoreFileError
+from store.log.mappedfile import StoreFileError
 from store.storedir import Store
 
 
@@ -167,9 +167,9 @@ def test_an_empty_delay_level_table(tmp_path: Path) -> None:
 
 def test_the_appender_writes_with_the_stores_layout(tmp_path: Path) -> None:
     from formats.indexfile import IndexGeometry
-    from store.appender import NewMessage
-    from store.consumequeue import ConsumeQueue
     from store.liveness import hold_store_lock
+    from store.log.appender import NewMessage
+    from store.queue.consumequeue import ConsumeQueue
 
     root = tmp_path / "store-49a"
     shutil.copytree(store_path("store-49a"), root)

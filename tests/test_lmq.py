@@ -12,9 +12,9 @@ import pytest
 from golden import GOLDEN, copy_store, run_mqtool, snapshot
 
 from store import rebuild
-from store.brokerconf import load_broker_config
-from store.consumequeue import ConsumeQueue
-from store.lmq import LmqSettings, multi_dispatch_units, resolve_lmq_settings
+from store.config.brokerconf import load_broker_config
+from store.queue.consumequeue import ConsumeQueue
+from store.queue.lmq import LmqSettings, multi_dispatch_units, resolve_lmq_settings
 from store.storedir import Store
 
 ROOT = GOLDEN / "store-lmq"
@@ -213,7 +213,7 @@ def test_verify_finds_lmq_units_the_records_do_not_name(tmp_path: Path) -> None:
 
 
 def test_lmq_offset_file_read_as_the_real_manager_reads_it() -> None:
-    from store.config import encode_config
+    from formats.config.codec import encode_config
 
     want = expect()["offsets"]["lmqConsumerOffset"]
     with Store.open(ROOT) as st:
@@ -231,7 +231,7 @@ def test_lmq_offset_file_read_as_the_real_manager_reads_it() -> None:
 
 
 def test_offsets_show_reads_the_file_an_lmq_broker_reads() -> None:
-    from mqtool.consumer_progress import consumer_progress
+    from mqtool.offsets.progress import consumer_progress
 
     want = expect()["offsets"]["lmqConsumerOffset"]
     with Store.open(ROOT) as st:
@@ -275,7 +275,7 @@ def test_offsets_reset_writes_lmq_consumer_offset_json(tmp_path: Path) -> None:
 
 
 def test_appender_refuses_a_message_naming_lmq_queues(tmp_path: Path) -> None:
-    from store.appender import AppendError, CommitLogAppender, NewMessage
+    from store.log.appender import AppendError, CommitLogAppender, NewMessage
 
     root = copy_store("store-lmq", tmp_path / "s")
     props = {"INNER_MULTI_DISPATCH": "%LMQ%hot", "TAGS": "t"}

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formats.errors import FormatError
-from formats.msgid import (
+from formats.message.msgid import (
     UniqKeyInfo,
     create_offset_msg_id,
     decode_offset_msg_id,

@@ -21,15 +21,16 @@ from golden import expect, store_path
 from golden import run_mqtool as mqtool
 from golden import snapshot_config as snapshot
 
-from formats.configs import ConsumerOffsetTable, decode_config
+from formats.config.codec import decode_config
+from formats.config.offsets import ConsumerOffsetTable
 from formats.consumequeue import CqUnit, encode_unit
-from mqtool.offset_reset import plan_from_file, plan_offsets_reset, plan_reset
-from mqtool.reset_apply import ConfigNotWritableError, PlanOutdatedError, apply_plan
-from mqtool.reset_plan import ResetPlanError, reset_target
-from mqtool.reset_plan_file import export_plan, read_plan_file
-from store.consumequeue import ConsumeQueue
+from mqtool.offsets.apply import ConfigNotWritableError, PlanOutdatedError, apply_plan
+from mqtool.offsets.plan import ResetPlanError, reset_target
+from mqtool.offsets.plan_file import export_plan, read_plan_file
+from mqtool.offsets.reset import plan_from_file, plan_offsets_reset, plan_reset
 from store.filewrites import CRASH_AT_ENV
 from store.liveness import BrokerRunningError
+from store.queue.consumequeue import ConsumeQueue
 from store.storedir import Store
 from store.version import detect_broker_version
 
@@ -433,9 +434,9 @@ def test_a_missing_file_is_created_in_the_5x_shape(tmp_path: Path) -> None:
 CRASH_SCRIPT = """
 import os, signal, sys
 from pathlib import Path
-from mqtool.offset_reset import plan_reset
-from mqtool.reset_apply import apply_plan
-from mqtool.reset_plan import reset_target
+from mqtool.offsets.reset import plan_reset
+from mqtool.offsets.apply import apply_plan
+from mqtool.offsets.plan import reset_target
 from store.storedir import Store
 
 st = Store.open(Path(sys.argv[1]))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from formats.errors import FormatError
-from formats.pop import AckMsg, PopCheckPoint
+from formats.pop.bodies import AckMsg, PopCheckPoint
 
 VECTORS = json.loads((Path(__file__).parent / "data" / "pop-bodies.json").read_text(encoding="utf-8"))[
     "bodies"

@@ -1,8 +1,8 @@
-"""The columnar revive readers against their references: `formats.pop_columns.parse_bodies` against
+"""The columnar revive readers against their references: `formats.pop.columns.parse_bodies` against
 `PopCheckPoint.parse` / `AckMsg.parse` (the bodies the real 5.3.3 classes wrote, tests/data/pop-bodies.json,
 and bodies drawn by hypothesis: as `toJSONString` writes them and mutated so the kernel must hand them to
-the reference), and `store.pop_columns.pop_columns` against `store.pop.pop_state` on tests/data/store-pop
-and on a copy of it with more revive records, garbage among them."""
+the reference), and `store.pop.columns.pop_columns` against `store.pop.revive.pop_state` on
+tests/data/store-pop and on a copy of it with more revive records, garbage among them."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.pop import AckMsg, PopCheckPoint
-from formats.pop_columns import ACK, BATCH_ACK, CK, _reference, parse_bodies
+from formats.pop.bodies import AckMsg, PopCheckPoint
+from formats.pop.columns import ACK, BATCH_ACK, CK, _reference, parse_bodies
 from mqtool.pop import summarize
-from store.appender import CommitLogAppender, NewMessage
-from store.pop import pop_state
-from store.pop_columns import PopColumns, pop_columns
+from store.log.appender import CommitLogAppender, NewMessage
+from store.pop.columns import PopColumns, pop_columns
+from store.pop.revive import pop_state
 from store.storedir import Store
 
 DATA = Path(__file__).parent / "data"

@@ -10,7 +10,7 @@ from functools import cache
 from golden import GOLDEN
 
 from mqtool.pop import pop_list, pop_stats
-from store.pop_kv import KV_STORE_REVIVE_QUEUE
+from store.pop.kv import KV_STORE_REVIVE_QUEUE
 from store.storedir import Store
 
 ROOT = GOLDEN / "store-rocksdb"

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from golden import GOLDEN
 
-from formats import fastjson
-from formats.config_order import ConsumerOrderInfoTable, OrderInfo
-from formats.configs import encode_config
-from mqtool.consumer_progress import consumer_progress
-from store.pop import pop_state
-from store.pop_order import POP_ORDER_REVIVE_QUEUE
+from formats.config import fastjson
+from formats.config.codec import encode_config
+from formats.config.order import ConsumerOrderInfoTable, OrderInfo
+from mqtool.offsets.progress import consumer_progress
+from store.pop.order import POP_ORDER_REVIVE_QUEUE
+from store.pop.revive import pop_state
 from store.storedir import Store
 
 ROOT = GOLDEN / "store-pop"

@@ -13,10 +13,16 @@ import zlib
 
 import pytest
 
+from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
-from mqtool import query
-from mqtool.consumer_progress import committed_offsets
+from mqtool.offsets.progress import committed_offsets
+from mqtool.query.index_lookup import index_coverage
+from mqtool.query.key import query_by_key
+from mqtool.query.msgid import MessageIdError, query_by_id
+from mqtool.query.queue import QueueOffsetError, query_by_queue_offset, query_by_time
+from mqtool.query.topics import UnknownTopicError
+from mqtool.query.view import ExportError, body_view, export_messages, message_document
 from store.storedir import Store
 from tests.golden import STORES, expect, store_path
 
@@ -65,7 +71,7 @@ def test_every_index_query_filtered_equals_query_key(golden):
         for e in same:
             want |= {o for o in e["phyOffsets"] if o in records and carries(records[o], q["topic"], q["key"])}
             capped |= len(e["phyOffsets"]) >= e["maxNum"]
-        result = query.query_by_key(
+        result = query_by_key(
             st, q["topic"], q["key"], begin=q["begin"], end=q["end"], scan=name == "store-c"
         )
         got = {m.physical_offset for m in result.messages}
@@ -82,7 +88,7 @@ def test_every_index_query_filtered_equals_query_key(golden):
 @pytest.mark.parametrize("key, other", [("Aa", "BB"), ("BB", "Aa")])
 def test_hash_collision_is_dropped_and_counted(name, topic, key, other):
     with Store.open(store_path(name)) as st:
-        result = query.query_by_key(st, topic, key)
+        result = query_by_key(st, topic, key)
     assert [m.keys for m in result.messages] == [key]
     assert result.hits.raw_hits == 2
     assert result.hits.dropped_collisions == 1
@@ -96,7 +102,7 @@ def test_no_cap_of_64(golden):
     """shared-key: the broker stops at 64 raw hits; query key returns every message carrying it."""
     name, st = golden
     topic = "RetentionTopic" if name == "store-c" else "TopicTest"
-    result = query.query_by_key(st, topic, "shared-key")
+    result = query_by_key(st, topic, "shared-key")
     want = {m["physicalOffset"] for m in messages(name) if carries(m, topic, "shared-key")}
     assert {m.physical_offset for m in result.messages} == want
     assert len(want) > 64
@@ -108,8 +114,8 @@ def test_no_cap_of_64(golden):
 def test_max_keeps_the_newest(golden):
     name, st = golden
     topic = "RetentionTopic" if name == "store-c" else "TopicTest"
-    full = query.query_by_key(st, topic, "shared-key")
-    capped = query.query_by_key(st, topic, "shared-key", max_num=5)
+    full = query_by_key(st, topic, "shared-key")
+    capped = query_by_key(st, topic, "shared-key", max_num=5)
     assert capped.truncated
     assert [m.physical_offset for m in capped.messages] == [m.physical_offset for m in full.messages][-5:]
 
@@ -122,7 +128,7 @@ def test_time_range_uses_index_time(golden):
     )
     if q is None:
         pytest.skip("no narrow window in this store's indexQueries")
-    result = query.query_by_key(st, q["topic"], q["key"], begin=q["begin"], end=q["end"])
+    result = query_by_key(st, q["topic"], q["key"], begin=q["begin"], end=q["end"])
     records = by_offset(name)
     want = {o for o in q["phyOffsets"] if o in records and carries(records[o], q["topic"], q["key"])}
     got = {m.physical_offset for m in result.messages}
@@ -130,7 +136,7 @@ def test_time_range_uses_index_time(golden):
         assert got >= want
     else:
         assert got == want
-    everything = query.query_by_key(st, q["topic"], q["key"])
+    everything = query_by_key(st, q["topic"], q["key"])
     assert len(everything.messages) > len(got)
     # the index keeps seconds: every message in the window was stored less than a second before its end
     assert all(m.store_timestamp < q["end"] + 1000 for m in result.messages)
@@ -138,7 +144,7 @@ def test_time_range_uses_index_time(golden):
 
 def test_store_c_deleted_hits_are_counted():
     with Store.open(store_path("store-c")) as st:
-        result = query.query_by_key(st, "RetentionTopic", "shared-key")
+        result = query_by_key(st, "RetentionTopic", "shared-key")
         retention = expect("store-c")["retention"]
         rows = next(v for k, v in retention.items() if k.startswith("deletedMessages"))
         deleted = {row[0]: row for row in rows}
@@ -151,10 +157,10 @@ def test_store_c_deleted_hits_are_counted():
 
 def test_unknown_topic_and_empty_key(golden):
     _, st = golden
-    with pytest.raises(query.UnknownTopicError):
-        query.query_by_key(st, "NoSuchTopic", "k")
-    with pytest.raises(query.MqtoolError):
-        query.query_by_key(st, "OrderTopic", "")
+    with pytest.raises(UnknownTopicError):
+        query_by_key(st, "NoSuchTopic", "k")
+    with pytest.raises(MqtoolError):
+        query_by_key(st, "OrderTopic", "")
 
 
 # --- index coverage and --scan ------------------------------------------------------------------
@@ -163,8 +169,8 @@ def test_unknown_topic_and_empty_key(golden):
 @pytest.mark.parametrize("name", ["store-a", "store-49a"])
 def test_index_covers_a_clean_store(name):
     with Store.open(store_path(name)) as st:
-        coverage = query.index_coverage(st)
-        result = query.query_by_key(st, "OrderTopic", "shared-key", scan=True)
+        coverage = index_coverage(st)
+        result = query_by_key(st, "OrderTopic", "shared-key", scan=True)
     assert not coverage.behind
     assert coverage.commitlog_end == expect(name)["maxPhyOffset"]
     assert coverage.index_end_phy_offset == expect(name)["indexFiles"][-1]["endPhyOffset"]
@@ -184,24 +190,24 @@ def test_store_c_index_behind_is_reported_and_scan_finds_the_final_appends():
     assert len(finals) == 2
     e = expect("store-c")
     with Store.open(store_path("store-c")) as st:
-        coverage = query.index_coverage(st)
+        coverage = index_coverage(st)
         assert coverage.behind
         assert coverage.index_end_phy_offset == e["indexFiles"][-1]["endPhyOffset"]
         assert coverage.first_unindexed_offset == finals[0]["physicalOffset"]
         for final in finals:
             key = final["keys"].split(" ")[0]
-            blind = query.query_by_key(st, final["topic"], key)
+            blind = query_by_key(st, final["topic"], key)
             assert blind.messages == []
             assert any("--scan" in n and "not indexed" in n for n in blind.notes())
-            found = query.query_by_key(st, final["topic"], key, scan=True)
+            found = query_by_key(st, final["topic"], key, scan=True)
             assert [m.physical_offset for m in found.messages] == [final["physicalOffset"]]
             assert found.scanned is not None
             # the scan stops where recovery does: at the torn record
             assert found.scanned.end == e["afterRecovery"]["maxPhyOffset"]
             assert found.coverage.commitlog_end == e["afterRecovery"]["maxPhyOffset"]
-            by_id = query.query_by_id(st, final["uniqKey"], scan=True)
+            by_id = query_by_id(st, final["uniqKey"], scan=True)
             assert [m.physical_offset for m in by_id.messages] == [final["physicalOffset"]]
-            assert query.query_by_id(st, final["uniqKey"]).messages == []
+            assert query_by_id(st, final["uniqKey"]).messages == []
         # the same query, expressed as the real store answered it after recovery
         q = next(
             q for q in e["indexQueries"] if q["key"] == finals[1]["keys"].split(" ")[0] and q["phyOffsets"]
@@ -212,11 +218,11 @@ def test_store_c_index_behind_is_reported_and_scan_finds_the_final_appends():
 def test_scan_from_an_offset(tmp_path):
     with Store.open(store_path("store-a")) as st:
         target = next(m for m in messages("store-a") if m["keys"] == "v6-both")
-        result = query.query_by_key(st, "TopicTest", "v6-both", scan_from=target["physicalOffset"])
+        result = query_by_key(st, "TopicTest", "v6-both", scan_from=target["physicalOffset"])
         assert [m.physical_offset for m in result.messages] == [target["physicalOffset"]]
         assert result.scanned.start == target["physicalOffset"]
-        with pytest.raises(query.MqtoolError):
-            query.query_by_key(st, "TopicTest", "v6-both", scan_from=target["physicalOffset"] + 1)
+        with pytest.raises(MqtoolError):
+            query_by_key(st, "TopicTest", "v6-both", scan_from=target["physicalOffset"] + 1)
 
 
 def test_behind_index_in_a_copy(tmp_path):
@@ -230,7 +236,7 @@ def test_behind_index_in_a_copy(tmp_path):
     target = late[-1]
     key = target["keys"].split(" ")[0]
     with Store.open(root) as st:
-        coverage = query.index_coverage(st)
+        coverage = index_coverage(st)
         assert coverage.behind
         assert coverage.index_end_phy_offset == index_end
         first = next(
@@ -238,11 +244,11 @@ def test_behind_index_in_a_copy(tmp_path):
         )
         assert coverage.first_unindexed_offset == first["physicalOffset"]
         assert coverage.commitlog_end == expect("store-a")["maxPhyOffset"]  # the quick bound is exact here
-        blind = query.query_by_key(st, target["topic"], key)
+        blind = query_by_key(st, target["topic"], key)
         want = {m["physicalOffset"] for m in messages("store-a") if carries(m, target["topic"], key)}
         assert target["physicalOffset"] not in {m.physical_offset for m in blind.messages}
         assert any("rerun with --scan" in n for n in blind.notes())
-        found = query.query_by_key(st, target["topic"], key, scan=True)
+        found = query_by_key(st, target["topic"], key, scan=True)
         assert {m.physical_offset for m in found.messages} == want
         assert found.scanned.end == expect("store-a")["maxPhyOffset"]
 
@@ -252,10 +258,10 @@ def test_no_index_files_at_all(tmp_path):
     shutil.copytree(store_path("store-49a"), root)
     shutil.rmtree(root / "index")
     with Store.open(root) as st:
-        coverage = query.index_coverage(st)
+        coverage = index_coverage(st)
         assert coverage.index_end_phy_offset is None
         assert coverage.first_unindexed_offset == 0
-        result = query.query_by_key(st, "TopicTest", "single-key-1", scan=True)
+        result = query_by_key(st, "TopicTest", "single-key-1", scan=True)
         assert [m.physical_offset for m in result.messages] == [0]
         assert any("no index files" in n for n in result.notes())
 
@@ -269,11 +275,11 @@ def test_every_msg_id_decode_resolves(golden):
     for entry in expect(name)["msgIdDecode"]:
         if entry["offset"] not in records:
             continue  # store-c: deleted by retention
-        result = query.query_by_id(st, entry["msgId"])
+        result = query_by_id(st, entry["msgId"])
         assert result.kind == "offsetMsgId"
         assert [m.physical_offset for m in result.messages] == [entry["offset"]]
         assert result.messages[0].offset_msg_id == entry["msgId"].upper()
-        assert query.query_by_id(st, entry["msgId"].lower()).messages == result.messages
+        assert query_by_id(st, entry["msgId"].lower()).messages == result.messages
 
 
 def test_every_uniq_key_resolves_to_all_its_records(golden):
@@ -290,7 +296,7 @@ def test_every_uniq_key_resolves_to_all_its_records(golden):
     for i, (key, ms) in enumerate(groups.items()):
         want = sorted((m["storeTimestamp"], m["physicalOffset"]) for m in ms)
         everywhere = key in multi or i % 25 == 0
-        result = query.query_by_id(st, key, topic=None if everywhere else ms[0]["topic"], scan=scan)
+        result = query_by_id(st, key, topic=None if everywhere else ms[0]["topic"], scan=scan)
         got = [(m.store_timestamp, m.physical_offset) for m in result.messages]
         assert got == want, key
 
@@ -302,10 +308,10 @@ def test_uniq_key_of_a_retried_message_lists_every_copy():
             if m["uniqKey"]:
                 groups.setdefault(m["uniqKey"], set()).add(m["topic"])
         key = next(k for k, topics in groups.items() if len(topics) > 1)
-        result = query.query_by_id(st, key)
+        result = query_by_id(st, key)
         assert result.kind == "uniqKey"
         assert {m.topic for m in result.messages} == groups[key]
-        restricted = query.query_by_id(st, key, topic=sorted(groups[key])[0])
+        restricted = query_by_id(st, key, topic=sorted(groups[key])[0])
         assert {m.topic for m in restricted.messages} == {sorted(groups[key])[0]}
 
 
@@ -314,7 +320,7 @@ def test_offset_msg_id_from_another_host():
     with Store.open(store_path("store-a")) as st:
         entry = expect("store-a")["msgIdDecode"][0]
         other = "C0A8000B" + entry["msgId"][8:]  # 192.168.0.11 instead of .10
-        result = query.query_by_id(st, other)
+        result = query_by_id(st, other)
         assert [m.physical_offset for m in result.messages] == [entry["offset"]]
         assert result.kind == "offsetMsgId"
         assert any("not from this store" in n for n in result.notes())
@@ -322,17 +328,17 @@ def test_offset_msg_id_from_another_host():
 
 @pytest.mark.parametrize("bad", ["", "zz", "0123", "G" * 32, "C0A8000A00002A9F000000000000000"])
 def test_bad_ids(bad):
-    with Store.open(store_path("store-a")) as st, pytest.raises(query.MessageIdError):
-        query.query_by_id(st, bad)
+    with Store.open(store_path("store-a")) as st, pytest.raises(MessageIdError):
+        query_by_id(st, bad)
 
 
 def test_unknown_id_finds_nothing():
     with Store.open(store_path("store-a")) as st:
-        result = query.query_by_id(st, "FD" * 16)
+        result = query_by_id(st, "FD" * 16)
         assert result.messages == []
         assert result.kind == "uniqKey"
-        with pytest.raises(query.UnknownTopicError):
-            query.query_by_id(st, "FD" * 16, topic="NoSuchTopic")
+        with pytest.raises(UnknownTopicError):
+            query_by_id(st, "FD" * 16, topic="NoSuchTopic")
 
 
 # --- query offset -------------------------------------------------------------------------------
@@ -355,28 +361,28 @@ def test_query_offset_matches_every_cq_unit(golden):
         if not units:
             continue
         first = units[0][0]
-        result = query.query_by_queue_offset(st, topic, queue_id, first, count=len(units))
+        result = query_by_queue_offset(st, topic, queue_id, first, count=len(units))
         assert [(m.queue_offset, m.physical_offset, m.total_size) for m in result.messages] == [
             (records[u[1]]["queueOffset"], u[1], u[2]) for u in units
         ]
         for m in result.messages:
             assert m.tags_code() == next(u[3] for u in units if u[1] == m.physical_offset)
-        single = query.query_by_queue_offset(st, topic, queue_id, units[-1][0])
+        single = query_by_queue_offset(st, topic, queue_id, units[-1][0])
         assert [m.physical_offset for m in single.messages] == [units[-1][1]]
 
 
 def test_query_offset_errors():
     with Store.open(store_path("store-c")) as st:
-        with pytest.raises(query.QueueOffsetError, match="below its minOffset 292"):
-            query.query_by_queue_offset(st, "RetentionTopic", 0, 5)
-        with pytest.raises(query.QueueOffsetError, match="maxOffset is 815"):
-            query.query_by_queue_offset(st, "RetentionTopic", 0, 815)
-        with pytest.raises(query.QueueOffsetError, match="no queue 9"):
-            query.query_by_queue_offset(st, "RetentionTopic", 9, 0)
-        with pytest.raises(query.UnknownTopicError):
-            query.query_by_queue_offset(st, "NoSuchTopic", 0, 0)
-        with pytest.raises(query.QueueOffsetError, match="holds no message"):
-            query.query_by_queue_offset(st, "SCHEDULE_TOPIC_XXXX", 17, 1)
+        with pytest.raises(QueueOffsetError, match="below its minOffset 292"):
+            query_by_queue_offset(st, "RetentionTopic", 0, 5)
+        with pytest.raises(QueueOffsetError, match="maxOffset is 815"):
+            query_by_queue_offset(st, "RetentionTopic", 0, 815)
+        with pytest.raises(QueueOffsetError, match="no queue 9"):
+            query_by_queue_offset(st, "RetentionTopic", 9, 0)
+        with pytest.raises(UnknownTopicError):
+            query_by_queue_offset(st, "NoSuchTopic", 0, 0)
+        with pytest.raises(QueueOffsetError, match="holds no message"):
+            query_by_queue_offset(st, "SCHEDULE_TOPIC_XXXX", 17, 1)
 
 
 # --- query time ---------------------------------------------------------------------------------
@@ -393,14 +399,14 @@ def test_query_time_matches_the_messages(golden):
     want = sorted(
         (m["storeTimestamp"], m["physicalOffset"]) for m in live if begin <= m["storeTimestamp"] <= end
     )
-    result = query.query_by_time(st, topic, begin=begin, end=end)
+    result = query_by_time(st, topic, begin=begin, end=end)
     got = [(m.store_timestamp, m.physical_offset) for m in result.messages]
     assert sorted(got) == want
     assert [t for t, _ in got] == sorted(t for t, _ in got)
     # paging: pages of 7 put together give the same answer
     pages, skip = [], 0
     while True:
-        page = query.query_by_time(st, topic, begin=begin, end=end, skip=skip, max_num=7)
+        page = query_by_time(st, topic, begin=begin, end=end, skip=skip, max_num=7)
         pages += [(m.store_timestamp, m.physical_offset) for m in page.messages]
         if page.next_skip is None:
             break
@@ -411,9 +417,9 @@ def test_query_time_matches_the_messages(golden):
     tagged = [
         m for m in live if m["queueId"] == 1 and m["tags"] == "tag1" and begin <= m["storeTimestamp"] <= end
     ]
-    result = query.query_by_time(st, topic, begin=begin, end=end, queue_id=1, tag="tag1")
+    result = query_by_time(st, topic, begin=begin, end=end, queue_id=1, tag="tag1")
     assert [m.physical_offset for m in result.messages] == [m["physicalOffset"] for m in tagged]
-    both = query.query_by_time(st, topic, begin=begin, end=end, tag="tag1 || tag2")
+    both = query_by_time(st, topic, begin=begin, end=end, tag="tag1 || tag2")
     assert {m.tags for m in both.messages} <= {"tag1", "tag2"}
     assert len(both.messages) == len(
         [m for m in live if m["tags"] in ("tag1", "tag2") and begin <= m["storeTimestamp"] <= end]
@@ -424,16 +430,16 @@ def test_query_time_tag_collision_dropped():
     """TAGS `Aa` and `BB` hash alike (same tagsCode): the exact check drops the other one."""
     assert tags_code("Aa") == tags_code("BB")
     with Store.open(store_path("store-a")) as st:
-        result = query.query_by_time(st, "TopicTest", begin=0, end=LONG_MAX, tag="Aa")
+        result = query_by_time(st, "TopicTest", begin=0, end=LONG_MAX, tag="Aa")
     assert all(m.tags == "Aa" for m in result.messages)
 
 
 def test_query_time_errors():
     with Store.open(store_path("store-a")) as st:
-        with pytest.raises(query.UnknownTopicError):
-            query.query_by_time(st, "NoSuchTopic", begin=0, end=1)
-        with pytest.raises(query.MqtoolError):
-            query.query_by_time(st, "TopicTest", begin=2, end=1)
+        with pytest.raises(UnknownTopicError):
+            query_by_time(st, "NoSuchTopic", begin=0, end=1)
+        with pytest.raises(MqtoolError):
+            query_by_time(st, "TopicTest", begin=2, end=1)
 
 
 # --- documents and export -----------------------------------------------------------------------
@@ -443,16 +449,16 @@ def test_message_document_body_and_consumed():
     with Store.open(store_path("store-a")) as st:
         committed = committed_offsets(st)
         first = st.commitlog.read_message_at(0)
-        doc = query.message_document(first, committed)
+        doc = message_document(first, committed)
         assert doc["bodyText"] == base64.b64decode(messages("store-a")[0]["bodyBase64"]).decode()
         assert doc["msgId"] == first.uniq_key
         assert doc["consumedBy"] == {"groupA": True, "groupB": True}
-        limited = query.message_document(first, committed, body_limit=5)
+        limited = message_document(first, committed, body_limit=5)
         assert limited["bodyText"] == doc["bodyText"][:5]
         assert base64.b64decode(limited["body"]) == first.body[:5]
         assert limited["bodyTruncated"]
         zlib_msg = next(m for m in messages("store-a") if m["sysFlag"] & 0x700 == 0x300)
-        doc = query.message_document(st.commitlog.read_message_at(zlib_msg["physicalOffset"]), committed)
+        doc = message_document(st.commitlog.read_message_at(zlib_msg["physicalOffset"]), committed)
         assert doc["bodyDecompressed"]
         assert doc["bodyText"] == zlib.decompress(base64.b64decode(zlib_msg["bodyBase64"])).decode()
         json.dumps(doc)
@@ -460,16 +466,16 @@ def test_message_document_body_and_consumed():
 
 def test_export(tmp_path):
     with Store.open(store_path("store-a")) as st:
-        result = query.query_by_key(st, "TopicTest", "order-123")
-        export = query.export_messages(result.messages, tmp_path / "out", st)
+        result = query_by_key(st, "TopicTest", "order-123")
+        export = export_messages(result.messages, tmp_path / "out", st)
         manifest = json.loads(export.manifest.read_text())
         assert len(manifest) == len(result.messages) == len(export.files)
         for entry, msg in zip(manifest, result.messages, strict=True):
-            assert (tmp_path / "out" / entry["file"]).read_bytes() == query.body_view(msg).data
+            assert (tmp_path / "out" / entry["file"]).read_bytes() == body_view(msg).data
             assert entry["physicalOffset"] == msg.physical_offset
             assert "body" not in entry
-        with pytest.raises(query.ExportError, match="already holds an export"):
-            query.export_messages(result.messages, tmp_path / "out", st)
-        with pytest.raises(query.ExportError, match="store directory"):
-            query.export_messages(result.messages, store_path("store-a") / "exported", st)
+        with pytest.raises(ExportError, match="already holds an export"):
+            export_messages(result.messages, tmp_path / "out", st)
+        with pytest.raises(ExportError, match="store directory"):
+            export_messages(result.messages, store_path("store-a") / "exported", st)
     assert not (store_path("store-a") / "exported").exists()

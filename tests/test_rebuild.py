@@ -20,11 +20,11 @@ from formats.checkpoint import decode_checkpoint
 from formats.consumequeue import FILLER_UNIT, decode_unit
 from mqtool.cli import app
 from mqtool.rebuild import RebuildRefused, rebuild
-from store.brokerconf import load_broker_config
-from store.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.index import IndexService
-from store.indexwriter import list_index_files
+from store.config.brokerconf import load_broker_config
+from store.index.indexservice import IndexService
+from store.index.indexwriter import list_index_files
 from store.liveness import BrokerRunningError
+from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore
 from store.rebuild import STAGING_NAME, recover_interrupted_swap
 from store.storedir import Store
 

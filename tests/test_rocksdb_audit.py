@@ -18,7 +18,8 @@ NOW = 1_800_000_000_000
 
 @pytest.fixture(scope="module")
 def audited() -> dict:
-    from mqtool.audit import AuditOptions, run_audit
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
     from mqtool.audit.spark import start_session
 
     session, started = start_session("local[2]")

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from golden import GOLDEN, child_env, copy_store, run_mqtool, snapshot
 
-from store.brokerconf import load_broker_config
-from store.config import ConfigFile
-from store.rocksdb import ReadOnlyRocksDB, RocksDBReadError
-from store.rocksdb_cq import RocksDBConsumeQueueStore
+from store.config.brokerconf import load_broker_config
+from store.config.configfile import ConfigFile
+from store.rocksdb.consumequeue import RocksDBConsumeQueueStore
+from store.rocksdb.db import ReadOnlyRocksDB, RocksDBReadError
 from store.storedir import Store
 
 ROOT = GOLDEN / "store-rocksdb"
@@ -331,7 +331,7 @@ def test_rebuild_dry_run_compares_the_rocksdb_units_with_a_rebuild(tmp_path: Pat
 
 
 def test_pop_state_records_as_scan_expired_records_reads_them() -> None:
-    from store.pop_kv import has_pop_state, pop_state_records
+    from store.pop.kv import has_pop_state, pop_state_records
 
     want = expect()["popState"]
     assert has_pop_state(ROOT) and len(want) == 9  # 12 popped, 3 acked (deleted)
@@ -372,7 +372,7 @@ def test_garbage_unit_value_is_one_line(tmp_path: Path) -> None:
 
 
 def test_no_message_is_appended_into_a_rocksdb_mode_store(tmp_path: Path) -> None:
-    from store.consumequeue import RocksDBConsumeQueueError
+    from store.queue.consumequeue import RocksDBConsumeQueueError
 
     root = copy_store("store-rocksdb", tmp_path / "s")
     before = snapshot(root)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from golden import GOLDEN, copy_store, run_mqtool, snapshot
 
-from store.config import ConfigFile
-from store.lmq import is_lmq
-from store.rocksdb_config import RocksDBConfigWriteError
+from store.config.configfile import ConfigFile
+from store.queue.lmq import is_lmq
+from store.rocksdb.config import RocksDBConfigWriteError
 from store.storedir import Store
 
 ROOT = GOLDEN / "store-rocksdb-v2"

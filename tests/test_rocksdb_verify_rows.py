@@ -13,8 +13,8 @@ from test_rocksdb_store import shift_unit
 
 from formats.rocksdb import cq_key, parse_cq_value
 from mqtool.verify import verify_store
-from store.rocksdb import ReadOnlyRocksDB
-from store.rocksdb_cq import COLUMN_FAMILIES
+from store.rocksdb.consumequeue import COLUMN_FAMILIES
+from store.rocksdb.db import ReadOnlyRocksDB
 from store.storedir import Store
 
 EXPECT = json.loads((GOLDEN / "store-rocksdb" / "expect.json").read_text(encoding="utf-8"))

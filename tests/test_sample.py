@@ -16,17 +16,19 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from formats.commitlog import Message, encode_message
-from formats.msgid import decode_uniq_key
+from formats.message.commitlog import Message, encode_message
+from formats.message.msgid import decode_uniq_key
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
 from mqtool.cli import app
 from mqtool.rebuild import rebuild
-from mqtool.sample import DELAY_MS, SampleError, SampleOptions, create_sample
-from store.commitlog import CommitLog
-from store.config import ConfigFile
-from store.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.index import IndexService
+from mqtool.sample.broker import DELAY_MS
+from mqtool.sample.create import create_sample
+from mqtool.sample.options import SampleError, SampleOptions
+from store.config.configfile import ConfigFile
+from store.index.indexservice import IndexService
 from store.liveness import check_liveness
+from store.log.commitlog import CommitLog
+from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore
 from store.storedir import Store
 
 SMALL = 3000

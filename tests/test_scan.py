@@ -1,4 +1,4 @@
-"""store.scan: chunked columnar walks and the zero-tail helpers."""
+"""store.log.scan: chunked columnar walks and the zero-tail helpers."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from golden import expect, store_path
 
-from store.commitlog import CommitLog, OffsetError
-from store.scan import data_extents, iter_batches, last_nonzero
+from store.log.commitlog import CommitLog, OffsetError
+from store.log.scan import data_extents, iter_batches, last_nonzero
 
 
 def _messages(store: str) -> list[dict]:

@@ -12,10 +12,10 @@ from functools import cache
 from golden import GOLDEN
 from test_commitlog_store import check_message
 
-from formats.commitlog import Blank, EndOfData, Message
-from formats.pop import AckMsg, PopCheckPoint
+from formats.message.commitlog import Blank, EndOfData, Message
+from formats.pop.bodies import AckMsg, PopCheckPoint
 from store.storedir import Store
-from store.timer import TIMER_TOPIC
+from store.timer.timerstore import TIMER_TOPIC
 from store.version import detect_broker_version
 
 ROOT = GOLDEN / "store-pop"

@@ -13,7 +13,7 @@ from functools import cache
 from golden import GOLDEN
 from test_commitlog_store import check_message
 
-from formats.commitlog import Blank, EndOfData, Message
+from formats.message.commitlog import Blank, EndOfData, Message
 from formats.structs import (
     TIMER_LOG_UNIT_SIZE,
     TIMER_WHEEL_SLOT_SIZE,
@@ -21,12 +21,12 @@ from formats.structs import (
     TimerLogUnit,
     TimerWheelSlot,
 )
-from mqtool.delay import list_timer_messages
-from store.commitlog import CommitLog
-from store.consumequeue import ConsumeQueueStore
-from store.index import IndexService
+from mqtool.delay.timer import list_timer_messages
+from store.index.indexservice import IndexService
+from store.log.commitlog import CommitLog
+from store.queue.consumequeue import ConsumeQueueStore
 from store.storedir import Store
-from store.timer import TIMER_TOPIC, read_timercheck
+from store.timer.timerstore import TIMER_TOPIC, read_timercheck
 from store.version import detect_broker_version
 
 ROOT = GOLDEN / "store-timer5"

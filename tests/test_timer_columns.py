@@ -11,19 +11,19 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from formats.columnar.properties import plain_longs, property_strings
 from formats.indexfile import IndexGeometry
-from formats.properties import decode_properties
-from formats.property_columns import plain_longs, property_strings
+from formats.message.properties import decode_properties
 from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint
 from formats.timer import timer_log_unit_dtype
 from mqtool.delay.timer import TimerRow, list_timer_messages, timer_summary
-from store.appender import CommitLogAppender, NewMessage
-from store.messagerebuild import read_message_or_none
-from store.scan import records_at
+from store.broker.messagerebuild import read_message_or_none
+from store.log.appender import CommitLogAppender, NewMessage
+from store.log.scan import records_at
 from store.storedir import Store
-from store.timer import TIMER_TOPIC, TimerStore
-from store.timer_columns import timer_columns
-from store.timer_messages import STATES, timer_messages
+from store.timer.columns import timer_columns
+from store.timer.messages import STATES, timer_messages
+from store.timer.timerstore import TIMER_TOPIC, TimerStore
 from tests.golden import GOLDEN, expect
 
 NOWS = (0, 2_000, 1795664876000, 1795664876000 + 7_200_000, 10**13)
@@ -190,7 +190,7 @@ def test_property_strings_read_as_the_broker(parts: list[bytes]) -> None:
 @settings(deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text(alphabet="-+0123456789x٣", max_size=21))))
 def test_plain_longs(values: list[str | None]) -> None:
-    from formats.columnar import _strings
+    from formats.columnar.decoder import _strings
 
     numbers, plain = plain_longs(_strings(values))
     for v, number, is_plain in zip(values, numbers.tolist(), plain.tolist(), strict=True):

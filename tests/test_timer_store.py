@@ -14,10 +14,10 @@ from golden import GOLDEN, expect
 
 from formats.structs import TIMER_LOG_UNIT_SIZE
 from formats.timer import MAGIC_DELETE, MAGIC_ROLL, TIMER_WHEEL_FILE_SIZE
-from store.mappedfile import MappedFileQueue
+from store.log.mappedfile import MappedFileQueue
 from store.storedir import Store
-from store.timer import TIMER_TOPIC, TimerFileError, TimerStore, chain, walk_timerlog
-from store.timer_messages import enqueue_position, timer_messages
+from store.timer.messages import enqueue_position, timer_messages
+from store.timer.timerstore import TIMER_TOPIC, TimerFileError, TimerStore, chain, walk_timerlog
 
 TIMER_STORES = ("store-timer5", "store-timer-states")
 
@@ -251,7 +251,7 @@ def test_walk_is_the_declaration_unit_by_unit() -> None:
 )
 def test_timer_precision_is_rounded_as_the_setter_does(tmp_path: Path, given: str, kept: int) -> None:
     """MessageStoreConfig.setTimerPrecisionMs keeps the largest of 100/200/500/1000 not above the value."""
-    from store.brokerconf import load_broker_config
+    from store.config.brokerconf import load_broker_config
 
     conf = tmp_path / "broker.conf"
     conf.write_text(f"timerPrecisionMs={given}\n")
@@ -260,7 +260,7 @@ def test_timer_precision_is_rounded_as_the_setter_does(tmp_path: Path, given: st
 
 def test_roll_window_as_the_timer_store_settles_it() -> None:
     from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS
-    from store.timer import roll_window_slots
+    from store.timer.timerstore import roll_window_slots
 
     assert roll_window_slots(6) == 6
     assert (

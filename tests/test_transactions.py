@@ -15,23 +15,25 @@ from golden import copy_store as _copy_store
 from golden import expect, rebuild_matches, recover_like_the_broker, snapshot, store_path
 from golden import run_mqtool as mqtool
 
-from formats.commitlog import encode_message
-from formats.properties import decode_properties, encode_properties
+from formats.message.commitlog import encode_message
+from formats.message.properties import decode_properties, encode_properties
 from formats.structs import TRANSACTION_COMMIT_TYPE
-from mqtool import transactions as tx
-from mqtool.transactions import (
-    TransactionError,
-    end_message_transaction,
+from mqtool.transactions.end_transaction import (
+    EndPlan,
     execute_end,
-    list_transactions,
-    op_bodies,
-    op_message,
-    parse_op_body,
     plan_end,
     select_for_resolve,
     select_halves,
 )
-from store.messagerebuild import WriteNotAvailableError, rebuild_properties
+from mqtool.transactions.listing import TxnReport, list_transactions
+from store.broker.messagerebuild import WriteNotAvailableError, rebuild_properties
+from store.broker.transaction import (
+    TransactionError,
+    end_message_transaction,
+    op_bodies,
+    op_message,
+    parse_op_body,
+)
 from store.storedir import Store
 
 NOW = 1_900_000_000_000
@@ -50,17 +52,17 @@ def events(name: str, kind: str) -> dict[int, int]:
     return {e["halfQueueOffset"]: e["halfPhyOffset"] for e in expect(name)["events"] if e["event"] == kind}
 
 
-def report(root: Path, now: int = NOW) -> tx.TxnReport:
+def report(root: Path, now: int = NOW) -> TxnReport:
     with Store.open(root) as st:
         return list_transactions(st, now=now)
 
 
-def states(rep: tx.TxnReport) -> dict[int, str]:
+def states(rep: TxnReport) -> dict[int, str]:
     return {t.half_queue_offset: t.state for t in rep.transactions}
 
 
-def end(root: Path, action: str, halves: list[int] | None, execute: bool = True, **resolve) -> tx.EndPlan:
-    def make(st: Store) -> tx.EndPlan:
+def end(root: Path, action: str, halves: list[int] | None, execute: bool = True, **resolve) -> EndPlan:
+    def make(st: Store) -> EndPlan:
         rep = list_transactions(st, now=NOW)
         chosen = select_for_resolve(rep, **resolve) if halves is None else select_halves(rep, halves)
         return plan_end(st, rep, chosen, action)
@@ -258,7 +260,7 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
 def _append_copies(root: Path) -> None:
     """What the check service leaves: half 2 re-put (checked once), half 5 an immunity copy, half 8 given up
     and copied to TRANS_CHECK_MAX_TIME_TOPIC, check progress at 12 (past 11, which has no op)."""
-    from store.appender import CommitLogAppender, NewMessage
+    from store.log.appender import CommitLogAppender, NewMessage
 
     with Store.open(root) as st:
         halves = {

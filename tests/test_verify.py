@@ -19,12 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from formats.columnar import decode_range
+from formats.columnar.decoder import decode_range
 from formats.javahash import index_key, index_key_hash, java_string_hash
 from mqtool.cli.verify import export, verify
 from mqtool.export import dump_commitlog_parquet, export_range
 from mqtool.verify import verify_store
-from store import checks
+from store.checks.javastrings import java_hash_strings, split_tokens
+from store.checks.problems import PROBLEM_SCHEMA, ProblemList, fmt
+from store.checks.records import RecordIndex, delay_levels_of, index_key_hashes
 from store.storedir import Store
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -465,7 +467,7 @@ def test_dump_commitlog_parquet(tmp_path):
 @given(st.lists(st.one_of(st.none(), st.text(max_size=80)), max_size=40), st.integers(0, 3))
 def test_java_hash_of_arrow_strings(values, offset):
     arr = pa.array(["x"] * offset + values, pa.string()).slice(offset)
-    hashes, len16, valid = checks.java_hash_strings(arr)
+    hashes, len16, valid = java_hash_strings(arr)
     for v, h, n, ok in zip(values, hashes.tolist(), len16.tolist(), valid.tolist(), strict=True):
         assert ok == (v is not None)
         if v is not None:
@@ -476,7 +478,7 @@ def test_java_hash_of_arrow_strings(values, offset):
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text(alphabet="ab é中 ", max_size=30)), max_size=30))
 def test_split_tokens_is_java_split(values):
-    row, data, starts, lengths = checks.split_tokens(pa.array(values, pa.string()))
+    row, data, starts, lengths = split_tokens(pa.array(values, pa.string()))
     got = [(int(r), bytes(data[s : s + n]).decode()) for r, s, n in zip(row, starts, lengths, strict=True)]
     want = [(i, t) for i, v in enumerate(values) if v for t in v.split(" ") if t]
     assert got == want
@@ -496,8 +498,8 @@ _PROPS = st.lists(
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(_PROPS, st.booleans()), max_size=12))
 def test_delay_levels_as_the_broker_reads_them(cases):
-    from formats.commitlog import java_parse_int
-    from formats.properties import decode_properties
+    from formats.message.commitlog import java_parse_int
+    from formats.message.properties import decode_properties
 
     raws = [
         "".join(
@@ -505,7 +507,7 @@ def test_delay_levels_as_the_broker_reads_them(cases):
         )
         for pairs, trail in cases
     ]
-    got = checks.delay_levels_of(pa.array([r.encode() for r in raws], pa.binary()))
+    got = delay_levels_of(pa.array([r.encode() for r in raws], pa.binary()))
     for raw, level in zip(raws, got.tolist(), strict=True):
         delay = decode_properties(raw).get("DELAY")
         assert level == ((java_parse_int(delay) or 0) if delay is not None else 0)
@@ -515,14 +517,14 @@ def test_delay_levels_as_the_broker_reads_them(cases):
 def test_tags_codes_and_index_keys_as_the_dispatcher(store):
     with Store.open(store_path(store)) as st:
         batches = [decode_range(f.buffer(), f.start_offset) for f in st.commitlog.files]
-        records = checks.RecordIndex.from_batches(
+        records = RecordIndex.from_batches(
             batches, [f.start_offset for f in st.commitlog.files], ["x"] * len(batches), with_keys=True
         )
         by_phy = {m["physicalOffset"]: m for m in messages(store)}
         assert len(records) == len(by_phy)
         for phy, code in zip(records.phy.tolist(), records.tags_code.tolist(), strict=True):
             assert code == by_phy[phy]["dispatch"]["tagsCode"]
-        rows_, hashes = checks.index_key_hashes(records)
+        rows_, hashes = index_key_hashes(records)
         want_rows, want = [], []
         for i, msg in enumerate(st.commitlog.iter_messages(check_crc=False)):
             for key in msg.index_keys():
@@ -533,11 +535,11 @@ def test_tags_codes_and_index_keys_as_the_dispatcher(store):
 
 
 def test_problem_list_caps_rows():
-    problems = checks.ProblemList("s", max_rows=3)
-    problems.add_many("cq_order", "f", np.arange(10), checks.fmt("unit ", np.arange(10)))
+    problems = ProblemList("s", max_rows=3)
+    problems.add_many("cq_order", "f", np.arange(10), fmt("unit ", np.arange(10)))
     problems.add("recovery", None, None, "x")
     table = problems.table()
-    assert table.schema == checks.PROBLEM_SCHEMA
+    assert table.schema == PROBLEM_SCHEMA
     assert table.column("kind").to_pylist() == ["cq_order"] * 3 + ["more", "recovery"]
     assert table.column("offset").to_pylist()[:4] == [0, 1, 2, 9]
     assert "7 more cq_order problems" in table.column("detail")[3].as_py()

@@ -27,16 +27,17 @@ from pathlib import Path
 import pytest
 
 from formats.checkpoint import decode_checkpoint
-from formats.commitlog import Message
 from formats.indexfile import IndexGeometry
-from mqtool.sample import SampleOptions, create_sample
+from formats.message.commitlog import Message
+from mqtool.sample.create import create_sample
+from mqtool.sample.options import SampleOptions
 from store import filewrites
-from store.commitlog import CommitLog
-from store.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.dispatch import delay_levels_ms
 from store.filewrites import CRASH_ENV, set_crash_after
-from store.index import IndexService
-from store.indexwriter import list_index_files
+from store.index.indexservice import IndexService
+from store.index.indexwriter import list_index_files
+from store.layout import delay_levels_ms
+from store.log.commitlog import CommitLog
+from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore
 from store.rebuild import build_staging
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ SAMPLE = {"messages": 300, "file_size": 65536, "cq_file_size": 600, "hash_slot_n
 APPEND_SCRIPT = """
 import sys
 from pathlib import Path
-from store.appender import CommitLogAppender, NewMessage
+from store.log.appender import CommitLogAppender, NewMessage
 from store.liveness import hold_store_lock
 
 

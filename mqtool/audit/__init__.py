@@ -8,33 +8,3 @@ whole store); `recovery` finds where the broker's recovery would end; `job` runs
 writes the output directory (Parquet tables, audit.json), `report` the self-contained report.html, `cds`
 the driver JVM's class-data archive. See docs/SPARK.md.
 """
-
-from mqtool.audit.run import (
-    AuditError,
-    AuditOptions,
-    AuditResult,
-    StoreFailure,
-    auto_split_size,
-    choose_bucket,
-    estimate_span,
-    group_of,
-    open_stores,
-    plan_splits,
-    recovery_cut,
-    run_audit,
-)
-
-__all__ = [
-    "AuditError",
-    "AuditOptions",
-    "AuditResult",
-    "StoreFailure",
-    "auto_split_size",
-    "choose_bucket",
-    "estimate_span",
-    "group_of",
-    "open_stores",
-    "plan_splits",
-    "recovery_cut",
-    "run_audit",
-]

@@ -31,7 +31,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
-from store.lmq import is_lmq
+from store.queue.lmq import is_lmq
 from store.remote import is_url, location
 from store.storedir import Store
 
@@ -123,13 +123,14 @@ def _add_batch_queues(ctx: StoreContext, store: Store, files: list) -> None:
 def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
     """--deep: the index files' reachable keys go to the executors (each judges its records' keys); the
     read and its problems are kept for the driver's index checks, which then do not read again."""
-    from store import checks
+    from store.checks.index import ReachableKeys
+    from store.checks.problems import ProblemList
     from store.storecheck import read_index_files
 
-    problems = checks.ProblemList(plan.label, max_rows=opts.max_rows)
+    problems = ProblemList(plan.label, max_rows=opts.max_rows)
     plan.index_read = read_index_files(plan.store, problems)
     plan.index_problems = problems.table()
-    ctx.index_keys = checks.ReachableKeys.of(plan.index_read.facts)
+    ctx.index_keys = ReachableKeys.of(plan.index_read.facts)
 
 
 class _EveryRecord:
@@ -186,13 +187,18 @@ def check_split(
     their units (queue -> `LmqMissing` fields).
     """
     from formats.indexfile import INDEX_ENTRY_DTYPE
-    from store import checks
+    from store.checks.commitlog import CommitLogFile, check_file_records
+    from store.checks.consumequeue import QueueFacts, check_consume_queue, check_dispatch_coverage
+    from store.checks.index import IndexFileFacts, check_index_coverage, check_index_targets
+    from store.checks.lmq import lmq_missing
+    from store.checks.problems import ProblemList
+    from store.checks.records import RecordIndex
 
-    problems = checks.ProblemList(ctx.label, max_rows=ctx.max_rows)
+    problems = ProblemList(ctx.label, max_rows=ctx.max_rows)
     name = ctx.file_names[task.fileIndex]
-    checks.check_file_records(checks.CommitLogFile(name, task.base, task.fileSize, ok), problems)
+    check_file_records(CommitLogFile(name, task.base, task.fileSize, ok), problems)
     deep = ctx.index_keys is not None
-    records = checks.RecordIndex.from_batches(
+    records = RecordIndex.from_batches(
         [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels, with_keys=deep
     )
     lo = task.base + task.start
@@ -207,7 +213,7 @@ def check_split(
             problems.add("cq_file", f"consumequeue/{q.topic}/{q.queue_id}", None, f"cannot read: {exc}")
             continue
         if len(units):
-            hit = checks.check_consume_queue(
+            hit = check_consume_queue(
                 units,
                 records,
                 problems,
@@ -234,18 +240,18 @@ def check_split(
             valid_end=valid_end,
         )
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
-    facts = {k: checks.QueueFacts(*v) for k, v in ctx.facts.items()}
-    horizon = checks.check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
+    facts = {k: QueueFacts(*v) for k, v in ctx.facts.items()}
+    horizon = check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
     # one row per LMQ queue for the whole store: the driver merges the splits' summaries (`store_problems`)
-    lmq_missing = checks.lmq_missing(records, facts, horizon=horizon, settings=ctx.lmq)
+    missing_lmq = lmq_missing(records, facts, horizon=horizon, settings=ctx.lmq)
     if deep:
         reach = ctx.index_keys.facts_in(lo, hi)
-        checks.check_index_coverage(records, reach, problems, cq_horizon=horizon)
+        check_index_coverage(records, reach, problems, cq_horizon=horizon)
     split_facts: dict[str, Any] = {
         "dispatchedMaxTs": int(records.store_ts[all_hits].max()) if len(all_hits) else None
     }
-    if lmq_missing:
-        split_facts["lmqMissing"] = {queue: dataclasses.astuple(m) for queue, m in lmq_missing.items()}
+    if missing_lmq:
+        split_facts["lmqMissing"] = {queue: dataclasses.astuple(m) for queue, m in missing_lmq.items()}
     for ix in ctx.index_files:
         if ix.entries <= 0:
             continue
@@ -258,10 +264,8 @@ def check_split(
             offset = ix.entry_offset
         try:
             entries = np.frombuffer(mm, dtype=INDEX_ENTRY_DTYPE, count=ix.entries, offset=offset)
-            facts_ix = checks.IndexFileFacts(
-                ix.name, 0, 0, ix.entries, phy=entries["phyOffset"].astype(np.int64)
-            )
-            checks.check_index_targets(
+            facts_ix = IndexFileFacts(ix.name, 0, 0, ix.entries, phy=entries["phyOffset"].astype(np.int64))
+            check_index_targets(
                 facts_ix,
                 records,
                 problems,
@@ -312,8 +316,11 @@ def store_problems(
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
     tails, index headers and chains, the 5.x timer files, checkpoint, `abort` and the lock, where recovery
     would end."""
-    from store import checks
-    from store.batchcq_check import check_batch_queue_files
+    from store.checks.commitlog import check_commitlog
+    from store.checks.lmq import report_lmq_missing
+    from store.checks.problems import ProblemList
+    from store.checks.records import RecordIndex
+    from store.queue.batchcq_check import check_batch_queue_files
     from store.storecheck import (
         check_checkpoint_file,
         check_index_files,
@@ -324,21 +331,21 @@ def store_problems(
     )
 
     store = plan.store
-    problems = checks.ProblemList(plan.label, max_rows=max_rows)
+    problems = ProblemList(plan.label, max_rows=max_rows)
     abort = note_broker_running(store, problems)
     summaries = file_summaries(plan, splits, stops, first_rows=False)
-    verdict = checks.check_commitlog(summaries, problems, file_size=store.commitlog.file_size)
+    verdict = check_commitlog(summaries, problems, file_size=store.commitlog.file_size)
     valid_end = verdict.valid_end
     commitlog_min = plan.files[0].start_offset if plan.files else 0
     # the executors judged every unit that points into their ranges; the driver judges the rest
-    empty = checks.RecordIndex.from_batches([], [], [])
+    empty = RecordIndex.from_batches([], [], [])
     found = check_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
     check_batch_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
-    checks.report_lmq_missing(_lmq_missing(stops, cut), found.queues, problems)
+    report_lmq_missing(_lmq_missing(stops, cut), found.queues, problems)
     if plan.index_problems is not None:
         problems.extend(plan.index_problems)
     index = check_index_files(

@@ -29,7 +29,7 @@ def preload() -> None:
     import mqtool.audit.checks  # noqa: F401  (the per-split checks)
     import mqtool.audit.duplicates  # noqa: F401  (the duplicates merge)
     import mqtool.audit.scan  # noqa: F401  (the split scan)
-    from formats.columnar import decode_resync
+    from formats.columnar.decoder import decode_resync
 
     with contextlib.suppress(Exception):  # a worker that finds no kernels loads them itself, as before
         decode_resync(np.frombuffer(bytes(4096), dtype=np.uint8), 0, 0, 4096, check_crc=True)

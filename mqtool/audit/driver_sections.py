@@ -1,6 +1,6 @@
 """The audit's driver-side sections, computed from the small config files and system queues with the
 single-process library while the executors scan: consumer lag per group and queue
-(`mqtool.consumer_progress`, plus the store time of the first unconsumed message), delay backlog per
+(`mqtool.offsets.progress`, plus the store time of the first unconsumed message), delay backlog per
 ScheduleMessageService level (`mqtool.delay.delay_stats`), the 5.x timer wheel's backlog
 (`mqtool.delay.timer.timer_summary`), POP groups (`mqtool.pop.pop_stats`) and transaction states
 (`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats`,
@@ -17,7 +17,7 @@ from formats.errors import MqtoolError
 from mqtool.audit.plan import AuditOptions, StorePlan
 
 if TYPE_CHECKING:
-    from store.pop_columns import PopColumns
+    from store.pop.columns import PopColumns
 
 
 def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) -> None:
@@ -52,8 +52,8 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
 
 
 def _pop_columns(plan: StorePlan, now: int) -> PopColumns | None:
-    """The store's POP state (store.pop_columns): checkpoints, orderly pops, kvStore records."""
-    from store.pop_columns import pop_columns
+    """The store's POP state (store.pop.columns): checkpoints, orderly pops, kvStore records."""
+    from store.pop.columns import pop_columns
 
     return pop_columns(plan.store, now=now)
 
@@ -61,7 +61,7 @@ def _pop_columns(plan: StorePlan, now: int) -> PopColumns | None:
 def _lag_rows(
     plan: StorePlan, now: int, pop: Callable[[], PopColumns | None]
 ) -> tuple[list[dict], list[str]]:
-    from mqtool.consumer_progress import consumer_progress, store_time_of
+    from mqtool.offsets.progress import consumer_progress, store_time_of
 
     store = plan.store
     try:
@@ -183,8 +183,8 @@ def _pop_rows(
 
 
 def _transaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    from formats.names import TRANS_HALF_TOPIC
     from mqtool.transactions.listing import list_transactions
-    from store.messagerebuild import TRANS_HALF_TOPIC
 
     store = plan.store
     if TRANS_HALF_TOPIC not in store.consume_queues.topics():

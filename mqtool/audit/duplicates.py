@@ -226,7 +226,7 @@ def duplicates_frame(spark, top: int):
 
 def _record_at(plan: StorePlan, phy: int) -> dict[str, Any] | None:
     """topic / uniqKey / keys of the record at a physical offset (the executors' decoder, for equal text)."""
-    from formats.columnar import decode_range
+    from formats.columnar.decoder import decode_range
     from mqtool.audit.scan import close_map  # scan imports this module
 
     for f in plan.files:

@@ -105,7 +105,7 @@ def run_job(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F  # noqa: N812
 
-    from store.checks import merge_counted
+    from store.checks.index import merge_counted
 
     sc = spark.sparkContext
     rows = _split_rows(splits, plans, opts, bucket)

@@ -17,8 +17,8 @@ from mqtool.audit.scan import message_file, message_name
 from store.remote import is_url, join, write_bytes
 
 if TYPE_CHECKING:
-    from mqtool.audit import AuditResult
     from mqtool.audit.plan import Split
+    from mqtool.audit.run import AuditResult
 
 OUTPUT_MARKER = "audit.json"  # an earlier audit's directory may be written again
 

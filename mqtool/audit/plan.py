@@ -138,7 +138,7 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
 
     A store that cannot be opened is a StoreFailure and the others are audited; when none can be, the
     error is raised (a single store's error as it is)."""
-    from store.brokerconf import load_broker_config
+    from store.config.brokerconf import load_broker_config
 
     if not opts.stores:
         raise AuditError("no store to audit")
@@ -192,7 +192,7 @@ def plan_splits(plans: list[StorePlan], split_size: int) -> list[Split]:
 
 
 def _first_time(f: CommitLogFile, start: int, window: int) -> list[int]:
-    from formats.columnar import decode_resync
+    from formats.columnar.decoder import decode_resync
 
     if f.size == 0:
         return []

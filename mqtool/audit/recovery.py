@@ -65,12 +65,12 @@ def recovery_cut(plan: StorePlan, splits: list[Split], stops: dict[int, SplitSto
 
 
 def file_summaries(plan: StorePlan, splits: list[Split], stops: dict[int, SplitStop], *, first_rows: bool):
-    """Per commitlog file, what `store.scan.scan_file` would have found, assembled from the ranges' walk
+    """Per commitlog file, what `store.log.scan.scan_file` would have found, assembled from the ranges' walk
     facts, as `store.checks.CommitLogFile`s for `check_commitlog` (with `first_rows`, a one-row batch
     of each file's first record for the recovery-start rule)."""
-    from store import checks
+    from store.checks.commitlog import CommitLogFile
 
-    class FileSummary(checks.CommitLogFile):
+    class FileSummary(CommitLogFile):
         """A commitlog file known by its walk facts, not its records."""
 
         def __init__(self, name, start, size, stop, messages, beyond, batch=None):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from formats.columnar import STATUS_OK, decode_resync
+from formats.columnar.decoder import STATUS_OK, decode_resync
 from store import remote
 
 TAIL = 256 << 10  # read past a split's end: the records that start in it usually end within this

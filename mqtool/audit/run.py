@@ -34,7 +34,7 @@ combined on the driver; then Spark SQL over the partial rows of the ranges befor
   tails, index headers and chains, checkpoint, `abort`, where the broker's recovery would end).
 
 Small per-store facts come from the single-process library on the driver: ConsumeQueue min/max, consumer
-lag (`mqtool.consumer_progress.consumer_progress`, plus the store time of the first unconsumed message), delay
+lag (`mqtool.offsets.progress.consumer_progress`, plus the store time of the first unconsumed message), delay
 backlog per level (`mqtool.delay.delay_stats`) and transaction states
 (`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats` and
 `txn list` print.

@@ -6,7 +6,7 @@ session helpers of `mqtool.audit.spark`, which run on the driver).
 
 One task = one split (a byte range of one commitlog file, a row of `SPLIT_SCHEMA`). `scan_partition` is the
 `mapInArrow` function: for each split it mmaps the file, decodes the records that *start* in the range
-with `formats.columnar.decode_resync` (which finds the first record boundary on its own, so the driver
+with `formats.columnar.decoder.decode_resync` (which finds the first record boundary on its own, so the driver
 never looks for boundaries), cuts after the first row that is not `ok` (as `join_splits` does), and
 returns partial aggregates as rows of `PARTIAL_SCHEMA`, one `kind` per audit:
 
@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.columnar import STATUS_NAMES, STATUS_OK, decode_resync
+from formats.columnar.decoder import STATUS_NAMES, STATUS_OK, decode_resync
 from formats.names import DLQ_PREFIX, RETRY_PREFIX
 from mqtool.audit.duplicates import dup_key_rows, dup_uniq_rows, topic_seeds
 from mqtool.audit.schema import (
@@ -150,13 +150,13 @@ def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.
 
 
 def _last_nonzero(data: np.ndarray, start: int, end: int) -> int:
-    from store.scan import last_nonzero
+    from store.log.scan import last_nonzero
 
     return last_nonzero(data, start, end)
 
 
 def _walk_facts(task, batch, ok, cut, stopped, data, size) -> dict:
-    """What `store.scan.scan_file` records about a file's walk, for the part of it in this split."""
+    """What `store.log.scan.scan_file` records about a file's walk, for the part of it in this split."""
     facts: dict = {"status": None, "records": ok.num_rows}
     if ok.num_rows:
         facts["maxTs"] = int(pc.max(ok.column("storeTimestamp")).as_py())

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from store.lmq import LmqSettings
+from store.queue.lmq import LmqSettings
 
 if TYPE_CHECKING:
     from mqtool.audit.batchcq import BatchQueueContext
-    from store.checks import ReachableKeys
+    from store.checks.index import ReachableKeys
 
 # --- kinds of partial rows -------------------------------------------------------------------------
 

@@ -146,7 +146,8 @@ def audit(
     (problem kind 'store', failedStores) while the others are audited; the exit status is then 1. Stores and
     --output may be URLs (s3://, gs://, hdfs://, file://; credentials from the filesystem's standard
     environment and config)."""
-    from mqtool.audit import AuditOptions, run_audit
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
     from mqtool.cli.audit_render import render_audit
 
     s = session(store, fmt, tz)

@@ -1,12 +1,13 @@
-"""How `mqtool offset_reset` shows what `mqtool.offset_reset` returns: tables for people, JSON for scripts."""
+"""How `mqtool offset_reset` shows what `mqtool.offsets.reset` returns: tables for people, JSON for
+scripts."""
 
 from __future__ import annotations
 
 import sys
 
+from mqtool.offsets.apply import ApplyResult
+from mqtool.offsets.plan import ResetPlan, ResetRow
 from mqtool.render import Column, RenderContext, emit_rows
-from mqtool.reset_apply import ApplyResult
-from mqtool.reset_plan import ResetPlan, ResetRow
 from mqtool.safety import warn
 
 

@@ -32,13 +32,11 @@ def offsets_show(
     the consumer offset, min and max offset, lag, the store time of the last consumed and of the newest
     message, and totals per group. Offsets outside [min, max] and groups without a committed offset are
     flagged in the state column, never shown as lag 0 or -1."""
-    from mqtool import consumer_progress
+    from mqtool.offsets import progress
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        result = consumer_progress.consumer_progress(
-            st, group=group, topic=topic, include_system=include_system
-        )
+        result = progress.consumer_progress(st, group=group, topic=topic, include_system=include_system)
         from mqtool.cli import offsets_render
 
         offsets_render.render_progress(result, s.ctx)
@@ -138,9 +136,9 @@ def offsets_reset(
     and after, and for time targets the store time of the message the new offset points at. Targets
     outside [min, max] are clamped with a warning. Dry run unless --execute; never while a broker holds
     the store lock."""
-    from mqtool import offset_reset as ops
-    from mqtool.reset_apply import apply_plan
-    from mqtool.reset_plan_file import export_plan
+    from mqtool.offsets import reset as ops
+    from mqtool.offsets.apply import apply_plan
+    from mqtool.offsets.plan_file import export_plan
     from mqtool.timeparse import parse_duration, parse_time
 
     s = session(store, fmt, tz)

@@ -1,8 +1,8 @@
-"""How `mqtool offsets` shows what `mqtool.consumer_progress` returns: tables for people, JSON for scripts."""
+"""How `mqtool offsets` shows what `mqtool.offsets.progress` returns: tables for people, JSON for scripts."""
 
 from __future__ import annotations
 
-from mqtool.consumer_progress import ConsumerProgress
+from mqtool.offsets.progress import ConsumerProgress
 
 
 def render_progress(progress: ConsumerProgress, ctx) -> None:

@@ -79,7 +79,7 @@ class Session:
 
     def open_store(self, broker_config: Path | None = None, *, url_ok: bool = False):
         """The store; a URL only where the command reads stores through store.remote (`url_ok`)."""
-        from store.brokerconf import load_broker_config
+        from store.config.brokerconf import load_broker_config
         from store.storedir import Store
 
         config = load_broker_config(broker_config) if broker_config else None

@@ -60,8 +60,8 @@ def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | N
 
 def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str) -> None:
     """Render the messages, print the notes on stderr, export when asked."""
-    from mqtool.consumer_progress import committed_offsets
-    from mqtool.message_view import export_messages
+    from mqtool.offsets.progress import committed_offsets
+    from mqtool.query.view import export_messages
 
     committed = committed_offsets(st)
     from mqtool.cli import query_render
@@ -109,14 +109,14 @@ def query_key(
     confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
     and an index that stops before the end of the commitlog is reported (--scan searches the rest)."""
     from formats.indexfile import LONG_MAX
-    from mqtool import query
+    from mqtool.query.key import query_by_key
     from mqtool.render import progress
 
     s = session(store, fmt, tz)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
         with progress(None, "scanning the commitlog") as advance:
-            result = query.query_by_key(
+            result = query_by_key(
                 st,
                 topic,
                 key,
@@ -154,13 +154,13 @@ def query_id(
     """The message an offsetMsgId names (store host + physical offset; a host that is not this store's
     is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
     transaction messages), looked up under every topic of the store unless --topic is given."""
-    from mqtool import query
+    from mqtool.query.msgid import query_by_id
     from mqtool.render import progress
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
         with progress(None, "scanning the commitlog") as advance:
-            result = query.query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
+            result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
         _finish(st, s, result.messages, result.notes(), body_limit, export, f"Message id {result.msg_id}")
 
 
@@ -180,11 +180,11 @@ def query_offset(
 ) -> None:
     """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
     offsets outside [minOffset, maxOffset) are explained."""
-    from mqtool import query
+    from mqtool.query.queue import query_by_queue_offset
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
-        result = query.query_by_queue_offset(st, topic, queue, offset, count=count)
+        result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
         title = f"{topic}/{queue} from queue offset {offset} (the queue holds {holds})"
         _finish(st, s, result.messages, result.notes(), body_limit, export, title)
@@ -216,12 +216,12 @@ def query_time(
 ) -> None:
     """Messages of a topic stored between two times, oldest first, read through the ConsumeQueue
     (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max."""
-    from mqtool import query
+    from mqtool.query.queue import query_by_time
 
     s = session(store, fmt, tz)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
-        result = query.query_by_time(
+        result = query_by_time(
             st,
             topic,
             begin=t_begin,

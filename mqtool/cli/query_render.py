@@ -1,10 +1,10 @@
-"""How `mqtool query` shows what `mqtool.query` returns: tables for people, JSON for scripts."""
+"""How `mqtool query` shows what `mqtool.query.lookup` returns: tables for people, JSON for scripts."""
 
 from __future__ import annotations
 
-from formats.commitlog import Message
-from mqtool.consumer_progress import CommittedOffsets
-from mqtool.message_view import body_view, message_document
+from formats.message.commitlog import Message
+from mqtool.offsets.progress import CommittedOffsets
+from mqtool.query.view import body_view, message_document
 
 TABLE_BODY_PREVIEW = 60  # characters of body text in a table cell
 

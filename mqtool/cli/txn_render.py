@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from formats.names import TRANS_OP_HALF_TOPIC
 from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.timeparse import format_time, human_duration
 from mqtool.transactions.end_transaction import EndPlan, EndResult
 from mqtool.transactions.listing import Transaction, TxnReport
-from store.messagerebuild import TRANS_OP_HALF_TOPIC
-from store.transaction import CHECK_MAX_TIME_TOPIC
+from store.broker.transaction import CHECK_MAX_TIME_TOPIC
 
 _LIST_COLUMNS = [
     Column("halfQueueOffset", "half", kind="int"),

@@ -6,7 +6,7 @@ from typing import Any
 
 from mqtool.render import Column, RenderContext, emit_fields, emit_rows, emit_table, to_json_text
 from mqtool.verify import VerifyReport
-from store.checks import ERROR, INFO, WARNING
+from store.checks.problems import ERROR, INFO, WARNING
 
 PROBLEM_COLUMNS = [
     Column("severity"),

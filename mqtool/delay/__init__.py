@@ -18,57 +18,8 @@ This package reproduces that offline:
 * `timer` — 5.x timer-wheel messages (`rmq_sys_wheel_timer`, `TIMER_*` properties, `TimerMessageStore`),
   each with its state in the timer store (`list_timer_messages`), and the wheel's backlog;
 * `timer_replay` — `plan_timer_replay` / `execute_timer_replay`: what TimerMessageStore's dequeue writes
-  from the slots due (`store.timer_dequeue`), then timercheck's read time moved past them.
+  from the slots due (`store.timer.dequeue`), then timercheck's read time moved past them.
 
-The broker's own logic is in `store.schedule`, `store.timer` and `store.timer_dequeue`; the message
-rebuild and write path it shares with `mqtool.transactions` is `store.messagerebuild`.
+The broker's own logic is in `store.broker.schedule`, `store.timer.timerstore` and `store.timer.dequeue`; the
+message rebuild and write path it shares with `mqtool.transactions` is `store.broker.messagerebuild`.
 """
-
-from formats.names import SCHEDULE_TOPIC
-from mqtool.delay.listing import DelayListing, DelayRow, DelayStats, LevelStats, delay_stats, list_delayed
-from mqtool.delay.replay import Delivery, ReplayPlan, ReplayResult, execute_replay, plan_replay
-from mqtool.delay.timer import TIMER_REPLAY_HINT, TimerRow, list_timer_messages
-from mqtool.delay.timer_replay import TimerReplayPlan, execute_timer_replay, plan_timer_replay
-from store.schedule import (
-    DELAY_OFFSET,
-    DelayError,
-    DelayLevels,
-    correct_deliver_timestamp,
-    delay_levels,
-    effective_start,
-    iter_pending_units,
-    load_delay_progress,
-    message_time_up,
-)
-from store.timer import TIMER_TOPIC
-
-__all__ = [
-    "DELAY_OFFSET",
-    "SCHEDULE_TOPIC",
-    "TIMER_REPLAY_HINT",
-    "TIMER_TOPIC",
-    "DelayError",
-    "DelayLevels",
-    "DelayListing",
-    "DelayRow",
-    "DelayStats",
-    "Delivery",
-    "LevelStats",
-    "ReplayPlan",
-    "ReplayResult",
-    "TimerReplayPlan",
-    "TimerRow",
-    "correct_deliver_timestamp",
-    "delay_levels",
-    "delay_stats",
-    "effective_start",
-    "execute_replay",
-    "execute_timer_replay",
-    "iter_pending_units",
-    "list_delayed",
-    "list_timer_messages",
-    "load_delay_progress",
-    "message_time_up",
-    "plan_replay",
-    "plan_timer_replay",
-]

@@ -14,10 +14,9 @@ from typing import Any, Literal
 
 from formats.names import SCHEDULE_TOPIC
 from mqtool.delay.timer import TimerSummary, timer_summary
-from store.messagerebuild import read_message_or_none
-from store.schedule import (
+from store.broker.messagerebuild import read_message_or_none
+from store.broker.schedule import (
     DelayError,
-    DelayLevels,
     correct_deliver_timestamp,
     delay_levels,
     deliver_time,
@@ -27,6 +26,7 @@ from store.schedule import (
     real_queue,
     schedule_levels,
 )
+from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
 
 DEFAULT_STUCK_AFTER_MS = 60_000

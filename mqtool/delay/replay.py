@@ -16,18 +16,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from formats.commitlog import Message
 from formats.errors import MqtoolError
-from formats.names import SCHEDULE_TOPIC
-from formats.properties import (
+from formats.message.commitlog import Message
+from formats.message.properties import (
     CRC32_RESERVED_LEN,
     split_crc32_trailer,
 )
+from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 from mqtool.delay.timer import TIMER_REPLAY_HINT
 from mqtool.timeparse import human_duration, now_ms
-from store.filewrites import crash_point
-from store.messagerebuild import (
-    TRANS_HALF_TOPIC,
+from store.broker.messagerebuild import (
     broker_major,
     planned_json,
     queue_max_offset,
@@ -36,10 +34,9 @@ from store.messagerebuild import (
     store_writer,
     units_after,
 )
-from store.schedule import (
+from store.broker.schedule import (
     DELAY_OFFSET,
     DelayError,
-    DelayLevels,
     correct_deliver_timestamp,
     delay_levels,
     deliver_time,
@@ -49,8 +46,10 @@ from store.schedule import (
     message_time_up,
     schedule_levels,
 )
+from store.filewrites import crash_point
+from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
-from store.timer import TIMER_TOPIC
+from store.timer.timerstore import TIMER_TOPIC
 from store.version import BrokerVersion
 
 Action = Literal["deliver", "done", "skip", "drop", "stop"]

@@ -1,5 +1,5 @@
 """5.x timer-wheel messages (`rmq_sys_wheel_timer`, TimerMessageStore): each with its state in the timer
-store (`store.timer_messages`: not-enqueued, waiting, delivered, rolled, recalled, ...), and the wheel's
+store (`store.timer.messages`: not-enqueued, waiting, delivered, rolled, recalled, ...), and the wheel's
 backlog for `delay stats`. `delay replay --timer` replays them (`mqtool.delay.timer_replay`)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS
 from store.storedir import Store
-from store.timer import TIMER_TOPIC, TimerStore
-from store.timer_columns import TimerColumns, timer_columns
-from store.timer_messages import STATES, TimerMessage
+from store.timer.columns import TimerColumns, timer_columns
+from store.timer.messages import STATES, TimerMessage
+from store.timer.timerstore import TIMER_TOPIC, TimerStore
 
 TIMER_REPLAY_HINT = (
     "5.x timer-wheel messages are delivered by the broker's TimerMessageStore from its wheel: "
@@ -184,9 +184,9 @@ def list_timer_messages(
     store: Store, *, now: int, only: Literal["due", "pending"] | None = None
 ) -> list[TimerRow]:
     """Messages of `rmq_sys_wheel_timer` (every queue) with their state in the timer store (see
-    `store.timer_messages`; `unknown` when the store has no timer files) and whether they are due;
+    `store.timer.messages`; `unknown` when the store has no timer files) and whether they are due;
     `only` "due" keeps the due ones, "pending" those the broker will still deliver that are not due yet.
-    Rows are made for the kept messages only (the states come as columns, `store.timer_columns`)."""
+    Rows are made for the kept messages only (the states come as columns, `store.timer.columns`)."""
     c = timer_columns(store, TimerStore.open(store), now=now)
     keep = c.due if only == "due" else c.pending & ~c.due if only == "pending" else np.ones(len(c), bool)
     return TimerRow.rows_of(c, np.flatnonzero(keep))

@@ -1,5 +1,5 @@
 """`delay replay --timer`: delivering what the 5.x timer wheel has due, as TimerMessageStore's dequeue
-does (`store.timer_dequeue`), offline.
+does (`store.timer.dequeue`), offline.
 
 `plan_timer_replay` gives the records the broker's dequeue would write from the slots between its start
 read time and the slot of `now` (the delivered copies, and roll units put back into the timer topic), and
@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from formats.commitlog import Message
-from formats.properties import decode_properties, split_crc32_trailer
+from formats.message.commitlog import Message
+from formats.message.properties import decode_properties, split_crc32_trailer
 from mqtool.delay.replay import CopyFinder, ReplayResult, destination_notes, same_delivery
 from mqtool.timeparse import human_duration, now_ms
+from store.broker.messagerebuild import queue_max_offset, refuse_unclean, store_writer
+from store.broker.schedule import DelayError, real_queue
 from store.filewrites import crash_point
-from store.messagerebuild import queue_max_offset, refuse_unclean, store_writer
-from store.schedule import DelayError, real_queue
 from store.storedir import Store
-from store.timer import PROPERTY_TIMER_DEQUEUE_MS, TimerStore, timercheck_path
-from store.timer_columns import STATE_CODE, timer_columns
-from store.timer_dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
+from store.timer.columns import STATE_CODE, timer_columns
+from store.timer.dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
+from store.timer.timerstore import PROPERTY_TIMER_DEQUEUE_MS, TimerStore, timercheck_path
 
 
 @dataclass

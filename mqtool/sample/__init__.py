@@ -1,10 +1,10 @@
 """`mqtool sample create`: a realistic broker store, written through the store's own write path.
 
-Every record goes through `store.appender.CommitLogAppender` and is dispatched by `store.dispatch`
+Every record goes through `store.log.appender.CommitLogAppender` and is dispatched by `store.dispatch`
 exactly as a broker would (ConsumeQueues, index, checkpoint); config files are written with
-`formats.configs` models through `store.config` in fastjson's layout. What the store holds, for a
-simulated broker `broker-a` (cluster DefaultCluster, 192.168.0.10:10911) and three producers (`producers`
-changes how many connections send, 0 = a new connection per message):
+`formats.config.codec` models through `store.config.configfile` in fastjson's layout. What the store holds,
+for a simulated broker `broker-a` (cluster DefaultCluster, 192.168.0.10:10911) and three producers
+(`producers` changes how many connections send, 0 = a new connection per message):
 
 * ordinary traffic on `TopicTest` (4 queues) and `OrderTopic` (2 queues, ordered: the queue follows
   the order key), with 0-2 KEYS, TAGS TagA..TagE (or none), user properties, 200-1000 byte bodies,
@@ -36,16 +36,3 @@ The parts: `options` (SampleOptions, defaults, the simulated cluster's names), `
 producers send), `broker` (what the simulated broker stores, and the run), `create` (the staging directory,
 the config files, the rename; `create_sample`).
 """
-
-from mqtool.sample.broker import DELAY_MS
-from mqtool.sample.create import SampleSummary, create_sample
-from mqtool.sample.options import DEFAULT_START_TIME, SampleError, SampleOptions
-
-__all__ = [
-    "DEFAULT_START_TIME",
-    "DELAY_MS",
-    "SampleError",
-    "SampleOptions",
-    "SampleSummary",
-    "create_sample",
-]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS
 from formats.indexfile import IndexGeometry
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
 from formats.names import SCHEDULE_TOPIC
 from mqtool.sample.options import (
     DLQ_A,
@@ -24,7 +24,7 @@ from mqtool.sample.options import (
     SampleOptions,
 )
 from mqtool.sample.producers import _ProducerTraffic, _Stored
-from store.appender import CommitLogAppender, NewMessage
+from store.log.appender import CommitLogAppender, NewMessage
 
 DELAY_LEVELS_USED = (1, 1, 2, 2, 3, 4, 5, 16, 18)
 MAX_RECONSUME = 16

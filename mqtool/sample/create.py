@@ -13,17 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from formats.configs import (
-    ConsumerOffsetTable,
-    DataVersion,
-    DelayOffsetTable,
+from formats.config.base import DataVersion, java_hash_order
+from formats.config.metadata import (
     MessageRequestModeTable,
     SubscriptionGroupConfig,
     SubscriptionGroupTable,
     TopicConfig,
     TopicConfigTable,
-    java_hash_order,
 )
+from formats.config.offsets import ConsumerOffsetTable, DelayOffsetTable
 from formats.names import INIT_SUBSCRIPTION_GROUPS, SCHEDULE_TOPIC, TRANS_GROUP
 from mqtool.sample.broker import _SampleWriter
 from mqtool.sample.options import (
@@ -38,9 +36,9 @@ from mqtool.sample.options import (
     SampleError,
     SampleOptions,
 )
-from store.config import ConfigFile
+from store.config.configfile import ConfigFile
 from store.filewrites import TMP_PREFIX, fsync_dir
-from store.indexwriter import list_index_files
+from store.index.indexwriter import list_index_files
 
 SYSTEM_TOPICS_5 = (
     (SCHEDULE_TOPIC, 18, 6, False),

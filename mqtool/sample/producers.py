@@ -9,7 +9,7 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from formats.configs import java_hash_order
+from formats.config.base import java_hash_order
 from mqtool.sample.options import CLUSTER, DEFAULT_PRODUCERS, SampleError, SampleOptions
 
 CLIENT_MACHINES = 64  # where producers that connect per message run (--producers 0)

@@ -15,19 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from formats.commitlog import Message
+from formats.message.commitlog import Message
+from formats.names import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from mqtool.transactions.listing import Transaction, TxnReport
-from store.filewrites import crash_point
-from store.messagerebuild import (
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
-    planned_json,
-    queue_max_offset,
-    refuse_unclean,
-    store_writer,
-)
-from store.storedir import Store
-from store.transaction import (
+from store.broker.messagerebuild import planned_json, queue_max_offset, refuse_unclean, store_writer
+from store.broker.transaction import (
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_ID,
     TransactionError,
@@ -35,6 +27,8 @@ from store.transaction import (
     op_bodies,
     op_message,
 )
+from store.filewrites import crash_point
+from store.storedir import Store
 from store.version import BrokerVersion
 
 Action = Literal["commit", "rollback"]

@@ -20,22 +20,21 @@ from typing import Any, Literal
 
 import numpy as np
 
-from formats.commitlog import Message, java_parse_int
 from formats.errors import MqtoolError
 from formats.javahash import tags_code as tags_hash
-from formats.names import TRANS_GROUP, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
-from formats.properties import (
+from formats.message.commitlog import Message, java_parse_int
+from formats.message.properties import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
 )
+from formats.names import TRANS_GROUP, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.structs import TRANSACTION_COMMIT_TYPE, TRANSACTION_TYPE_MASK
-from store.messagerebuild import (
+from store.broker.messagerebuild import (
     broker_major,
     read_message_or_none,
     units_after,
 )
-from store.storedir import Store
-from store.transaction import (
+from store.broker.transaction import (
     CHECK_MAX_TIME_TOPIC,
     PROPERTY_CHECK_IMMUNITY,
     PROPERTY_PRODUCER_GROUP,
@@ -47,6 +46,7 @@ from store.transaction import (
     java_parse_long,
     scan_ops,
 )
+from store.storedir import Store
 from store.version import BrokerVersion
 
 State = Literal["pending", "committed", "rolled-back", "discarded"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from formats.columnar import STATUS_NAMES
+from formats.columnar.decoder import STATUS_NAMES
 from store.checks.problems import FAILURE_KIND, OK, ProblemList, fmt
 from store.checks.records import _indices, _np
 
@@ -17,7 +17,7 @@ _FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTim
 
 @dataclass
 class CommitLogFile:
-    """One commitlog file as the checks see it (filled by `store.scan`, or by an audit executor)."""
+    """One commitlog file as the checks see it (filled by `store.log.scan`, or by an audit executor)."""
 
     name: str  # relative path, e.g. commitlog/00000000000000000000
     start: int

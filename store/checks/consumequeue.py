@@ -16,8 +16,8 @@ from formats.structs import (
 from store.checks.lmq import lmq_unit_faults
 from store.checks.problems import ERROR, WARNING, ProblemList, fmt
 from store.checks.records import RecordIndex
-from store.lmq import is_lmq
-from store.rocksdb_cq import ROCKSDB_CQ_FILE_SIZE
+from store.queue.lmq import is_lmq
+from store.rocksdb.consumequeue import ROCKSDB_CQ_FILE_SIZE
 
 
 @dataclass

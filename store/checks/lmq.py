@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formats.names import LMQ_QUEUE_ID
 from store.checks.problems import ProblemList
 from store.checks.records import RecordIndex
-from store.lmq import LMQ_QUEUE_ID, LmqSettings, is_lmq, multi_dispatch_units
+from store.queue.lmq import LmqSettings, is_lmq, multi_dispatch_units
 
 _ON = LmqSettings(True, True, "an LMQ queue on disk")
 

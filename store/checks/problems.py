@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.columnar import STATUS_NAMES
+from formats.columnar.decoder import STATUS_NAMES
 
 PROBLEM_SCHEMA = pa.schema(
     [

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from formats.commitlog import DEFAULT_DELAY_LEVELS_MS, SCHEDULE_TOPIC, java_parse_int
 from formats.javahash import java_string_hash
-from formats.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, java_parse_int
+from formats.message.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
+from formats.names import SCHEDULE_TOPIC
 from formats.structs import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -21,7 +22,7 @@ from formats.structs import (
 )
 from store.checks.javastrings import _string_parts, java_hash_spans, java_hash_strings, pow31, split_tokens
 from store.checks.problems import OK
-from store.lmq import PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_MULTI_QUEUE_OFFSET
+from store.queue.lmq import PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_MULTI_QUEUE_OFFSET
 
 
 @dataclass

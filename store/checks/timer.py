@@ -28,7 +28,7 @@ import numpy as np
 
 from formats.structs import TIMER_WHEEL_SLOT_SIZE
 from store.checks.problems import ProblemList
-from store.timer import TIMER_TOPIC, TimerStore, chain
+from store.timer.timerstore import TIMER_TOPIC, TimerStore, chain
 
 
 def check_timer(

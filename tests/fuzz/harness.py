@@ -109,8 +109,8 @@ class Base:
 
 
 def _find_targets(root: Path) -> Targets:
-    from formats.commitlog import Message
-    from store.commitlog import CommitLog
+    from formats.message.commitlog import Message
+    from store.log.commitlog import CommitLog
 
     with CommitLog.open(root) as cl:
         msgs = [r for r in cl.iter_records() if isinstance(r, Message)]
@@ -147,7 +147,8 @@ def _open_tree(path: Path) -> None:
 
 def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
     """Create (samples) or copy (golden stores) the named pristine stores under `directory`."""
-    from mqtool.sample import SampleOptions, create_sample
+    from mqtool.sample.create import create_sample
+    from mqtool.sample.options import SampleOptions
 
     bases = []
     for name in names:

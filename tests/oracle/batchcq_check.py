@@ -53,7 +53,7 @@ def check(work: Path, file_size: int | None) -> list[str]:
 def reader_against(root: Path, judged: dict) -> list[str]:
     """mqtool's BatchConsumeQueue reader on the rebuilt store against the real class's answers there."""
     sys.path.insert(0, str(REPO))
-    from store.batchconsumequeue import BatchConsumeQueueStore
+    from store.queue.batchconsumequeue import BatchConsumeQueueStore
 
     problems = []
     queues = BatchConsumeQueueStore(root)

@@ -1,0 +1,2 @@
+"""The columnar decoder: whole commitlog ranges to Arrow columns through numba kernels, property-tested
+against formats.message."""

@@ -1,0 +1,198 @@
+"""The walk's dictionaries as numba kernels: interning topics and hosts into small open-addressing hash
+tables (FNV-1a + fmix64), growing them, UTF-8 validation, and the born-host spill path
+(`spilled_host_keys`, `ipv4_host_texts`). See formats/columnar/_columnar_kernels.py."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from formats.columnar._kernel_base import (
+    _FMIX1,
+    _FMIX2,
+    _FNV_OFFSET,
+    _FNV_PRIME,
+    _LOW31,
+    BORNHOST_AT,
+    _hot,
+    _le64,
+)
+
+
+@_hot
+def _hash(b, p, n):
+    """64-bit hash of b[p:p+n], eight bytes per step (FNV-style multiply-xor), then fmix64.
+
+    A multiply only carries bits upwards, so without the finalizer the low bits that pick a table slot
+    ignore the high bytes of each word: every born host of one IP (its port sits in the high half of the
+    8-byte host) landed in one slot, and linear probing made the table quadratic in distinct hosts.
+    fmix64 makes every output bit depend on every input bit.
+    """
+    h = np.int64(_FNV_OFFSET) ^ n
+    i = p
+    e = p + n
+    while i + 8 <= e:
+        h = (h ^ _le64(b, i)) * _FNV_PRIME
+        i += 8
+    while i < e:
+        h = (h ^ np.int64(b[i])) * _FNV_PRIME
+        i += 1
+    h = (h ^ ((h >> 33) & _LOW31)) * _FMIX1
+    h = (h ^ ((h >> 33) & _LOW31)) * _FMIX2
+    return h ^ ((h >> 33) & _LOW31)
+
+
+@_hot
+def _same(b, p, q, n):
+    """b[p:p+n] == b[q:q+n]."""
+    i = 0
+    while i + 8 <= n:
+        if _le64(b, p + i) != _le64(b, q + i):
+            return False
+        i += 8
+    while i < n:
+        if b[p + i] != b[q + i]:
+            return False
+        i += 1
+    return True
+
+
+@_hot
+def _lookup(b, p, n, h, slots, reps):
+    """Index of b[p:p+n] (hash h) in an open-addressing table, or -(free slot + 1) when absent.
+
+    slots: (power of two, 2) int64 rows (representative index, -1 = empty; hash); reps: (cap, 3) int64
+    rows (offset, length, hash) of the distinct values, which stay spans of b. The hash sits beside the
+    index so that a probe reads one cache line: a store with a born host per message misses on almost
+    every lookup, and a miss then touches neither reps nor the bytes of an earlier record.
+    """
+    mask = slots.shape[0] - 1
+    i = h & mask
+    while True:
+        k = slots[i, 0]
+        if k < 0:
+            return -(i + 1)
+        if slots[i, 1] == h and reps[k, 1] == n and _same(b, reps[k, 0], p, n):
+            return k
+        i = (i + 1) & mask
+
+
+@_hot
+def _insert(p, n, h, slot, slots, reps, count):
+    """Add a value at the free slot _lookup found; the caller made sure the tables have room."""
+    k = count[0]
+    reps[k, 0] = p
+    reps[k, 1] = n
+    reps[k, 2] = h
+    slots[slot, 0] = k
+    slots[slot, 1] = h
+    count[0] = k + 1
+    return k
+
+
+@_hot
+def _intern(b, p, n, slots, reps, count):
+    """Index of b[p:p+n] in the table, added when new. count = [distinct values, last index]; the last
+    value is tried first, since neighbouring records mostly share store host and often topic."""
+    k = count[1]
+    if k >= 0 and reps[k, 1] == n and _same(b, reps[k, 0], p, n):
+        return k
+    h = _hash(b, p, n)
+    k = _lookup(b, p, n, h, slots, reps)
+    if k < 0:
+        k = _insert(p, n, h, -k - 1, slots, reps, count)
+    count[1] = k
+    return k
+
+
+@_hot
+def _table_full(slots, reps, count, extra):
+    return count[0] + extra > reps.shape[0] or 2 * (count[0] + extra) > slots.shape[0]
+
+
+@njit(cache=True)
+def _grown_table(slots, reps, count):
+    """(slots, reps) with twice the room, rehashed."""
+    k = count[0]
+    grown = np.empty((2 * reps.shape[0], 3), dtype=np.int64)
+    grown[:k] = reps[:k]
+    slots = np.full((2 * slots.shape[0], 2), -1, dtype=np.int64)
+    mask = slots.shape[0] - 1
+    for r in range(k):
+        h = grown[r, 2]
+        i = h & mask
+        while slots[i, 0] >= 0:
+            i = (i + 1) & mask
+        slots[i, 0] = r
+        slots[i, 1] = h
+    return slots, grown
+
+
+@_hot
+def _put_decimal(out, w, v):
+    """Write the decimal digits of v >= 0 at out[w:]; the position after them."""
+    digits = 1
+    t = v
+    while t >= 10:
+        t //= 10
+        digits += 1
+    end = w + digits
+    i = end - 1
+    while True:
+        out[i] = 48 + v % 10
+        v //= 10
+        if v == 0:
+            break
+        i -= 1
+    return end
+
+
+@njit(cache=True)
+def spilled_host_keys(b, base, phys, hosts, sysflags, valid, reps):
+    """The born host of every row of a spilled walk as an int64 key (its 8 bytes, little-endian): from
+    the dictionary where the walk still interned it, from the record otherwise. Rows without a host
+    (not valid) get 0; the second result is False when some host is IPv6 (20 bytes: no int64 key)."""
+    n = hosts.shape[0]
+    keys = np.zeros(n, dtype=np.int64)
+    for r in range(n):
+        if valid[r] == 0:
+            continue
+        k = hosts[r]
+        if k >= 0:
+            if reps[k, 1] != 8:
+                return keys, False
+            keys[r] = _le64(b, reps[k, 0])
+        else:
+            if sysflags[r] & 0x10:
+                return keys, False
+            keys[r] = _le64(b, phys[r] - base + BORNHOST_AT)
+    return keys, True
+
+
+@njit(cache=True)
+def ipv4_host_texts(b, reps):
+    """ "a.b.c.d:port" of every 8-byte stored host (4 address bytes, big-endian int32 port, printed
+    signed as Java does) whose (offset, length, hash) row is in reps: (int32 offsets, UTF-8 bytes) of an
+    Arrow string array. One pass in compiled code: a store of short-lived producers has a host per
+    message, and formatting was then most of the decode."""
+    k = reps.shape[0]
+    offs = np.empty(k + 1, dtype=np.int32)
+    out = np.empty(k * 27, dtype=np.uint8)  # 255.255.255.255:-2147483648
+    offs[0] = 0
+    w = 0
+    for r in range(k):
+        p = reps[r, 0]
+        for j in range(4):
+            w = _put_decimal(out, w, np.int64(b[p + j]))
+            out[w] = 46 if j < 3 else 58  # '.', ':'
+            w += 1
+        port = (np.int64(b[p + 4]) << 24) | (np.int64(b[p + 5]) << 16) | (np.int64(b[p + 6]) << 8)
+        port |= np.int64(b[p + 7])
+        if port >= 2147483648:
+            port -= 4294967296
+            out[w] = 45  # '-'
+            w += 1
+            port = -port
+        w = _put_decimal(out, w, port)
+        offs[r + 1] = w
+    return offs, out[:w]

@@ -1,0 +1,224 @@
+"""`mqtool query offset|time` (mqadmin queryMsgByOffset, `ConsumeQueue.getOffsetInQueueByTime`): messages
+through the ConsumeQueue; a tag filter compares tagsCode first and then the exact TAGS, as broker and client
+do. Nothing here writes into the store.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from formats.errors import MqtoolError
+from formats.javahash import tags_code
+from formats.message.commitlog import Message
+from mqtool.offsets.progress import store_time_of
+from mqtool.query.topics import UnknownTopicError, known_topics
+from store.storedir import Store
+
+
+class QueueOffsetError(MqtoolError):
+    """A queue offset outside what the queue holds."""
+
+
+def _queue(store: Store, topic: str, queue_id: int):
+    cqs = store.consume_queues
+    if topic not in cqs.topics():
+        if topic in known_topics(store):
+            raise UnknownTopicError(
+                f"topic {topic!r} has no consume queues in this store", str(cqs.directory)
+            )
+        raise UnknownTopicError(f"unknown topic {topic!r}: no consume queue directory", str(cqs.directory))
+    ids = cqs.queue_ids(topic)
+    if queue_id not in ids:
+        raise QueueOffsetError(
+            f"topic {topic!r} has no queue {queue_id} (queues: {', '.join(map(str, ids)) or 'none'})",
+            str(cqs.directory / topic),
+        )
+    return store.consume_queue(topic, queue_id)
+
+
+@dataclass
+class QueueQueryResult:
+    topic: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    messages: list[Message]
+    problems: list[str] = field(default_factory=list)
+    next_offset: int | None = None  # where the next page starts, when there is more
+
+    def notes(self) -> list[str]:
+        notes = list(self.problems)
+        if self.next_offset is not None:
+            notes.append(f"more messages in the queue: rerun with offset {self.next_offset}")
+        return notes
+
+
+def check_queue_range(where: str, offset: int, lo: int, hi: int) -> None:
+    """Explain a queue offset outside [lo, hi) of queue `where` (QueueOffsetError)."""
+    if offset < 0:
+        raise QueueOffsetError(f"queue offset {offset} is negative")
+    if hi == lo and offset >= lo:
+        raise QueueOffsetError(f"{where} holds no message (minOffset = maxOffset = {hi})")
+    if offset < lo:
+        raise QueueOffsetError(
+            f"queue offset {offset} of {where} is below its minOffset {lo}: deleted by retention "
+            f"(the queue holds [{lo}, {hi}))"
+        )
+    if offset >= hi:
+        raise QueueOffsetError(
+            f"no message at queue offset {offset} of {where}: maxOffset is {hi} "
+            f"(the queue holds [{lo}, {hi}))"
+        )
+
+
+def query_by_queue_offset(
+    store: Store, topic: str, queue_id: int, offset: int, *, count: int = 1
+) -> QueueQueryResult:
+    """The message(s) at queue offsets [offset, offset+count) of topic/queueId (mqadmin queryMsgByOffset)."""
+    if count <= 0:
+        raise MqtoolError("--count must be positive")
+    if topic in store.batch_consume_queues.topics():
+        from mqtool.query.batch import query_batch_by_queue_offset
+
+        return query_batch_by_queue_offset(store, topic, queue_id, offset, count=count)
+    cq = _queue(store, topic, queue_id)
+    lo, hi = cq.min_offset, cq.max_offset
+    check_queue_range(f"{topic}/{queue_id}", offset, lo, hi)
+    stop = min(hi, offset + count)
+    result = QueueQueryResult(topic, queue_id, lo, hi, [])
+    commitlog = store.commitlog
+    for q, phy, size, _tags in cq.units(offset, stop).tolist():
+        if phy == 0 and size == 0x7FFFFFFF:
+            continue  # a pre-blank filler unit
+        try:
+            result.messages.append(commitlog.read_message_at(phy, size))
+        except MqtoolError as exc:
+            result.problems.append(f"queue offset {q} (physical offset {phy}): {exc}")
+    if count > 1 and stop < hi:
+        result.next_offset = stop  # paging through the queue: where the next page starts
+    if not result.messages and result.problems:
+        raise QueueOffsetError(result.problems[0])
+    return result
+
+
+def parse_tag_expression(expression: str) -> set[str] | None:
+    """`TAG` or `A || B` (a consumer's subscription expression) -> the set of tags; `*` -> None."""
+    text = expression.strip()
+    if not text or text == "*":
+        return None
+    tags = {t.strip() for t in text.split("||")}
+    tags.discard("")
+    if not tags:
+        raise MqtoolError(f"bad tag expression {expression!r}")
+    return tags
+
+
+@dataclass
+class TimeQueryResult:
+    topic: str
+    queue_ids: list[int]
+    begin: int
+    end: int
+    tags: set[str] | None
+    messages: list[Message]
+    tag_collisions: int = 0  # tagsCode matched but TAGS differ
+    next_skip: int | None = None  # where the next page starts, when there is more
+    problems: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        notes = list(self.problems)
+        if self.tag_collisions:
+            notes.append(f"{self.tag_collisions} message(s) with a colliding tagsCode but other TAGS dropped")
+        if self.next_skip is not None:
+            notes.append(f"more messages match: rerun with --skip {self.next_skip} for the next page")
+        return notes
+
+
+def _queue_candidates(
+    cq, begin: int, end: int, codes: set[int] | None, store_time: Callable[[int, int], int]
+) -> Iterator[tuple[int, int, int, int, int]]:
+    """(storeTimestamp, phyOffset, queueId, queueOffset, size) of the units stored in [begin, end]."""
+    lo, hi = cq.min_offset, cq.max_offset
+    if hi <= lo:
+        return
+    start = cq.offset_in_queue_by_time(begin, store_time, "lower")
+    stop = min(hi, cq.offset_in_queue_by_time(end, store_time, "upper") + 1)
+    chunk = 4096
+    for first in range(start, stop, chunk):
+        units = cq.units(first, min(stop, first + chunk))
+        if codes is not None:
+            import numpy as np
+
+            units = units[np.isin(units["tagsCode"], np.array(sorted(codes), dtype=np.int64))]
+        for q, phy, size, _tags in units.tolist():
+            if phy == 0 and size == 0x7FFFFFFF:
+                continue
+            t = store_time(phy, size)
+            if t < 0:
+                continue
+            if t > end:
+                return
+            if t >= begin:
+                yield t, phy, cq.queue_id, q, size
+
+
+def query_by_time(
+    store: Store,
+    topic: str,
+    *,
+    begin: int,
+    end: int,
+    queue_id: int | None = None,
+    tag: str | None = None,
+    skip: int = 0,
+    max_num: int | None = None,
+) -> TimeQueryResult:
+    """Messages of topic (one queue or all) stored in [begin, end], oldest first, paged by skip/max."""
+    if end < begin:
+        raise MqtoolError(f"--end {end} is before --begin {begin}")
+    if skip < 0 or (max_num is not None and max_num <= 0):
+        raise MqtoolError("--skip must be >= 0 and --max positive")
+    if topic in store.batch_consume_queues.topics():
+        from mqtool.query.batch import query_batch_by_time
+
+        return query_batch_by_time(
+            store, topic, begin=begin, end=end, queue_id=queue_id, tag=tag, skip=skip, max_num=max_num
+        )
+    if queue_id is not None:
+        queues = [_queue(store, topic, queue_id)]
+    else:
+        _queue_ids = store.consume_queues.queue_ids(topic)
+        if not _queue_ids:
+            _queue(store, topic, 0)  # raises the unknown-topic error
+        queues = [_queue(store, topic, q) for q in _queue_ids]
+    tags = parse_tag_expression(tag) if tag is not None else None
+    codes = {tags_code(t) for t in tags} if tags is not None else None
+    store_time = store_time_of(store)
+    merged = heapq.merge(*(_queue_candidates(cq, begin, end, codes, store_time) for cq in queues))
+    result = TimeQueryResult(topic, [cq.queue_id for cq in queues], begin, end, tags, [])
+    commitlog = store.commitlog
+    matched = 0
+    for _t, phy, q, queue_offset, size in merged:
+        if tags is None and matched < skip:
+            matched += 1  # skipped without reading: only a tag check needs the message
+            continue
+        if tags is None and max_num is not None and len(result.messages) >= max_num:
+            result.next_skip = matched
+            break
+        try:
+            msg = commitlog.read_message_at(phy, size)
+        except MqtoolError as exc:
+            result.problems.append(f"{topic}/{q} queue offset {queue_offset}: {exc}")
+            continue
+        if tags is not None and msg.tags not in tags:
+            result.tag_collisions += 1
+            continue
+        if matched >= skip:
+            if max_num is not None and len(result.messages) >= max_num:
+                result.next_skip = matched
+                break
+            result.messages.append(msg)
+        matched += 1
+    return result

@@ -1,0 +1,116 @@
+"""A found message as `mqtool query` hands it out: the body view (decompressed, as text where it is
+UTF-8), the message document (msgId, body text, consumedBy per group), and the export of bodies to one
+file each with a manifest.json (as mqadmin queryMsgById stores a message body to a file).
+Nothing here writes into the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from formats.errors import MqtoolError
+from formats.message.commitlog import Message
+from formats.message.compression import BodyNotDecoded
+from mqtool.offsets.progress import CommittedOffsets
+from store.storedir import Store
+
+
+class ExportError(MqtoolError):
+    """The export directory cannot be used."""
+
+
+@dataclass
+class BodyView:
+    data: bytes  # decompressed when possible
+    decompressed: bool
+    error: str | None
+    text: str | None  # when `data` is valid UTF-8
+
+
+def body_view(msg: Message) -> BodyView:
+    data, decompressed, error = msg.body, False, None
+    if msg.compression:
+        try:
+            data, decompressed = msg.decompressed_body(), True
+        except BodyNotDecoded as exc:
+            error = str(exc)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    return BodyView(data, decompressed, error, text)
+
+
+def message_document(
+    msg: Message, committed: CommittedOffsets | None = None, *, body_limit: int | None = None
+) -> dict[str, Any]:
+    """Message.to_json plus msgId, the body as text where possible, and consumedBy {group: bool}."""
+    doc = msg.to_json(include_body=True)
+    view = body_view(msg)
+    if body_limit is not None and len(msg.body) > body_limit:
+        doc["body"] = base64.b64encode(msg.body[:body_limit]).decode("ascii")
+    doc["msgId"] = msg.uniq_key or msg.offset_msg_id
+    doc["bodyCompression"] = msg.compression
+    doc["bodyDecompressed"] = view.decompressed
+    if view.error:
+        doc["bodyError"] = view.error
+    text = view.text
+    if text is not None and body_limit is not None and len(text) > body_limit:
+        text = text[:body_limit]
+    doc["bodyText"] = text
+    doc["bodyTruncated"] = body_limit is not None and len(view.data) > body_limit
+    doc["consumedBy"] = (
+        committed.consumed_by(msg.topic, msg.queue_id, msg.queue_offset) if committed is not None else {}
+    )
+    return doc
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9%_.+-]")
+
+
+@dataclass
+class ExportResult:
+    directory: Path
+    files: list[str]
+    manifest: Path
+
+
+def export_messages(
+    messages: list[Message], directory: Path | str, store: Store, committed: CommittedOffsets | None = None
+) -> ExportResult:
+    """Write each body (decompressed when possible) to its own file and a manifest.json describing them.
+
+    Refuses a directory inside the store, and one that already holds a manifest.json.
+    """
+    target = Path(directory).expanduser().resolve()
+    root = store.root.resolve()
+    if target == root or root in target.parents:
+        raise ExportError("refusing to export into the store directory", str(target))
+    manifest = target / "manifest.json"
+    if manifest.exists():
+        raise ExportError("already holds an export (manifest.json); choose another directory", str(target))
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        entries, names = [], []
+        for msg in messages:
+            view = body_view(msg)
+            name = (
+                f"{_UNSAFE.sub('_', msg.topic)}_{msg.queue_id}_{msg.queue_offset}_{msg.physical_offset}.bin"
+            )
+            (target / name).write_bytes(view.data)
+            doc = message_document(msg, committed)
+            for key in ("body", "bodyText"):
+                doc.pop(key, None)
+            doc["file"] = name
+            doc["fileLength"] = len(view.data)
+            entries.append(doc)
+            names.append(name)
+        manifest.write_text(json.dumps(entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write the export: {exc.strerror or exc}", str(target)) from exc
+    return ExportResult(target, names, manifest)

@@ -1,0 +1,2 @@
+"""POP consumption state (PopReviveService, ConsumerOrderInfoManager, the RocksDB kvStore): what POP consumers
+hold."""
