@@ -173,7 +173,6 @@ def unit_of_row(row) -> BcqUnit:
 __all__ = [
     "BATCH_CQ",
     "BATCH_CQ_DIR",
-    "BCQ_STORE_UNIT_SIZE",
     "BCQ_UNIT_STRUCT",
     "DEFAULT_BCQ_FILE_SIZE",
     "NO_COMPACTED_OFFSET",

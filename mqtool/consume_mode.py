@@ -384,7 +384,5 @@ __all__ = [
     "apply_consume_mode",
     "consume_modes",
     "plan_consume_mode",
-    "pop_retry_topic",
-    "pull_retry_topic",
     "set_consume_mode",
 ]

@@ -315,7 +315,6 @@ __all__ = [
     "TARGETS",
     "RebuildRefused",
     "RebuildReport",
-    "Setting",
     "rebuild",
     "resolve_settings",
 ]

@@ -60,7 +60,6 @@ from formats.structs import (
 )
 from store.filewrites import FileSet
 from store.index.indexwriter import IndexWriter
-from store.layout import delay_levels_ms, existing_cq_file_size, existing_index_geometry
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue_writer import ConsumeQueueWriter
 from store.queue.lmq import (
@@ -413,14 +412,10 @@ class Dispatcher:
 
 __all__ = [
     "dispatch_tags_code",
-    "existing_cq_file_size",
-    "existing_index_geometry",
     "iter_dispatch",
     "refuse_batch_cq_topic",
     "BatchCQTopicError",
-    "ConsumeQueueWriter",
     "DispatchRequest",
     "DispatchSummary",
     "Dispatcher",
-    "delay_levels_ms",
 ]

@@ -473,7 +473,7 @@ def test_reused_buffers_do_not_change_live_batches():
 
 
 def test_table_crc_equals_zlib():
-    from formats.columnar import _columnar_kernels as k
+    from formats.columnar import _kernel_base as k
 
     data = np.frombuffer(bytes(range(256)) * 40 + b"tail", dtype=np.uint8)
     table = k.make_crc_table()
@@ -483,17 +483,18 @@ def test_table_crc_equals_zlib():
 
 def test_record_check_with_the_table_crc():
     """check_crc without zlib's crc32 (address 0) uses the table loop and gives the same verdicts."""
-    from formats.columnar import _columnar_kernels as k
+    from formats.columnar import _kernel_base as k
+    from formats.columnar._record_kernels import check_record
 
     torn = expect("store-c")["asWritten"]["tornRecordOffset"]
     path = next(p for p in _files("store-c") if int(p.name) <= torn < int(p.name) + p.stat().st_size)
     b = np.frombuffer(_map(path), dtype=np.uint8)
     scratch = np.zeros(k.N_SCRATCH, dtype=np.int64)
     tables = (k.make_crc_table(), 0, k.make_digit_table())
-    first = k.check_record(b, b.shape[0], 0, True, True, tables[0], 0, tables[2], scratch)
+    first = check_record(b, b.shape[0], 0, True, True, tables[0], 0, tables[2], scratch)
     assert first == k.OK
     pos = torn - int(path.name)
-    assert k.check_record(b, b.shape[0], pos, True, True, tables[0], 0, tables[2], scratch) == k.CRC_MISMATCH
+    assert check_record(b, b.shape[0], pos, True, True, tables[0], 0, tables[2], scratch) == k.CRC_MISMATCH
 
 
 @given(

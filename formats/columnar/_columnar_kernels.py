@@ -26,11 +26,8 @@ from formats.columnar._intern_kernels import (
     _grown_table,
     _intern,
     _table_full,
-    ipv4_host_texts,
-    spilled_host_keys,
 )
 from formats.columnar._kernel_base import (
-    BORNHOST_AT,
     C32_BODY_LEN,
     C32_BODYCRC,
     C32_BORNHOST,
@@ -49,7 +46,6 @@ from formats.columnar._kernel_base import (
     C64_PREPARED,
     C64_QUEUE_OFFSET,
     C64_STORE_TS,
-    CRC_MISMATCH,
     N_SCRATCH,
     N_VAR,
     OK,
@@ -91,10 +87,6 @@ from formats.columnar._kernel_base import (
     _hot,
     _memcpy,
     _utf8_ok,
-    crc32,
-    make_crc_table,
-    make_digit_table,
-    zlib_crc32_address,
 )
 from formats.columnar._record_kernels import (
     _is_boundary,
@@ -453,20 +445,3 @@ def walk(
         w[W_TOUCH],
         h_count[2],
     )
-
-
-# what formats/columnar/decoder.py and the tests reach through this module (`k.…`)
-__all__ = [
-    "BORNHOST_AT",
-    "CRC_MISMATCH",
-    "N_SCRATCH",
-    "OK",
-    "check_record",
-    "crc32",
-    "ipv4_host_texts",
-    "make_crc_table",
-    "make_digit_table",
-    "spilled_host_keys",
-    "walk",
-    "zlib_crc32_address",
-]

@@ -147,8 +147,9 @@ HOST_SPILL_MIN = 1 << 12
 @functools.cache
 def _kernels():
     from formats.columnar import _columnar_kernels as k
+    from formats.columnar._kernel_base import make_crc_table, make_digit_table, zlib_crc32_address
 
-    return k, (k.make_crc_table(), k.zlib_crc32_address(), k.make_digit_table())
+    return k, (make_crc_table(), zlib_crc32_address(), make_digit_table())
 
 
 def decode_range(
@@ -390,7 +391,10 @@ def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.n
     has_host = (a["valid"][:n] & _VALID_DICT_BIT) != 0
     indices = c32[_C32_BORNHOST, :n]
     phys = c64[_C64["physicalOffset"], :n]
-    keys, ipv4 = k.spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
+    from formats.columnar._intern_kernels import spilled_host_keys
+    from formats.columnar._kernel_base import BORNHOST_AT
+
+    keys, ipv4 = spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
     if ipv4:
         values, inverse = np.unique(keys[has_host], return_inverse=True)
         indices[has_host] = inverse
@@ -405,7 +409,7 @@ def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.n
         if i >= 0:
             o, ln, _ = reps[i]
         else:
-            o, ln = int(phys[r]) - base + k.BORNHOST_AT, 20 if sysflags[r] & 0x10 else 8
+            o, ln = int(phys[r]) - base + BORNHOST_AT, 20 if sysflags[r] & 0x10 else 8
         indices[r] = seen.setdefault(bytes(b[o : o + ln]), len(seen))
     return _strings([_host(np.frombuffer(v, dtype=np.uint8)) for v in seen])
 
@@ -416,5 +420,7 @@ def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
     lengths = reps[:, 1]
     if len(reps) == 0 or not (lengths == 8).all():
         return _strings([_host(b[o : o + ln]) for o, ln, _ in reps])
-    offsets, text = _kernels()[0].ipv4_host_texts(b, np.ascontiguousarray(reps))
+    from formats.columnar._intern_kernels import ipv4_host_texts
+
+    offsets, text = ipv4_host_texts(b, np.ascontiguousarray(reps))
     return pa.Array.from_buffers(pa.string(), len(reps), [None, pa.py_buffer(offsets), pa.py_buffer(text)])

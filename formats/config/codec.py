@@ -17,32 +17,10 @@ from typing import Any, Protocol, Self, TypeVar
 
 from formats.config import fastjson
 from formats.config.base import (
-    JAVA_INT_MAX,
-    JAVA_INT_MIN,
-    TOPIC_GROUP_SEPARATOR,
     ConfigValueError,
-    DataVersion,
     _object,
-    java_hash_order,
-    java_split_topic_group,
-    render_path,
 )
 from formats.config.fastjson import Path
-from formats.config.metadata import (
-    MessageRequestMode,
-    MessageRequestModeTable,
-    SubscriptionGroupConfig,
-    SubscriptionGroupTable,
-    TopicConfig,
-    TopicConfigTable,
-)
-from formats.config.offsets import (
-    ConsumerOffsetTable,
-    DelayOffsetTable,
-    LmqConsumerOffsetTable,
-    offset_key,
-    split_offset_key,
-)
 
 # ---------------------------------------------------------------------------------------------------
 # Files without a typed model (consumerFilter, timermetrics, transactionMetrics ...)
@@ -105,28 +83,9 @@ def encode_config(model: ConfigModel, pretty: bool = True) -> str:
 
 
 __all__ = [
-    "JAVA_INT_MAX",
-    "JAVA_INT_MIN",
-    "TOPIC_GROUP_SEPARATOR",
     "ConfigModel",
-    "ConfigValueError",
-    "ConsumerOffsetTable",
-    "LmqConsumerOffsetTable",
-    "DataVersion",
-    "DelayOffsetTable",
-    "MessageRequestMode",
-    "MessageRequestModeTable",
     "RawConfig",
-    "SubscriptionGroupConfig",
-    "SubscriptionGroupTable",
-    "TopicConfig",
-    "TopicConfigTable",
     "build_config",
     "decode_config",
     "encode_config",
-    "java_hash_order",
-    "java_split_topic_group",
-    "offset_key",
-    "render_path",
-    "split_offset_key",
 ]

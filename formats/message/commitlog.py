@@ -805,7 +805,6 @@ __all__ = [
     "DEFAULT_COMMITLOG_FILE_SIZE",
     "DEFAULT_MESSAGE_DELAY_LEVEL",
     "HEAD_MAX_SIZE",
-    "SCHEDULE_TOPIC",
     "STOPS",
     "BadRecord",
     "Blank",

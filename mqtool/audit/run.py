@@ -55,23 +55,18 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
-from mqtool.audit.assemble import group_of
 from mqtool.audit.checks import store_context
 from mqtool.audit.job import ProgressFn, run_job
 from mqtool.audit.output import prepare_output, write_output
 from mqtool.audit.plan import (
     AuditError,
     AuditOptions,
-    CommitLogFile,
-    StoreFailure,
-    StorePlan,
     auto_split_size,
     choose_bucket,
     estimate_span,
     open_stores,
     plan_splits,
 )
-from mqtool.audit.recovery import recovery_cut
 
 
 @dataclass
@@ -166,18 +161,6 @@ def _start_session(start_session, master: str):
 
 
 __all__ = [
-    "AuditError",
-    "AuditOptions",
     "AuditResult",
-    "CommitLogFile",
-    "StorePlan",
-    "auto_split_size",
-    "choose_bucket",
-    "estimate_span",
-    "group_of",
-    "open_stores",
-    "StoreFailure",
-    "plan_splits",
-    "recovery_cut",
     "run_audit",
 ]

@@ -16,27 +16,6 @@ import sys
 from pathlib import Path
 
 # the executors' names this module held before they had modules of their own
-from mqtool.audit.duplicates import (
-    duplicates_merger,
-    fnv1a64,
-    group_hashes,
-    hash_strings,
-    key_hash,
-    merge_duplicates,
-)
-from mqtool.audit.scan import message_file, scan_partition, scan_split, write_message_rows
-from mqtool.audit.schema import (
-    DUP_KEY,
-    KIND_NAMES,
-    PARTIAL_DDL,
-    PARTIAL_SCHEMA,
-    SPLIT_SCHEMA,
-    CqFile,
-    IndexContext,
-    QueueContext,
-    SplitTask,
-    StoreContext,
-)
 
 # --- the session (driver only) ---------------------------------------------------------------------
 
@@ -209,28 +188,8 @@ def stop_session(session) -> None:
 
 
 __all__ = [
-    "DUP_KEY",
-    "KIND_NAMES",
-    "PARTIAL_DDL",
-    "PARTIAL_SCHEMA",
-    "SPLIT_SCHEMA",
-    "CqFile",
-    "IndexContext",
-    "QueueContext",
-    "SplitTask",
-    "StoreContext",
     "active_session",
-    "fnv1a64",
-    "group_hashes",
-    "hash_strings",
-    "duplicates_merger",
-    "merge_duplicates",
-    "key_hash",
-    "message_file",
-    "scan_partition",
-    "scan_split",
     "start_session",
     "stop_session",
     "under_spark_submit",
-    "write_message_rows",
 ]

@@ -20,24 +20,15 @@ from formats.config.metadata import SubscriptionGroupTable, TopicConfigTable
 from formats.config.offsets import ConsumerOffsetTable
 from formats.errors import MqtoolError
 from formats.names import LMQ_QUEUE_ID
-from mqtool.offsets.apply import (
-    ApplyResult,
-    ConfigNotWritableError,
-    PlanOutdatedError,
-    apply_plan,
-    check_writable,
-)
 from mqtool.offsets.plan import (
     ResetPlan,
     ResetPlanError,
-    ResetRow,
     ResetTarget,
-    offset_by_time,
     reset_row,
     reset_target,
     target_offset,
 )
-from mqtool.offsets.plan_file import PlanFileRow, export_plan, read_plan_file
+from mqtool.offsets.plan_file import read_plan_file
 from mqtool.offsets.progress import is_system_group, store_time_of
 from store.config.configfile import LoadedConfig
 from store.queue.consumequeue import StoreTimeOf
@@ -407,23 +398,9 @@ def parse_queue_ids(values: Iterable[str] | None) -> list[int] | None:
 
 
 __all__ = [
-    "ApplyResult",
-    "ConfigNotWritableError",
-    "PlanFileRow",
-    "PlanOutdatedError",
-    "ResetPlan",
-    "ResetPlanError",
-    "ResetRow",
-    "ResetTarget",
     "StoreCatalog",
-    "apply_plan",
-    "check_writable",
-    "export_plan",
-    "offset_by_time",
     "parse_queue_ids",
     "plan_from_file",
     "plan_offsets_reset",
     "plan_reset",
-    "read_plan_file",
-    "reset_target",
 ]

@@ -125,7 +125,7 @@ from store.queue.lmq import (
     topic_allows_lmq,
 )
 from store.storedir import Store
-from store.version import BrokerVersion, version_of_record
+from store.version import BrokerVersion
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024  # maxMessageSize: the broker's limit on BODY
 MAX_TOPIC_BYTES = 255  # HookUtils: no topic longer than this is stored
@@ -689,12 +689,9 @@ class CommitLogAppender:
 
 
 __all__ = [
-    "DEFAULT_COMMITLOG_FILE_SIZE",
     "AppendError",
     "AppendResult",
     "CommitLogAppender",
     "NewMessage",
-    "encode_record",
     "now_ms",
-    "version_of_record",
 ]

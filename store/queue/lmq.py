@@ -173,8 +173,6 @@ def resolve_lmq_settings(root: Path, config: BrokerConfig | None = None) -> LmqS
 __all__ = [
     "LMQ_DISPATCH_SEPARATOR",
     "LMQ_OFFSET_FILE",
-    "LMQ_PREFIX",
-    "LMQ_QUEUE_ID",
     "PROPERTY_INNER_MULTI_DISPATCH",
     "PROPERTY_INNER_MULTI_QUEUE_OFFSET",
     "LmqSettings",
