@@ -10,7 +10,7 @@ SAMPLE := samples/store-a
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,spark]'
 	touch $(BIN)/mqtool
 
 setup: $(BIN)/mqtool
