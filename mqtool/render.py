@@ -1,4 +1,5 @@
-"""Rendering command results: rich tables for people, tabulate text when piped, JSON/JSONL/CSV for scripts.
+"""Rendering command results: rich tables for people, tabulate text when piped, one field a line
+(`--format record`), JSON/JSONL/CSV for scripts.
 
 Operations return plain dicts with machine values (epoch ms, ints, `ip:port` strings) under the field
 names of notes/json-output.md; a `Column` list says how a person sees them. JSON, JSONL and CSV always
@@ -19,7 +20,7 @@ from typing import Any, TextIO
 
 from mqtool.timeparse import format_time, zone_label
 
-FORMATS = ("table", "plain", "markdown", "json", "jsonl", "csv")
+FORMATS = ("table", "plain", "markdown", "record", "json", "jsonl", "csv")
 
 
 @dataclass
@@ -158,6 +159,9 @@ def emit_table(
     title: str | None = None,
     empty: str = "(nothing)",
 ) -> None:
+    if ctx.fmt == "record":
+        emit_records(rows, columns, ctx, title=title, empty=empty)
+        return
     headers = [c.title(ctx.zone) for c in columns]
     cells = [[_display(row.get(c.key), c, ctx.zone) for c in columns] for row in rows]
     if ctx.fmt == "table":
@@ -185,6 +189,40 @@ def emit_table(
         return
     tablefmt = "github" if ctx.fmt == "markdown" else "simple"
     ctx.out.write(tabulate(cells, headers=headers, tablefmt=tablefmt, disable_numparse=True) + "\n\n")
+
+
+def emit_records(
+    rows: list[dict[str, Any]],
+    columns: list[Column],
+    ctx: RenderContext,
+    *,
+    title: str | None = None,
+    empty: str = "(nothing)",
+) -> None:
+    """One field a line, a block per row, nothing cut short (psql's `\\x`, mqadmin's queryMsgById): the
+    `record` format. A dict value (properties, a reason per group) gets a line per key, indented."""
+    out = ctx.out
+    if title:
+        out.write(f"{title}\n")
+    if not rows:
+        out.write(empty + "\n\n")
+        return
+    labels = [c.title(ctx.zone) for c in columns]
+    nested = [k for row in rows for v in row.values() if isinstance(v, dict) for k in v]
+    width = max(len(label) + 2 for label in labels)
+    width = max([width, *(len(str(k)) + 4 for k in nested)])
+    for n, row in enumerate(rows, 1):
+        out.write(f"-[ RECORD {n} ]{'-' * max(4, width - 9)}\n")
+        for column, label in zip(columns, labels, strict=True):
+            whole = Column(column.key, kind=column.kind)  # no max_width: a record shows all of a value
+            value = row.get(column.key)
+            if isinstance(value, dict):
+                out.write(f"{label}:{'' if value else ' (none)'}\n")
+                for key, item in value.items():
+                    out.write(f"  {str(key) + ':':<{width - 2}}{_display(item, whole, ctx.zone)}\n")
+            else:
+                out.write(f"{label + ':':<{width}}{_display(value, whole, ctx.zone)}\n")
+    out.write("\n")
 
 
 def emit_fields(pairs: list[tuple[str, Any, str]], ctx: RenderContext, *, title: str | None = None) -> None:

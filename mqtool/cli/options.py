@@ -28,7 +28,10 @@ class StoreLocation(click.ParamType):
         return value if isinstance(value, Path) or is_url(value) else Path(value)
 
 
-FORMAT_HELP = "Output: table (terminal default), plain (piped default), markdown, json, jsonl, csv."
+FORMAT_HELP = (
+    "Output: table (terminal default), plain (piped default), markdown, record (a field a line), json, "
+    "jsonl, csv."
+)
 
 StoreOpt = Annotated[
     str | None,  # a Path, or a URL string (StoreLocation)

@@ -58,21 +58,25 @@ def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | N
     return parsed
 
 
-def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str) -> None:
-    """Render the messages, print the notes on stderr, export when asked."""
-    from mqtool.offsets.progress import committed_offsets
+def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str, fmt) -> None:
+    """Render the messages (one message on a terminal, when no --format was asked for: a field a line), print
+    the notes on stderr, export when asked."""
+    from mqtool.cli import query_render
+    from mqtool.cli.options import GLOBALS
+    from mqtool.query.consumed import consumer_state
     from mqtool.query.view import export_messages
 
-    committed = committed_offsets(st)
-    from mqtool.cli import query_render
-
-    query_render.render_messages(messages, s.ctx, committed=committed, body_limit=body_limit, title=title)
-    for text in [*notes, *committed.notes]:
+    consumers = consumer_state(st)
+    record = len(messages) == 1 and not (fmt or GLOBALS.fmt) and s.ctx.fmt == "table"
+    query_render.render_messages(
+        messages, s.ctx, consumers=consumers, body_limit=body_limit, title=title, record=record
+    )
+    for text in [*notes, *consumers.notes]:
         note(text)
     if not messages:
         note("no message found")
     if export is not None:
-        result = export_messages(messages, export, st, committed)
+        result = export_messages(messages, export, st, consumers)
         note(f"exported {len(result.files)} bodies and {result.manifest.name} to {result.directory}")
 
 
@@ -127,7 +131,7 @@ def query_key(
                 scan_from=scan_from,
                 advance=advance,
             )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}")
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", fmt)
 
 
 @query_app.command("id")
@@ -161,7 +165,9 @@ def query_id(
     with s.open_store() as st:
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Message id {result.msg_id}")
+        _finish(
+            st, s, result.messages, result.notes(), body_limit, export, f"Message id {result.msg_id}", fmt
+        )
 
 
 @query_app.command("offset")
@@ -187,7 +193,7 @@ def query_offset(
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
         title = f"{topic}/{queue} from queue offset {offset} (the queue holds {holds})"
-        _finish(st, s, result.messages, result.notes(), body_limit, export, title)
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, fmt)
 
 
 @query_app.command("time")
@@ -231,4 +237,4 @@ def query_time(
             skip=skip,
             max_num=max_num or None,
         )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time")
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time", fmt)
