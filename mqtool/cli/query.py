@@ -10,7 +10,11 @@ import typer
 
 from mqtool.cli.options import FormatOpt, StoreOpt, TzOpt, new_app, session
 
-query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
+query_app = new_app(
+    "Find messages by key, msgId / unique key, queue offset or time — with the broker down. Each message "
+    "says whether each group consumed it and why (its committed offset, the subscription where the store "
+    "records one); a single message on a terminal is shown one field a line (--format record: any answer)."
+)
 
 TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
 
