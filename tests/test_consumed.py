@@ -180,3 +180,20 @@ def test_dead_letter_and_retry_copies_name_their_group_and_original():
         "groupA": f"retry copy of {props['ORIGIN_MESSAGE_ID']} from {props['RETRY_TOPIC']} for groupA "
         f"({retry['reconsumeTimes']} reconsumes); consumed: offset {offset} > {retry['queueOffset']}"
     }
+
+
+def test_a_tag_expression_no_consumer_can_hold_is_named_not_evaluated():
+    from mqtool.query.consumed import ConsumerState
+    from store.broker.subscription import Subscriptions
+
+    bad = Subscription("groupA", "TopicTest", "TAG", "||", "subscriptionGroup.json")  # FilterAPI refuses it
+    m = _topic_test("tag0", consumed_by_a=True)
+    with Store.open(store_path("store-a")) as st:
+        state = ConsumerState(
+            committed_offsets(st), Subscriptions({("groupA", "TopicTest"): bad}, {"groupA"})
+        )
+        msg = st.commitlog.read_message_at(m["physicalOffset"])
+        reason = state.verdicts(msg)["groupA"].reason
+    a = _committed("groupA", "TopicTest", m["queueId"])
+    where = 'subscription "||" (subscriptionGroup.json) is no tag expression'
+    assert reason == f"consumed: offset {a} > {m['queueOffset']}; {where}"

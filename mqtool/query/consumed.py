@@ -31,9 +31,8 @@ RETRY_TOPIC = "RETRY_TOPIC"  # MessageConst.PROPERTY_RETRY_TOPIC
 class Verdict:
     """One group's answer for one message."""
 
-    state: (
-        str  # consumed | not-consumed | filtered (consumed, never seen) | dead-letter (no consumer reads it)
-    )
+    # consumed | not-consumed | filtered (consumed, never seen) | dead-letter (no consumer reads it)
+    state: str
     reason: str
 
 
@@ -83,6 +82,10 @@ class ConsumerState:
         if sub is None:
             return Verdict(state, f"{plain}; subscription unknown" if offset > q else plain)
         passes = sub.passes(msg.tags)
+        if passes is None and sub.is_tag:  # FilterAPI refuses the expression: no consumer holds it
+            return Verdict(
+                state, f'{plain}; subscription "{sub.expression}" ({sub.source}) is no tag expression'
+            )
         if passes is None:
             where = f'{sub.expression_type} "{sub.expression}" ({sub.source}), not evaluated'
             return Verdict(state, f"{plain}; subscription is {where}")
