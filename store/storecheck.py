@@ -21,8 +21,6 @@ from store.checks.checkpoint import check_checkpoint
 from store.checks.commitlog import (
     CommitLogFile,
     CommitLogVerdict,
-    recovery_start_abnormal,
-    recovery_start_normal,
 )
 from store.checks.consumequeue import QueueFacts, check_consume_queue, check_cq_tail
 from store.checks.index import (
@@ -33,6 +31,7 @@ from store.checks.index import (
 )
 from store.checks.problems import ProblemList
 from store.filewrites import last_nonzero_end
+from store.log.recovery import recovery_start_abnormal, recovery_start_normal
 from store.queue.lmq import is_lmq
 from store.storedir import Store
 

@@ -214,24 +214,3 @@ def check_file_records(f: CommitLogFile, problems: ProblemList) -> None:
             pos + 8,
             f"non-zero bytes after the BLANK record up to position {f.data_end} (ignored by the broker)",
         )
-
-
-def recovery_start_normal(file_starts: Sequence[int], cq_max_phy: int | None = None) -> int | None:
-    """Index of the file normal recovery starts from: the third-from-last (4.9.x, 5.0-5.3.1), or with
-    `cq_max_phy` (5.3.2+) the last file starting at or before maxPhyOffsetOfConsumeQueue."""
-    if not file_starts:
-        return None
-    if cq_max_phy is None:
-        return max(0, len(file_starts) - 3)
-    idx = [i for i, s in enumerate(file_starts) if s <= cq_max_phy]
-    return idx[-1] if idx else 0
-
-
-def recovery_start_abnormal(first_records: Sequence[tuple[int, int] | None], bound: int) -> int:
-    """`recoverAbnormally`: the last file whose first record is a message with 0 < STORETIMESTAMP <=
-    bound (checkpoint min timestamp); else the first file. first_records: (magic ok, storeTs) or None."""
-    for i in range(len(first_records) - 1, -1, -1):
-        fr = first_records[i]
-        if fr is not None and 0 < fr[1] <= bound:
-            return i
-    return 0
