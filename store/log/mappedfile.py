@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import FormatError, MqtoolError
-from store import remote
+from store.io import remote
 from store.log.recovery import recovery_start_normal
 
 
@@ -65,7 +65,7 @@ class MappedFile:
 
     def record_buffer(self, position: int) -> memoryview | bytes:
         """A buffer of the whole file in which the record at `position` can be read: the map, or for a
-        placeholder of a store read by URL (`store.remote`) a file-sized array holding that record only
+        placeholder of a store read by URL (`store.io.remote`) a file-sized array holding that record only
         (two ranged reads; a file read this way many times is fetched whole instead)."""
         entry = remote.placeholder(self.path)
         if entry is None or remote.read_often(self.path):

@@ -10,7 +10,7 @@
   record is a message stored at or before the checkpoint's min time, else at the first file.
 
 Pure functions of file lists: `store.log.commitlog`, the appender, the ConsumeQueue writer, the unit queues'
-recover walk (`store.log.mappedfile`) and the checks (`store.storecheck`, the audit) all ask here.
+recover walk (`store.log.mappedfile`) and the checks (`store.checks.storefiles`, the audit) all ask here.
 """
 
 from __future__ import annotations

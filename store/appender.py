@@ -103,7 +103,8 @@ from store.dispatch import (
     dispatch_tags_code,
     iter_dispatch,
 )
-from store.filewrites import (
+from store.index.indexwriter import list_index_files
+from store.io.filewrites import (
     FileSet,
     create_sparse_file,
     fsync_dir,
@@ -114,7 +115,6 @@ from store.filewrites import (
     temp_path,
     write_done,
 )
-from store.index.indexwriter import list_index_files
 from store.log.commitlog import CommitLog
 from store.log.mappedfile import offset_to_file_name
 from store.log.recovery import recovery_start_normal
