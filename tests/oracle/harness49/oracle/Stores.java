@@ -37,6 +37,9 @@ public final class Stores {
         c.setDuplicationEnable(false);
         c.setMaxMsgsNumBatch(100000);
         c.setHaListenPort(0);  // 4.9's HAService listens when the store starts: any free port, not 10912
+        if (g.dledgerSelfId != null) {
+            DLedgerFiles.configure(c, g);  // enableDLegerCommitLog, a one-peer group on a free local port
+        }
         return c;
     }
 
