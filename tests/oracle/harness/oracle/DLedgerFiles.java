@@ -33,7 +33,9 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.LinkedHashSet;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Function;
 import org.apache.rocketmq.common.UtilAll;
@@ -41,6 +43,7 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.store.CommitLog;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.DispatchRequest;
+import org.apache.rocketmq.store.QueryMessageResult;
 import org.apache.rocketmq.store.SelectMappedBufferResult;
 import org.apache.rocketmq.store.config.BrokerRole;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -120,6 +123,31 @@ public final class DLedgerFiles {
         m.put("electedAfterMs", elected);
         m.put("readyAfterMs", System.currentTimeMillis() - start);
         return m;
+    }
+
+    /** broker.conf: the settings the store was written with (DLedger data paths relative to the store root). */
+    static void writeConf(String root, Geometry g, Map<String, Object> info) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        sb.append("# written by tests/oracle (DLedgerFixture): the settings this store was written with\n");
+        sb.append("brokerClusterName=").append("DefaultCluster").append('\n');
+        sb.append("brokerName=").append(Stores.BROKER_NAME).append('\n');
+        sb.append("enableDLegerCommitLog=true\n");
+        sb.append("dLegerGroup=").append(g.dledgerGroup).append('\n');
+        sb.append("dLegerSelfId=").append(g.dledgerSelfId).append('\n');
+        sb.append("dLegerPeers=").append(info.get("dLegerPeers")).append('\n');
+        sb.append("mappedFileSizeCommitLog=").append(g.commitLog).append('\n');
+        sb.append("mappedFileSizeConsumeQueue=").append(g.consumeQueue).append('\n');
+        sb.append("maxHashSlotNum=").append(g.hashSlots).append('\n');
+        sb.append("maxIndexNum=").append(g.indexNum).append('\n');
+        if (g.dledgerDataPath != null) {
+            List<String> rel = new ArrayList<>();
+            for (String d : g.dledgerDataDirs(root)) {
+                rel.add(rel(root, d));
+            }
+            sb.append("# relative to the store root here; a real broker.conf names absolute directories\n");
+            sb.append("storePathDLedgerCommitLog=").append(String.join(",", rel)).append('\n');
+        }
+        Files.write(new File(root, "broker.conf").toPath(), sb.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
     }
 
     // ---------------------------------------------------------------- the files as they are
@@ -529,5 +557,123 @@ public final class DLedgerFiles {
             }
         }
         return w;
+    }
+
+    /** What the real recovery left out of what the files hold (entries, data bytes, index units, files). */
+    static Map<String, Object> cut(Map<String, Object> disk, Map<String, Object> rec, String root, Geometry g) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        @SuppressWarnings("unchecked")
+        Map<String, Object> data = (Map<String, Object>) disk.get("data");
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> entries = (List<Map<String, Object>>) data.get("entries");
+        long lastIndexOnDisk = entries.isEmpty() ? -1 : (Long) entries.get(entries.size() - 1).get("index");
+        long walkEnd = entries.isEmpty() ? 0 : (Long) entries.get(entries.size() - 1).get("pos")
+            + (Integer) entries.get(entries.size() - 1).get("size");
+        long end = (Long) rec.get("ledgerEndIndex");
+        @SuppressWarnings("unchecked")
+        long kept = (Long) ((Map<String, Object>) rec.get("data")).get("maxWrotePosition");
+        m.put("entriesOnDisk", entries.size());
+        m.put("lastIndexOnDisk", lastIndexOnDisk);
+        m.put("entriesCut", lastIndexOnDisk - end);
+        m.put("lastEntryEndOnDisk", walkEnd);
+        m.put("dataEndOnDisk", data.get("dataEnd"));
+        m.put("dataKeptTo", kept);
+        m.put("dataBytesCut", Math.max(0, (Long) data.get("dataEnd") - kept));
+        @SuppressWarnings("unchecked")
+        List<Object> units = (List<Object>) ((Map<String, Object>) disk.get("index")).get("units[offset,magic,pos,size,index,term]");
+        @SuppressWarnings("unchecked")
+        long indexKept = (Long) ((Map<String, Object>) rec.get("index")).get("maxWrotePosition");
+        m.put("indexUnitsOnDisk", units.size());
+        m.put("indexUnitsKept", indexKept / 32);
+        List<String> gone = new ArrayList<>();
+        for (File f : DLedgerFiles.dataFiles(root, g)) {
+            gone.add(DLedgerFiles.rel(root, f.getPath()));
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, Object> layout = (Map<String, Object>) disk.get("layout");
+        List<String> before = new ArrayList<>();
+        for (Object o : (List<?>) layout.get("dataFiles")) {
+            before.add((String) ((Map<?, ?>) o).get("path"));
+        }
+        before.removeAll(gone);
+        m.put("dataFilesDeleted", before);
+        return m;
+    }
+
+    interface TimeSearch {
+        List<Object> answers(String topic, int queueId, long timestamp);
+    }
+
+    /** getOffsetInQueueByTime per queue at the first, middle and last store time and around them (`search` asks). */
+    static List<Object> timeSearches(List<Map<String, Object>> records, String header, TimeSearch search) {
+        Map<String, List<Long>> times = new TreeMap<>();
+        for (Map<String, Object> r : records) {
+            if ("MESSAGE".equals(r.get("kind")) && Judge.dispatched((Integer) r.get("sysFlag"))) {
+                times.computeIfAbsent(r.get("topic") + "/" + r.get("queueId"), k -> new ArrayList<>())
+                    .add((Long) r.get("storeTimestamp"));
+            }
+        }
+        List<Object> out = new ArrayList<>();
+        times.forEach((key, ts) -> {
+            String topic = key.substring(0, key.lastIndexOf('/'));
+            int q = Integer.parseInt(key.substring(key.lastIndexOf('/') + 1));
+            Set<Long> probes = new LinkedHashSet<>();
+            long first = ts.get(0);
+            long mid = ts.get(ts.size() / 2);
+            long last = ts.get(ts.size() - 1);
+            for (long t : new long[] {0, first - 1, first, mid, mid + 1, last, last + 1, Long.MAX_VALUE}) {
+                probes.add(t);
+            }
+            for (long t : probes) {
+                List<Object> row = new ArrayList<>(List.of(topic, q, t));
+                row.addAll(search.answers(topic, q, t));
+                out.add(row);
+            }
+        });
+        List<Object> wrapped = new ArrayList<>();
+        wrapped.add(header);
+        wrapped.addAll(out);
+        return wrapped;
+    }
+
+    /**
+     * store.queryMessage(topic, key, 100000, 0, Long.MAX_VALUE) for every KEYS entry and UNIQ_KEY: the physical
+     * offsets of the messages it returns (each message's PHYSICALOFFSET field, MessageDecoder.PHY_POS_POSITION 28).
+     */
+    static Map<String, Object> lookups(DefaultMessageStore store, List<Map<String, Object>> records) {
+        Map<String, Object> out = new TreeMap<>();
+        for (Map<String, Object> r : records) {
+            if (!"MESSAGE".equals(r.get("kind"))) {
+                continue;
+            }
+            Map<?, ?> d = (Map<?, ?>) r.get("dispatch");
+            List<String> keys = new ArrayList<>();
+            if (d.get("keys") != null) {
+                for (String k : ((String) d.get("keys")).split(" ")) {
+                    if (!k.isEmpty()) {
+                        keys.add(k);
+                    }
+                }
+            }
+            if (d.get("uniqKey") != null) {
+                keys.add((String) d.get("uniqKey"));
+            }
+            String topic = (String) r.get("topic");
+            for (String k : keys) {
+                String key = topic + "#" + k;
+                if (out.containsKey(key)) {
+                    continue;
+                }
+                QueryMessageResult q = store.queryMessage(topic, k, Judge.MAX_KEYS, 0, Long.MAX_VALUE);
+                List<Long> hits = new ArrayList<>();
+                for (ByteBuffer b : q.getMessageBufferList()) {
+                    hits.add(b.getLong(b.position() + 28));
+                }
+                q.release();
+                hits.sort(Long::compare);
+                out.put(key, hits);
+            }
+        }
+        return out;
     }
 }

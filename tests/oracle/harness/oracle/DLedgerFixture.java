@@ -40,12 +40,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
-import java.util.TreeMap;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.broker.failover.EscapeBridge;
 import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
@@ -69,10 +66,7 @@ import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.remoting.protocol.RequestCode;
 import org.apache.rocketmq.remoting.protocol.header.EndTransactionRequestHeader;
-import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.PutMessageResult;
-import org.apache.rocketmq.store.QueryMessageResult;
-import org.apache.rocketmq.store.SelectMappedBufferResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 
@@ -169,38 +163,13 @@ public final class DLedgerFixture {
             t.printStackTrace();
             Runtime.getRuntime().halt(1);  // the broker's service threads would keep the JVM alive
         }
-        writeConf(root, g, info);
+        DLedgerFiles.writeConf(root, g, info);
         writeInfo(root, info);
     }
 
     /** DIR.write.json beside the store: the variant, seed, leader waits and every put / end-transaction. */
     static void writeInfo(String root, Map<String, Object> info) throws Exception {
         Files.write(new File(root + ".write.json").toPath(), Json.write(info).getBytes(StandardCharsets.UTF_8));
-    }
-
-    /** broker.conf: the settings the store was written with (DLedger data paths relative to the store root). */
-    static void writeConf(String root, Geometry g, Map<String, Object> info) throws Exception {
-        StringBuilder sb = new StringBuilder();
-        sb.append("# written by tests/oracle (DLedgerFixture): the settings this store was written with\n");
-        sb.append("brokerClusterName=").append(CLUSTER).append('\n');
-        sb.append("brokerName=").append(Stores.BROKER_NAME).append('\n');
-        sb.append("enableDLegerCommitLog=true\n");
-        sb.append("dLegerGroup=").append(g.dledgerGroup).append('\n');
-        sb.append("dLegerSelfId=").append(g.dledgerSelfId).append('\n');
-        sb.append("dLegerPeers=").append(info.get("dLegerPeers")).append('\n');
-        sb.append("mappedFileSizeCommitLog=").append(g.commitLog).append('\n');
-        sb.append("mappedFileSizeConsumeQueue=").append(g.consumeQueue).append('\n');
-        sb.append("maxHashSlotNum=").append(g.hashSlots).append('\n');
-        sb.append("maxIndexNum=").append(g.indexNum).append('\n');
-        if (g.dledgerDataPath != null) {
-            List<String> rel = new ArrayList<>();
-            for (String d : g.dledgerDataDirs(root)) {
-                rel.add(DLedgerFiles.rel(root, d));
-            }
-            sb.append("# relative to the store root here; a real broker.conf names absolute directories\n");
-            sb.append("storePathDLedgerCommitLog=").append(String.join(",", rel)).append('\n');
-        }
-        Files.write(new File(root, "broker.conf").toPath(), sb.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     /** BrokerController.initialize + start as far as the store goes; with DLedger, the leader wait. */
@@ -512,7 +481,7 @@ public final class DLedgerFixture {
     void crash(String root, Geometry g, Map<String, Object> info) throws Exception {
         final int releaseAt = 3;
         final long spinNanos = rnd.nextInt(3_000_000);
-        writeConf(root, g, info);
+        DLedgerFiles.writeConf(root, g, info);
         info.put("haltReleasedAtBurstEntry", releaseAt);
         info.put("haltSpinNanos", spinNanos);
         info.put("events", events);
@@ -603,7 +572,7 @@ public final class DLedgerFixture {
             new BrokerStatsManager(CLUSTER, true));
         out.put("loaded", s.loaded);
         Map<String, Object> rec = DLedgerFiles.recovered(s.store, root);
-        rec.put("recoveryCut", cut(disk, rec, root, g));
+        rec.put("recoveryCut", DLedgerFiles.cut(disk, rec, root, g));
         rec.put("storeMinPhyOffset", s.store.getMinPhyOffset());
         rec.put("storeMaxPhyOffset", s.store.getMaxPhyOffset());
         out.put("afterLoad", rec);
@@ -626,120 +595,12 @@ public final class DLedgerFixture {
         out.put("messages", records);
         out.put("crcErrors", crc);
         out.put("consumeQueues", ReadBack.consumeQueues(s.store));
-        out.put("timeSearches", timeSearches(s.store, records));
-        out.put("index", lookups(s.store, records));
+        out.put("timeSearches", DLedgerFiles.timeSearches(records, "[topic,queueId,timestamp,LOWER,UPPER]",
+            (topic, q, t) -> List.of(s.store.getOffsetInQueueByTime(topic, q, t, BoundaryType.LOWER),
+                s.store.getOffsetInQueueByTime(topic, q, t, BoundaryType.UPPER))));
+        out.put("index", DLedgerFiles.lookups(s.store, records));
         out.put("config", Load.configs(root, s));
         s.shutdown();
-        return out;
-    }
-
-    /** What the real recovery left out of what the files hold (entries, data bytes, index units, files). */
-    static Map<String, Object> cut(Map<String, Object> disk, Map<String, Object> rec, String root, Geometry g) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        @SuppressWarnings("unchecked")
-        Map<String, Object> data = (Map<String, Object>) disk.get("data");
-        @SuppressWarnings("unchecked")
-        List<Map<String, Object>> entries = (List<Map<String, Object>>) data.get("entries");
-        long lastIndexOnDisk = entries.isEmpty() ? -1 : (Long) entries.get(entries.size() - 1).get("index");
-        long walkEnd = entries.isEmpty() ? 0 : (Long) entries.get(entries.size() - 1).get("pos")
-            + (Integer) entries.get(entries.size() - 1).get("size");
-        long end = (Long) rec.get("ledgerEndIndex");
-        @SuppressWarnings("unchecked")
-        long kept = (Long) ((Map<String, Object>) rec.get("data")).get("maxWrotePosition");
-        m.put("entriesOnDisk", entries.size());
-        m.put("lastIndexOnDisk", lastIndexOnDisk);
-        m.put("entriesCut", lastIndexOnDisk - end);
-        m.put("lastEntryEndOnDisk", walkEnd);
-        m.put("dataEndOnDisk", data.get("dataEnd"));
-        m.put("dataKeptTo", kept);
-        m.put("dataBytesCut", Math.max(0, (Long) data.get("dataEnd") - kept));
-        @SuppressWarnings("unchecked")
-        List<Object> units = (List<Object>) ((Map<String, Object>) disk.get("index")).get("units[offset,magic,pos,size,index,term]");
-        @SuppressWarnings("unchecked")
-        long indexKept = (Long) ((Map<String, Object>) rec.get("index")).get("maxWrotePosition");
-        m.put("indexUnitsOnDisk", units.size());
-        m.put("indexUnitsKept", indexKept / 32);
-        List<String> gone = new ArrayList<>();
-        for (File f : DLedgerFiles.dataFiles(root, g)) {
-            gone.add(DLedgerFiles.rel(root, f.getPath()));
-        }
-        @SuppressWarnings("unchecked")
-        Map<String, Object> layout = (Map<String, Object>) disk.get("layout");
-        List<String> before = new ArrayList<>();
-        for (Object o : (List<?>) layout.get("dataFiles")) {
-            before.add((String) ((Map<?, ?>) o).get("path"));
-        }
-        before.removeAll(gone);
-        m.put("dataFilesDeleted", before);
-        return m;
-    }
-
-    /** getOffsetInQueueByTime (LOWER and UPPER) per queue at the first, middle and last store time, and around them. */
-    static List<Object> timeSearches(DefaultMessageStore store, List<Map<String, Object>> records) {
-        Map<String, List<Long>> times = new TreeMap<>();
-        for (Map<String, Object> r : records) {
-            if ("MESSAGE".equals(r.get("kind")) && Judge.dispatched((Integer) r.get("sysFlag"))) {
-                times.computeIfAbsent(r.get("topic") + "/" + r.get("queueId"), k -> new ArrayList<>())
-                    .add((Long) r.get("storeTimestamp"));
-            }
-        }
-        List<Object> out = new ArrayList<>();
-        times.forEach((key, ts) -> {
-            String topic = key.substring(0, key.lastIndexOf('/'));
-            int q = Integer.parseInt(key.substring(key.lastIndexOf('/') + 1));
-            Set<Long> probes = new LinkedHashSet<>();
-            long first = ts.get(0);
-            long mid = ts.get(ts.size() / 2);
-            long last = ts.get(ts.size() - 1);
-            for (long t : new long[] {0, first - 1, first, mid, mid + 1, last, last + 1, Long.MAX_VALUE}) {
-                probes.add(t);
-            }
-            for (long t : probes) {
-                out.add(List.of(topic, q, t, store.getOffsetInQueueByTime(topic, q, t, BoundaryType.LOWER),
-                    store.getOffsetInQueueByTime(topic, q, t, BoundaryType.UPPER)));
-            }
-        });
-        List<Object> wrapped = new ArrayList<>();
-        wrapped.add("[topic,queueId,timestamp,LOWER,UPPER]");
-        wrapped.addAll(out);
-        return wrapped;
-    }
-
-    /** store.queryMessage(topic, key, 100000, 0, Long.MAX_VALUE) for every KEYS entry and UNIQ_KEY: the offsets found. */
-    static Map<String, Object> lookups(DefaultMessageStore store, List<Map<String, Object>> records) {
-        Map<String, Object> out = new TreeMap<>();
-        for (Map<String, Object> r : records) {
-            if (!"MESSAGE".equals(r.get("kind"))) {
-                continue;
-            }
-            Map<?, ?> d = (Map<?, ?>) r.get("dispatch");
-            List<String> keys = new ArrayList<>();
-            if (d.get("keys") != null) {
-                for (String k : ((String) d.get("keys")).split(" ")) {
-                    if (!k.isEmpty()) {
-                        keys.add(k);
-                    }
-                }
-            }
-            if (d.get("uniqKey") != null) {
-                keys.add((String) d.get("uniqKey"));
-            }
-            String topic = (String) r.get("topic");
-            for (String k : keys) {
-                String key = topic + "#" + k;
-                if (out.containsKey(key)) {
-                    continue;
-                }
-                QueryMessageResult q = store.queryMessage(topic, k, Judge.MAX_KEYS, 0, Long.MAX_VALUE);
-                List<Long> hits = new ArrayList<>();
-                for (SelectMappedBufferResult sbr : q.getMessageMapedList()) {
-                    hits.add(sbr.getStartOffset());
-                }
-                q.release();
-                hits.sort(Long::compare);
-                out.put(key, hits);
-            }
-        }
         return out;
     }
 }

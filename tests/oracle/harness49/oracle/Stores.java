@@ -58,6 +58,13 @@ public final class Stores {
         return new Stores(store, stats, c, loaded);
     }
 
+    /** The same with the broker's own config objects (DLedgerFixture49 shares them with its broker holder). */
+    public static Stores open(MessageStoreConfig c, BrokerConfig bc, BrokerStatsManager stats) throws Exception {
+        DefaultMessageStore store = new DefaultMessageStore(c, stats, null, bc);
+        boolean loaded = store.load();
+        return new Stores(store, stats, c, loaded);
+    }
+
     public void start() throws Exception {
         store.start();
     }
