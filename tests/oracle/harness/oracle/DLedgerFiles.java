@@ -342,6 +342,22 @@ public final class DLedgerFiles {
         return out;
     }
 
+    /** RocketMQ's own checkpoint file (FORMATS.md: five int64 at 0, 8, 16, 24, 32) as it is, before any load. */
+    static Map<String, Object> storeCheckpoint(String root) throws IOException {
+        File f = new File(root, "checkpoint");
+        if (!f.isFile()) {
+            return null;
+        }
+        ByteBuffer bb = ByteBuffer.wrap(Files.readAllBytes(f.toPath()));
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("physicMsgTimestamp", bb.getLong(0));
+        m.put("logicsMsgTimestamp", bb.getLong(8));
+        m.put("indexMsgTimestamp", bb.getLong(16));
+        m.put("masterFlushedOffset", bb.getLong(24));
+        m.put("confirmPhyOffset", bb.getLong(32));
+        return m;
+    }
+
     /** One DLedger properties file (checkpoint, currterm) as DLedger's IOUtils reads it: text and parsed keys. */
     static Map<String, Object> props(File f) throws IOException {
         if (!f.exists()) {

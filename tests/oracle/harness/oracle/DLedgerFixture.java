@@ -562,6 +562,7 @@ public final class DLedgerFixture {
         out.put("recovery", abort ? "abnormal" : "normal");
         Map<String, Object> disk = DLedgerFiles.onDisk(root, g);
         out.put("onDisk", disk);
+        out.put("storeCheckpointOnDisk", DLedgerFiles.storeCheckpoint(root));
 
         BrokerConfig bc = new BrokerConfig();
         bc.setBrokerName(Stores.BROKER_NAME);
@@ -577,6 +578,11 @@ public final class DLedgerFixture {
         rec.put("storeMaxPhyOffset", s.store.getMaxPhyOffset());
         out.put("afterLoad", rec);
         out.put("entries", DLedgerFiles.entries(s.store));
+        // ConsumeQueues as recovery left them (before the start re-dispatches): [min, max, maxPhysicOffset]
+        Map<String, Object> cqs = new java.util.TreeMap<>();
+        s.store.getConsumeQueueTable().forEach((topic, queues) -> queues.forEach((qid, cq) -> cqs.put(topic + "/" + qid,
+            List.of(cq.getMinOffsetInQueue(), cq.getMaxOffsetInQueue(), cq.getMaxPhysicOffset()))));
+        out.put("consumeQueuesAfterLoad[min,max,maxPhysicOffset]", cqs);
 
         // A broker start: election (on this copy), the leader commits its ledger end, dispatch catches up.
         s.start();

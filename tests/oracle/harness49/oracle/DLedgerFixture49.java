@@ -316,6 +316,7 @@ public final class DLedgerFixture49 {
         out.put("recovery", new File(root, "abort").exists() ? "abnormal" : "normal");
         Map<String, Object> disk = DLedgerFiles.onDisk(root, g);
         out.put("onDisk", disk);
+        out.put("storeCheckpointOnDisk", DLedgerFiles.storeCheckpoint(root));
         Stores s = Stores.open(root, g);
         out.put("loaded", s.loaded);
         Map<String, Object> rec = DLedgerFiles.recovered(s.store, root);
@@ -324,6 +325,11 @@ public final class DLedgerFixture49 {
         rec.put("storeMaxPhyOffset", s.store.getMaxPhyOffset());
         out.put("afterLoad", rec);
         out.put("entries", DLedgerFiles.entries(s.store));
+        // ConsumeQueues as recovery left them (before the start re-dispatches): [min, max, maxPhysicOffset]
+        Map<String, Object> cqs = new java.util.TreeMap<>();
+        s.store.getConsumeQueueTable().forEach((topic, queues) -> queues.forEach((qid, cq) -> cqs.put(topic + "/" + qid,
+            List.of(cq.getMinOffsetInQueue(), cq.getMaxOffsetInQueue(), cq.getMaxPhysicOffset()))));
+        out.put("consumeQueuesAfterLoad[min,max,maxPhysicOffset]", cqs);
 
         s.start();
         Map<String, Object> started = DLedgerFiles.awaitLeader(s.store, 30_000);
