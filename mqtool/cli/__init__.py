@@ -21,7 +21,7 @@ from mqtool.cli.dump import dump_app, info
 from mqtool.cli.examples import add_examples
 from mqtool.cli.manual_sections import help_summary
 from mqtool.cli.offsets import offsets_app
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
 from mqtool.cli.txn import txn_app
@@ -73,12 +73,13 @@ def _main(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    broker_config: BrokerConfigOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
     ] = False,
 ) -> None:
-    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz = store, fmt, tz
+    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.broker_config = store, fmt, tz, broker_config
 
 
 def main() -> None:
