@@ -12,15 +12,14 @@ import csv
 import io
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import click
 import pytest
 import typer.main
-from golden import store_path
+from golden import run_main, store_path
 
-from mqtool.cli import app, main
+from mqtool.cli import app
 from mqtool.render import FORMATS
 
 NOW = "2026-11-21T11:38:00Z"
@@ -85,21 +84,6 @@ def command_paths() -> list[str]:
         else:
             paths.append(name)
     return sorted(paths)
-
-
-def run_main(args: list[str], capsys) -> tuple[int, str, str]:
-    """`mqtool ARGS` through the console entry point, in this process: (exit status, stdout, stderr)."""
-    saved = sys.argv
-    sys.argv = ["mqtool", *args]
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        sys.argv = saved
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
