@@ -19,7 +19,7 @@ from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.offsets import offsets_app
-from mqtool.cli.options import GLOBALS, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
+from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
 from mqtool.cli.txn import txn_app
@@ -72,12 +72,14 @@ def _main(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
     ] = False,
 ) -> None:
-    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.wide, GLOBALS.record = store, fmt, tz, wide, record
+    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.broker_config = store, fmt, tz, broker_config
+    GLOBALS.wide, GLOBALS.record = wide, record
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from mqtool.cli.options import (
+    BrokerConfigOpt,
     DryRunOpt,
     FormatOpt,
     RecordOpt,
@@ -36,6 +37,7 @@ def show(
     group: Annotated[str | None, typer.Option("--group", "-g", help="Only this consumer group.")] = None,
     topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")] = None,
     broker_version: BrokerVersionOpt = None,
+    broker_config: BrokerConfigOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -50,7 +52,7 @@ def show(
     from mqtool import consume_mode
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(broker_config) as st:
         modes = consume_mode.consume_modes(st, group, topic, broker_version=broker_version)
         from mqtool.cli import consume_mode_render
 
@@ -77,6 +79,7 @@ def set_mode(
         bool, typer.Option("--allow-new-group", help="Accept a group that is not in subscriptionGroup.json.")
     ] = False,
     broker_version: BrokerVersionOpt = None,
+    broker_config: BrokerConfigOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -90,7 +93,7 @@ def set_mode(
 
     execute = execute_flag(execute, dry_run)
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(broker_config) as st:
         change = consume_mode.set_consume_mode(
             st,
             topic,

@@ -7,6 +7,7 @@ same everywhere and are documented once. Global options given before the command
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -24,7 +25,7 @@ class StoreLocation(click.ParamType):
     name = "path"
 
     def convert(self, value, param, ctx):
-        from store.remote import is_url
+        from store.io.remote import is_url
 
         return value if isinstance(value, Path) or is_url(value) else Path(value)
 
@@ -91,6 +92,7 @@ class Globals:
     tz: str | None = None
     wide: bool = False
     record: bool = False
+    broker_config: Path | None = None
 
 
 GLOBALS = Globals()
@@ -110,14 +112,22 @@ class Session:
     ctx: object  # mqtool.render.RenderContext (imported lazily to keep --help fast)
 
     def open_store(self, broker_config: Path | None = None, *, url_ok: bool = False):
-        """The store; a URL only where the command reads stores through store.remote (`url_ok`)."""
+        """The store; a URL only where the command reads stores through store.io.remote (`url_ok`)."""
         from store.config.brokerconf import load_broker_config
         from store.storedir import Store
 
+        broker_config = broker_config or GLOBALS.broker_config
         config = load_broker_config(broker_config) if broker_config else None
         if url_ok:
-            return Store.open_location(self.store_path, config)
-        return Store.open(self.store_path, config)
+            store = Store.open_location(self.store_path, config)
+        else:
+            store = Store.open(self.store_path, config)
+        for part in store.layout.kind.unsupported_reads():
+            sys.stderr.write(
+                f"mqtool: warning: this store has a {part.name} ({part.evidence}), which mqtool does not "
+                f"read exactly: {part.note}\n"
+            )
+        return store
 
 
 def session(

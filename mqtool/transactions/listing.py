@@ -22,7 +22,7 @@ import numpy as np
 
 from formats.errors import MqtoolError, UsageError
 from formats.javahash import tags_code as tags_hash
-from formats.message.commitlog import Message, java_parse_int
+from formats.message.commitlog import Message, java_parse_int, java_parse_long
 from formats.message.properties import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -42,7 +42,6 @@ from store.broker.transaction import (
     TRANSACTION_TIMEOUT_MS,
     HalfRecord,
     OpRecord,
-    java_parse_long,
     scan_ops,
 )
 from store.storedir import Store
