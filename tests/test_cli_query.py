@@ -226,10 +226,10 @@ def on_terminal(*args: str) -> str:
 
 
 def _record_fields(text: str) -> dict[str, str]:
-    """'Label:   value' lines of a record view; a nested line ('  KEY: value') is keyed '  KEY'."""
+    """'Label | value' lines of a record view; a nested line ('  KEY | value') is keyed '  KEY'."""
     fields = {}
     for line in text.splitlines():
-        label, sep, value = line.partition(": ")
+        label, sep, value = line.partition(" | ")
         if sep and not line.startswith("-[") and label.strip():
             fields[label.rstrip()] = value.strip()
     return fields
@@ -242,7 +242,7 @@ def test_one_message_on_a_terminal_shows_every_field_a_line():
     fields = _record_fields(text)
     # mqadmin queryMsgById's fields, each on its own line, in its order
     record = text.split("-[ RECORD 1 ]", 1)[1].splitlines()[1:]
-    labels = [line.split(":")[0] for line in record if line and not line.startswith(" ")]
+    labels = [line.split(" | ")[0].rstrip() for line in record if line and not line.startswith(" ")]
     assert labels[:8] == ["OffsetID", "MsgId (UNIQ_KEY)", "Topic", "Tags", "Keys", "Queue ID", "Queue Offset",
                           "CommitLog Offset"]  # fmt: skip
     assert fields["OffsetID"] == msg["offsetMsgId"]
@@ -265,5 +265,5 @@ def test_several_messages_or_an_asked_format_keep_the_table_and_record_is_a_form
     assert "-[ RECORD" not in piped.stdout and "phyOffset" in piped.stdout
     records = run(*A, "--format", "record", "query", "key", "TopicTest", "order-548").stdout
     assert "-[ RECORD 1 ]" in records and "-[ RECORD 2 ]" in records
-    assert records.count("Consumed:") == 2
+    assert records.count("\nConsumed ") == 2
     assert "consumed: offset" in records  # each group's reason, in full

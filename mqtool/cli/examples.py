@@ -205,7 +205,7 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         ),
     ),
     "sample create": (
-        E("mqtool sample create demo-store --messages 2000 --seed 7", "A realistic store to try mqtool on."),
+        E("mqtool sample create demo-store --count 2000 --seed 7", "A realistic store to try mqtool on."),
     ),
     "audit": (
         E("mqtool audit --output audit-out", "Audit the store on Spark; tables, audit.json and report.html."),

@@ -48,6 +48,7 @@ ENVIRONMENT = (
         "traceback instead of one line.",
         short="set: tracebacks instead of one-line internal errors",
     ),
+    Entry("COLUMNS", "The width table output fits in, instead of the terminal's (--wide: no limit)."),
     Entry(
         "MQTOOL_SPARK_CDS",
         "0 (or off, no, false) keeps the audit's driver JVM off its class-data archive and writes none "

@@ -59,10 +59,38 @@ def _record_columns():
         Column("bodyCRC", "Body CRC", "int"),
         Column("bodyLength", "Body Length", "int"),
         Column("bodyCompression", "Body Compression"),
-        Column("properties", "Properties"),
-        Column("preview", "Body"),
-        Column("consumedReason", "Consumed"),
     ]
+
+
+def _emit_records(docs: list[dict], messages: list[Message], ctx, title, body_limit: int | None) -> None:
+    """The record view: each message a block, a field a line, each property and each group's reason on a
+    line of its own (indented under Properties and Consumed), through the `record` format's writer."""
+    from mqtool.render import Column
+    from mqtool.render_pages import RecordPages
+
+    props = list(dict.fromkeys(k for doc in docs for k in doc["properties"]))
+    groups = list(dict.fromkeys(g for doc in docs for g in doc["consumedReason"]))
+    columns = [
+        *_record_columns(),
+        Column("_properties", "Properties"),
+        *(Column(f"property:{k}", f"  {k}", "token") for k in props),
+        Column("preview", "Body"),
+        Column("_consumed", "Consumed"),
+        *(Column(f"consumed:{g}", f"  {g}", "token") for g in groups),
+    ]
+    rows = []
+    for doc, msg in zip(docs, messages, strict=True):
+        row = dict(
+            doc, preview=_record_body(msg, body_limit), bodyCompression=doc["bodyCompression"] or "none"
+        )
+        row.update({f"property:{k}": v for k, v in doc["properties"].items()})
+        row.update({f"consumed:{g}": v for g, v in doc["consumedReason"].items()})
+        row["_consumed"] = "" if doc["consumedReason"] else "(no group has an offset on its queue)"
+        rows.append(row)
+    writer = RecordPages(columns, ctx, title)
+    if rows:
+        writer.page(rows)
+    writer.finish("(no message found)")
 
 
 def render_messages(
@@ -76,18 +104,18 @@ def render_messages(
 ) -> None:
     """A table for people (with `record`, or in the record format, one field a line per message); for
     scripts one JSON list of message objects (or JSONL / CSV rows)."""
-    from mqtool.render import Column, emit_records, emit_rows, emit_table
+    from mqtool.render import Column, emit_rows, emit_table
 
     columns = [
         Column("physicalOffset", "phyOffset", "int"),
-        Column("topic", max_width=32),
-        Column("queueId", "queue", "int"),
-        Column("queueOffset", "queueOffset", "int"),
-        Column("storeTimestamp", "storeTime", "time"),
-        Column("keys", max_width=30),
-        Column("uniqKey"),
-        Column("tags", max_width=20),
-        Column("preview", "body"),
+        Column("topic", kind="name", max_width=32, priority=0),
+        Column("queueId", "queue", "int", priority=0),
+        Column("queueOffset", "qOffset", "int", priority=0),
+        Column("storeTimestamp", "storeTime", "time", priority=0),
+        Column("keys", max_width=30, priority=2),
+        Column("uniqKey", kind="id"),
+        Column("tags", kind="name", max_width=20, priority=2),
+        Column("preview", "body", priority=3),
         Column("consumed", "consumed", max_width=40),
     ]
     docs = [message_document(m, consumers, body_limit=body_limit) for m in messages]
@@ -95,10 +123,7 @@ def render_messages(
         emit_rows(docs, columns, ctx)
         return
     if record or ctx.fmt == "record":
-        for doc, msg in zip(docs, messages, strict=True):
-            doc["preview"] = _record_body(msg, body_limit)
-            doc["bodyCompression"] = doc["bodyCompression"] or "none"
-        emit_records(docs, _record_columns(), ctx, title=title, empty="(no message found)")
+        _emit_records(docs, messages, ctx, title, body_limit)
         return
     width = min(body_limit, TABLE_BODY_PREVIEW) if body_limit is not None else TABLE_BODY_PREVIEW
     verdicts = [consumers.verdicts(m) if consumers is not None else {} for m in messages]
