@@ -86,7 +86,9 @@ def test_query_key_rows_fit_with_numbers_and_time_whole(columns: int) -> None:
     assert len(docs) == 3
     for doc in docs:
         ms = f"{doc['storeTimestamp'] % 1000:03d}"
-        row = row_line(lines, str(doc["physicalOffset"]), doc["topic"], str(doc["queueId"]), str(doc["queueOffset"]))
+        row = row_line(
+            lines, str(doc["physicalOffset"]), doc["topic"], str(doc["queueId"]), str(doc["queueOffset"])
+        )
         assert re.search(r"\b\d\d:\d\d:\d\d\." + ms + r"\b", row), row  # the time of day whole
     first = row_line(lines, str(docs[0]["physicalOffset"]), docs[0]["topic"])
     header = " ".join(lines[: lines.index(first)])
