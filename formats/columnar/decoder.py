@@ -378,49 +378,47 @@ def _redecode(arr: pa.Array) -> pa.Array:
     return _strings([None if v is None else v.decode("utf-8", "replace") for v in raw])
 
 
-def _host(raw: np.ndarray) -> str:
-    """A stored host (4 or 16 address bytes + int32 port) as "ip:port" / "[ip]:port"."""
-    data = raw.tobytes()
-    return host_str(data[:-4], int.from_bytes(data[-4:], "big", signed=True))
-
-
 def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
     """The born-host dictionary of a walk that stopped interning them (a host per message, about): a
-    sort of every row's host makes the dictionary, and the rows' indices are rewritten in place."""
+    sort of every row's host makes the dictionary (IPv4 hosts by their 8 bytes as one int64, IPv6 ones
+    by their 20 bytes), and the rows' indices are rewritten in place. No Python runs per row."""
     c32, c64 = a["c32"], a["c64"]
     has_host = (a["valid"][:n] & _VALID_DICT_BIT) != 0
     indices = c32[_C32_BORNHOST, :n]
     phys = c64[_C64["physicalOffset"], :n]
     from formats.columnar._intern_kernels import spilled_host_keys
-    from formats.columnar._kernel_base import BORNHOST_AT
 
-    keys, ipv4 = spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
-    if ipv4:
-        values, inverse = np.unique(keys[has_host], return_inverse=True)
-        indices[has_host] = inverse
-        at = np.arange(len(values), dtype=np.int64) * 8
-        table = np.column_stack([at, np.full_like(at, 8), np.zeros_like(at)])
-        return _hosts(values.view(np.uint8), table)
-    # some host is IPv6: one Python look-up per row (stores with IPv6 producers per message are rare)
-    seen: dict[bytes, int] = {}
-    sysflags = c32[_C32["sysFlag"], :n]
-    for r in np.flatnonzero(has_host):
-        i = int(indices[r])
-        if i >= 0:
-            o, ln, _ = reps[i]
-        else:
-            o, ln = int(phys[r]) - base + BORNHOST_AT, 20 if sysflags[r] & 0x10 else 8
-        indices[r] = seen.setdefault(bytes(b[o : o + ln]), len(seen))
-    return _strings([_host(np.frombuffer(v, dtype=np.uint8)) for v in seen])
+    keys, pos, lens = spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
+    v4 = np.flatnonzero(lens == 8)
+    values4, inverse4 = np.unique(keys[v4], return_inverse=True)
+    indices[v4] = inverse4
+    v6 = np.flatnonzero(lens == 20)
+    raw6 = np.zeros((0, 20), dtype=np.uint8)
+    if len(v6):
+        raw6 = b[pos[v6][:, None] + np.arange(20)]
+        values6, inverse6 = np.unique(raw6.view("V20").ravel(), return_inverse=True)
+        indices[v6] = len(values4) + inverse6
+        raw6 = values6.view(np.uint8).reshape(-1, 20)
+    data = np.concatenate([values4.view(np.uint8), raw6.ravel()])
+    k4, k6 = len(values4), len(raw6)
+    table = np.empty((k4 + k6, 3), dtype=np.int64)  # offset, length, (hash: unused)
+    table[:k4, 0] = np.arange(0, 8 * k4, 8)
+    table[:k4, 1] = 8
+    table[k4:, 0] = np.arange(8 * k4, 8 * k4 + 20 * k6, 20)
+    table[k4:, 1] = 20
+    return _hosts(data, table)
+
+
+# IPv4-mapped IPv6 addresses print as ::ffff:a.b.c.d from Python 3.13 on, as hex groups before
+_MAPPED_DOTTED = "." in host_str(bytes(10) + b"\xff\xff" + bytes(4), 0)
 
 
 def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
-    """The distinct hosts (rows of offset, length, hash into `b`) as strings. IPv4 ones are formatted by
-    a compiled kernel: a store whose producers connect briefly has a host per message."""
-    lengths = reps[:, 1]
-    if len(reps) == 0 or not (lengths == 8).all():
-        return _strings([_host(b[o : o + ln]) for o, ln, _ in reps])
-    from formats.columnar._intern_kernels import ipv4_host_texts
+    """The distinct hosts (rows of offset, length, hash into `b`) as strings, formatted by a compiled
+    kernel (`host_str`'s text): a store whose producers connect briefly has a host per message."""
+    from formats.columnar._intern_kernels import host_texts
 
-    offsets, text = ipv4_host_texts(b, np.ascontiguousarray(reps))
+    if len(reps) == 0:
+        return _strings([])
+    offsets, text = host_texts(b, np.ascontiguousarray(reps, dtype=np.int64), _MAPPED_DOTTED)
     return pa.Array.from_buffers(pa.string(), len(reps), [None, pa.py_buffer(offsets), pa.py_buffer(text)])
