@@ -1,10 +1,12 @@
 """The broker's record check as numba kernels: `check_record` (`CommitLog.checkMessageAndReturnSize`,
 properties parsed as `MessageDecoder.string2messageProperties` does) and finding a record boundary in
-the middle of a byte range (`find_boundary`). See formats/columnar/_columnar_kernels.py."""
+the middle of a byte range (`find_boundary`), and the recovery's walk of a size chain (`walk_chain`). See
+formats/columnar/_columnar_kernels.py."""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from formats.columnar._kernel_base import (
     _HIGHS,
@@ -305,3 +307,24 @@ def find_boundary(b, base, start, end, check_crc, accept_v2, crc_tab, crc_fn, di
             return p
         p += 1
     return -1
+
+
+@njit(cache=True, nogil=True)
+def walk_chain(b, pos, check_crc, accept_v2, crc_tab, crc_fn, digits):
+    """The size chain of b from the record boundary pos with the broker's check, as recovery walks it:
+    (status of the first record that is not accepted, its position, position of the last accepted
+    record or -1). Reads ahead of the walk (a touch per page) so page faults leave its path."""
+    n = b.shape[0]
+    s = np.zeros(N_SCRATCH, dtype=np.int64)
+    last = -1
+    ahead = pos
+    touch = 0
+    while True:
+        while ahead < n and ahead < pos + 65536:
+            touch += b[ahead]
+            ahead += 4096
+        st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
+        if st != OK:
+            return st, pos, last, touch
+        last = pos
+        pos += s[S_TOTAL]

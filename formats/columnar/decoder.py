@@ -188,6 +188,18 @@ def decode_resync(
     return _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=start > 0)
 
 
+def walk_chain(buf, start: int, *, check_crc: bool = False, accept_v2: bool = True) -> tuple[str, int, int]:
+    """Walk one commitlog file's size chain from the record boundary `start` with the broker's check
+    (`CommitLog.checkMessageAndReturnSize`), as its recovery walks: (status of the first record not
+    accepted - a STATUS_NAMES name -, its position, position of the last accepted record or -1). The
+    compiled twin of the struct walk `store.log.commitlog.CommitLog.walk_end` makes on small spans."""
+    from formats.columnar._record_kernels import walk_chain as kernel
+
+    _, tables = _kernels()
+    status, stop, last, _ = kernel(_as_array(buf), int(start), bool(check_crc), bool(accept_v2), *tables)
+    return STATUS_NAMES[int(status)], int(stop), int(last)
+
+
 def join_splits(batches: Sequence[pa.RecordBatch]) -> pa.Table:
     """Concatenate the batches of consecutive splits of one file, cut after the first row not `ok`."""
     pieces = []
