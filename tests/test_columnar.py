@@ -474,9 +474,10 @@ def test_reused_buffers_do_not_change_live_batches():
 
 def test_table_crc_equals_zlib():
     from formats.columnar import _kernel_base as k
+    from formats.columnar.kernels import make_crc_table
 
     data = np.frombuffer(bytes(range(256)) * 40 + b"tail", dtype=np.uint8)
-    table = k.make_crc_table()
+    table = make_crc_table()
     for start, length in ((0, 0), (3, 1), (5, 4000), (0, len(data))):
         assert k.crc32(data, start, length, table) == zlib.crc32(data[start : start + length].tobytes())
 
@@ -485,12 +486,13 @@ def test_record_check_with_the_table_crc():
     """check_crc without zlib's crc32 (address 0) uses the table loop and gives the same verdicts."""
     from formats.columnar import _kernel_base as k
     from formats.columnar._record_kernels import check_record
+    from formats.columnar.kernels import make_crc_table, make_digit_table
 
     torn = expect("store-c")["asWritten"]["tornRecordOffset"]
     path = next(p for p in _files("store-c") if int(p.name) <= torn < int(p.name) + p.stat().st_size)
     b = np.frombuffer(_map(path), dtype=np.uint8)
     scratch = np.zeros(k.N_SCRATCH, dtype=np.int64)
-    tables = (k.make_crc_table(), 0, k.make_digit_table())
+    tables = (make_crc_table(), 0, make_digit_table())
     first = check_record(b, b.shape[0], 0, True, True, tables[0], 0, tables[2], scratch)
     assert first == k.OK
     pos = torn - int(path.name)

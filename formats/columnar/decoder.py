@@ -1,8 +1,9 @@
 """Columnar CommitLog decoding: one commitlog byte range -> one pyarrow RecordBatch, one row per record.
 
-The fast path for whole-store scans of CommitLog files. A numba kernel (formats/columnar/_columnar_kernels.py,
-imported on first use only) walks the records exactly as the broker's recovery does
-(`CommitLog.checkMessageAndReturnSize`, `recoverNormally`): it applies
+The fast path for whole-store scans of CommitLog files. A compiled kernel
+(formats/columnar/_columnar_kernels.py, from the ahead-of-time extension or numba's JIT:
+formats/columnar/kernels.py, loaded on first use only) walks the records exactly as the broker's recovery
+does (`CommitLog.checkMessageAndReturnSize`, `recoverNormally`): it applies
 `CommitLog.checkMessageAndReturnSize` at every boundary and stops at the first record it would reject.
 
 Rows and statuses (column `status`, dictionary of STATUS_NAMES):
@@ -34,7 +35,7 @@ Arrow IPC (e.g. Spark mapInArrow), which would otherwise ship the whole referenc
 (with_body=True) is a copied binary column. A V2 record (5.1.0+) is accepted unless accept_v2=False
 (4.9.x brokers treat V2 as an illegal magic code).
 
-Speed: the kernel runs without the GIL, so threads can decode files in parallel. Output arrays are
+Speed: decode files in parallel in processes (the ahead-of-time kernels hold the GIL). Output arrays are
 reused by later decodes once no batch refers to them (`release_buffers` drops them).
 
 Splits (Spark byte ranges): `decode_resync` starts at the first record boundary at/after `start`, found by
@@ -47,7 +48,6 @@ past the point where the whole-file walk stops (the broker would truncate there)
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Sequence
 
@@ -144,14 +144,6 @@ _VALID_DICT_BIT = 1 << 5
 HOST_SPILL_MIN = 1 << 12
 
 
-@functools.cache
-def _kernels():
-    from formats.columnar import _columnar_kernels as k
-    from formats.columnar._kernel_base import make_crc_table, make_digit_table, zlib_crc32_address
-
-    return k, (make_crc_table(), zlib_crc32_address(), make_digit_table())
-
-
 def decode_range(
     buf,
     base_offset: int,
@@ -193,10 +185,10 @@ def walk_chain(buf, start: int, *, check_crc: bool = False, accept_v2: bool = Tr
     (`CommitLog.checkMessageAndReturnSize`), as its recovery walks: (status of the first record not
     accepted - a STATUS_NAMES name -, its position, position of the last accepted record or -1). The
     compiled twin of the struct walk `store.log.commitlog.CommitLog.walk_end` makes on small spans."""
-    from formats.columnar._record_kernels import walk_chain as kernel
+    from formats.columnar.kernels import kernel, tables
 
-    _, tables = _kernels()
-    status, stop, last, _ = kernel(_as_array(buf), int(start), bool(check_crc), bool(accept_v2), *tables)
+    walk = kernel("walk_chain")
+    status, stop, last, _ = walk(_as_array(buf), int(start), bool(check_crc), bool(accept_v2), *tables())
     return STATUS_NAMES[int(status)], int(stop), int(last)
 
 
@@ -295,7 +287,8 @@ def _keep(name: str, fresh: np.ndarray) -> None:
 
 
 def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync) -> pa.RecordBatch:
-    k, tables = _kernels()
+    from formats.columnar.kernels import kernel, tables
+
     b = _as_array(buf)
     if b.shape[0] >= 2**31:
         # positions are int32 in Arrow views and offsets; the broker's files are MappedByteBuffers,
@@ -308,7 +301,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     sizes["body"] = span + 64 if with_body else 64
     out = [_take(name, dtype, shape(cap), axis) for name, (dtype, shape, axis) in _OUTPUTS.items()]
     out += [_take(name, np.uint8, (size,), 0) for name, size in sizes.items()]
-    result = k.walk(
+    result = kernel("walk")(
         b,
         int(base_offset),
         int(start),
@@ -318,7 +311,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
         bool(resync),
         bool(with_body),
         HOST_SPILL_MIN,
-        *tables,
+        *tables(),
         *out,
     )
     del out
@@ -336,7 +329,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     dict_valid = _bitmap(valid & _VALID_DICT_BIT)
     topics = _strings([_utf8(b[o : o + ln]) for o, ln, _ in t_reps[:t_n]])
     if spilled:
-        born_hosts = _spilled_born_hosts(k, b, int(base_offset), a, n, h_reps[:h_n])
+        born_hosts = _spilled_born_hosts(b, int(base_offset), a, n, h_reps[:h_n])
     else:
         born_hosts = _hosts(b, h_reps[:h_n])
     store_hosts = _hosts(b, g_reps[:g_n])
@@ -390,7 +383,7 @@ def _redecode(arr: pa.Array) -> pa.Array:
     return _strings([None if v is None else v.decode("utf-8", "replace") for v in raw])
 
 
-def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
+def _spilled_born_hosts(b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
     """The born-host dictionary of a walk that stopped interning them (a host per message, about): a
     sort of every row's host makes the dictionary (IPv4 hosts by their 8 bytes as one int64, IPv6 ones
     by their 20 bytes), and the rows' indices are rewritten in place. No Python runs per row."""
@@ -398,9 +391,10 @@ def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.n
     has_host = (a["valid"][:n] & _VALID_DICT_BIT) != 0
     indices = c32[_C32_BORNHOST, :n]
     phys = c64[_C64["physicalOffset"], :n]
-    from formats.columnar._intern_kernels import spilled_host_keys
+    from formats.columnar.kernels import kernel
 
-    keys, pos, lens = spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
+    sysflags = c32[_C32["sysFlag"], :n]
+    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps)
     v4 = np.flatnonzero(lens == 8)
     values4, inverse4 = np.unique(keys[v4], return_inverse=True)
     indices[v4] = inverse4
@@ -428,9 +422,9 @@ _MAPPED_DOTTED = "." in host_str(bytes(10) + b"\xff\xff" + bytes(4), 0)
 def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
     """The distinct hosts (rows of offset, length, hash into `b`) as strings, formatted by a compiled
     kernel (`host_str`'s text): a store whose producers connect briefly has a host per message."""
-    from formats.columnar._intern_kernels import host_texts
+    from formats.columnar.kernels import kernel
 
     if len(reps) == 0:
         return _strings([])
-    offsets, text = host_texts(b, np.ascontiguousarray(reps, dtype=np.int64), _MAPPED_DOTTED)
+    offsets, text = kernel("host_texts")(b, np.ascontiguousarray(reps, dtype=np.int64), _MAPPED_DOTTED)
     return pa.Array.from_buffers(pa.string(), len(reps), [None, pa.py_buffer(offsets), pa.py_buffer(text)])
