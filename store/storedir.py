@@ -62,6 +62,7 @@ class Store:
     def __init__(self, root: Path, broker_config: BrokerConfig | None = None) -> None:
         self.root = root
         self.location = str(root)  # what the user named: the root, or a URL without credentials
+        self.is_remote = False  # named by URL: its files are fetched (store.remote)
         self.broker_config = broker_config or BrokerConfig()
         self._queues: dict[tuple[str, int], object] = {}
         self._batch_queues: dict[tuple[str, int], object] = {}
@@ -96,6 +97,7 @@ class Store:
         if is_url(path):
             store = cls.open(open_view(str(path)), broker_config)
             store.location = redact(str(path))
+            store.is_remote = True
             return store
         return cls.open(path, broker_config)
 

@@ -196,8 +196,15 @@ _FIELD_AT = (0, 4, 8, 12, 36, 48, 56, 64, 72, 84, 88)
 
 @st.composite
 def corrupted_files(draw):
+    return draw(corrupted_files_and_bases())[0]
+
+
+@st.composite
+def corrupted_files_and_bases(draw):
+    """(corrupted bytes of a golden commitlog file, the file's start offset)."""
     store = draw(st.sampled_from(STORES))
     index = draw(st.integers(0, len(_commitlog(store).files) - 1))
+    base = _commitlog(store).files[index].start_offset
     data, starts = _clean_file(store, index)
     buf = bytearray(data)
 
@@ -221,7 +228,7 @@ def corrupted_files(draw):
             del buf[at + draw(st.integers(0, 300)) :]
         else:  # somewhere in the variable part: BODYLENGTH, TOPICLENGTH, PROPERTIESLENGTH, ...
             put(at + draw(st.integers(80, 160)), draw(st.binary(min_size=2, max_size=2)))
-    return bytes(buf)
+    return bytes(buf), base
 
 
 @given(corrupted_files(), st.booleans(), st.booleans())
@@ -266,10 +273,12 @@ def test_last_record_when_the_last_file_holds_none(tmp_path, walk):
     assert cl.max_offset == last_file.start_offset  # the recovery walk stops at the zeros
 
 
-@given(corrupted_files(), st.booleans(), st.booleans())
+@given(corrupted_files_and_bases(), st.booleans(), st.booleans())
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_the_compiled_walk_stops_where_the_struct_walk_stops(data, check_crc, accept_v2):
-    """`walk_chain` (the compiled recovery walk of broker-sized spans) against the struct walk."""
+def test_the_compiled_walk_stops_where_the_struct_walk_stops(file_and_base, check_crc, accept_v2):
+    """`walk_chain` (the compiled recovery walk of broker-sized spans) against the struct walk, in one
+    piece and cut into ranges that hand over to each other."""
+    data, base = file_and_base
     from formats.columnar.decoder import walk_chain
 
     pos, last = 0, -1
@@ -278,4 +287,17 @@ def test_the_compiled_walk_stops_where_the_struct_walk_stops(data, check_crc, ac
         if status != "ok":
             break
         last, pos = pos, pos + total
-    assert walk_chain(data, 0, check_crc=check_crc, accept_v2=accept_v2) == (status, pos, last)
+    assert walk_chain(data, base, 0, check_crc=check_crc, accept_v2=accept_v2) == (status, pos, last)
+    # cut into ranges, each walked on its own (resync after the first), handing over in order
+    for pieces in (2, 3, 7):
+        step = -(-len(data) // pieces)
+        last_ok, stop = -1, None
+        for k in range(pieces):
+            lo, hi = k * step, min(len(data), (k + 1) * step)
+            how = {"resync": k > 0, "check_crc": check_crc, "accept_v2": accept_v2}
+            got, at, ok = walk_chain(data, base, lo, hi, **how)
+            last_ok = ok if ok >= 0 else last_ok
+            if got != "handover":
+                stop = (got, at, last_ok)
+                break
+        assert stop == (status, pos, last)

@@ -58,7 +58,8 @@ for root in sys.argv[1:]:
         for crc in (False, True):
             put(decode_range(data, int(path.name), check_crc=crc, with_body=True))
             put(decode_resync(data, int(path.name), len(data) // 3, check_crc=crc))
-            put(walk_chain(data, 0, check_crc=crc))
+            put(walk_chain(data, int(path.name), 0, check_crc=crc))
+            put(walk_chain(data, int(path.name), len(data) // 3, resync=True, check_crc=crc))
     with Store.open(Path(root)) as store:
         put(pop_columns(store, now=1_800_000_000_000))
         if (Path(root) / "timerlog").exists():
@@ -114,11 +115,11 @@ def test_every_call_checks_its_arguments():
     walk_chain = kernels.kernel("walk_chain")
     crc, fn, digits = kernels.tables()
     data = np.zeros(64, np.uint8)
-    assert walk_chain(data, 0, True, True, crc, fn, digits)[:3] == (2, 0, -1)  # END at 0, no record
+    assert walk_chain(data, 0, 0, 64, False, True, True, crc, fn, digits)[:3] == (2, 0, -1)  # END at 0
     with pytest.raises(TypeError, match="argument 0"):
-        walk_chain(data.astype(np.int8), 0, True, True, crc, fn, digits)
+        walk_chain(data.astype(np.int8), 0, 0, 64, False, True, True, crc, fn, digits)
     with pytest.raises(TypeError, match="argument 0"):
-        walk_chain(np.zeros(128, np.uint8)[::2], 0, True, True, crc, fn, digits)  # not C-ordered
+        walk_chain(np.zeros(128, np.uint8)[::2], 0, 0, 64, False, True, True, crc, fn, digits)  # strided
     gather = kernels.kernel("gather")
     read_only = np.zeros(4, np.int32)
     read_only.flags.writeable = False

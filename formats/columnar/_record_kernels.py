@@ -309,13 +309,25 @@ def find_boundary(b, base, start, end, check_crc, accept_v2, crc_tab, crc_fn, di
     return -1
 
 
+HANDOVER = -1  # walk_chain's status when it reached the range's end where the next range takes over
+
+
 @njit(cache=True, nogil=True)
-def walk_chain(b, pos, check_crc, accept_v2, crc_tab, crc_fn, digits):
-    """The size chain of b from the record boundary pos with the broker's check, as recovery walks it:
-    (status of the first record that is not accepted, its position, position of the last accepted
-    record or -1). Reads ahead of the walk (a touch per page) so page faults leave its path."""
+def walk_chain(b, base, start, end, resync, check_crc, accept_v2, crc_tab, crc_fn, digits):
+    """The size chain of b (a commitlog file whose first byte has physical offset base) with the broker's
+    check, as recovery walks it, over the records that start in [start, end): from `start` (a record
+    boundary), or with resync from the first boundary at or after it (`find_boundary`). Returns (status,
+    position, position of the last accepted record or -1, touch): the status and position of the first
+    record not accepted, or HANDOVER and the first position at or after `end` that the next range's
+    resync starts from (the split rule of the columnar walk); HANDOVER at `end` when no record starts in
+    the range. Reads ahead of the walk (a touch per page) so page faults leave its path."""
     n = b.shape[0]
     s = np.zeros(N_SCRATCH, dtype=np.int64)
+    pos = start
+    if resync:
+        pos = find_boundary(b, base, start, min(end, n), check_crc, accept_v2, crc_tab, crc_fn, digits, s)
+        if pos < 0:
+            return HANDOVER, end, -1, 0
     last = -1
     ahead = pos
     touch = 0
@@ -324,6 +336,8 @@ def walk_chain(b, pos, check_crc, accept_v2, crc_tab, crc_fn, digits):
             touch += b[ahead]
             ahead += 4096
         st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
+        if pos >= end and _is_boundary(st, s, base, pos, n):
+            return HANDOVER, pos, last, touch
         if st != OK:
             return st, pos, last, touch
         last = pos

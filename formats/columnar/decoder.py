@@ -180,16 +180,31 @@ def decode_resync(
     return _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=start > 0)
 
 
-def walk_chain(buf, start: int, *, check_crc: bool = False, accept_v2: bool = True) -> tuple[str, int, int]:
-    """Walk one commitlog file's size chain from the record boundary `start` with the broker's check
-    (`CommitLog.checkMessageAndReturnSize`), as its recovery walks: (status of the first record not
-    accepted - a STATUS_NAMES name -, its position, position of the last accepted record or -1). The
-    compiled twin of the struct walk `store.log.commitlog.CommitLog.walk_end` makes on small spans."""
+def walk_chain(
+    buf,
+    base_offset: int,
+    start: int,
+    end: int | None = None,
+    *,
+    resync: bool = False,
+    check_crc: bool = False,
+    accept_v2: bool = True,
+) -> tuple[str, int, int]:
+    """Walk one commitlog file's size chain with the broker's check (`CommitLog.checkMessageAndReturnSize`)
+    as its recovery walks, over the records that start in [start, end) (default: to the file's end): from
+    the record boundary `start`, or with resync from the first boundary at or after it, as decode_resync
+    starts. Returns (status, position, position of the last accepted record or -1): the first record not
+    accepted (a STATUS_NAMES name), or "handover" and where the next range's resync takes over (the
+    ranges of a file walked in order give its whole walk, as splits do). The compiled twin of the struct
+    walk `store.log.commitlog.CommitLog.walk_end` makes on small spans."""
     from formats.columnar.kernels import kernel, tables
 
-    walk = kernel("walk_chain")
-    status, stop, last, _ = walk(_as_array(buf), int(start), bool(check_crc), bool(accept_v2), *tables())
-    return STATUS_NAMES[int(status)], int(stop), int(last)
+    b = _as_array(buf)
+    stop = b.shape[0] if end is None else int(end)
+    status, at, last, _ = kernel("walk_chain")(
+        b, int(base_offset), int(start), stop, bool(resync), bool(check_crc), bool(accept_v2), *tables()
+    )
+    return ("handover" if status < 0 else STATUS_NAMES[int(status)]), int(at), int(last)
 
 
 def join_splits(batches: Sequence[pa.RecordBatch]) -> pa.Table:

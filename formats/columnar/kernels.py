@@ -43,7 +43,11 @@ SPECS: dict[str, tuple[str, str, list[str]]] = {
         "walk",
         ["u8[:]", "i64", "i64", "i64", "b", "b", "b", "b", "i64", *_TABLES, *_WALK_OUT, *["u8[:]+"] * 4],
     ),
-    "walk_chain": ("formats.columnar._record_kernels", "walk_chain", ["u8[:]", "i64", "b", "b", *_TABLES]),
+    "walk_chain": (
+        "formats.columnar._record_kernels",
+        "walk_chain",
+        ["u8[:]", "i64", "i64", "i64", "b", "b", "b", *_TABLES],
+    ),
     "spilled_host_keys": (
         "formats.columnar._intern_kernels",
         "spilled_host_keys",

@@ -8,21 +8,23 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import GLOBALS, FormatOpt, JobsOpt, StoreOpt, TzOpt, jobs_count, new_app, session
 
 dump_app = new_app("Dump one kind of store file record by record (like kafka-dump-log).")
 
 
-def info(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+def info(jobs: JobsOpt = None, store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
     """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
-    files, the 5.x timer wheel, and whether a broker is running on it."""
+    files, the 5.x timer wheel, and whether a broker is running on it. The walks of broker-sized
+    commitlog files (where the data ends, the newest record) run over --jobs worker processes."""
     from mqtool import info as info_ops
 
+    workers = jobs_count(jobs)
     s = session(store, fmt, tz)
     with s.open_store(url_ok=True) as st:
         from mqtool.cli import info_render
 
-        info_render.render_info(info_ops.store_info(st), s.ctx)
+        info_render.render_info(info_ops.store_info(st, jobs=workers), s.ctx)
 
 
 @dump_app.command("commitlog")
@@ -38,6 +40,7 @@ def dump_commitlog(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="With --format parquet: the Parquet file to write.")
     ] = None,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: Annotated[
         str | None,
@@ -49,7 +52,8 @@ def dump_commitlog(
 ) -> None:
     """Dump commitlog records in physical order: messages, blank end-of-file markers, and the record where
     the broker's recovery would stop (torn or corrupt), if any. `--format parquet --output FILE` writes the
-    messages through the fast columnar decoder instead (there --count counts messages)."""
+    messages through the fast columnar decoder instead (there --count counts messages, and --jobs worker
+    processes decode)."""
     from mqtool import dump
 
     if (fmt or GLOBALS.fmt) == "parquet":
@@ -57,6 +61,7 @@ def dump_commitlog(
 
         if output is None:
             raise MqtoolError("--format parquet needs --output FILE")
+        workers = jobs_count(jobs)
         s = session(store, None, tz)
         with s.open_store() as st:
             summary = export.dump_commitlog_parquet(
@@ -67,6 +72,7 @@ def dump_commitlog(
                 topic=topic,
                 with_body=body,
                 check_crc=not no_crc,
+                jobs=workers,
             )
         from mqtool.cli import export_render
 

@@ -54,6 +54,27 @@ BrokerConfigOpt = Annotated[
     ),
 ]
 
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        help="Worker processes that decode the commitlog, in byte ranges. Default: the cores.",
+        show_default=False,
+    ),
+]
+
+
+def jobs_count(jobs: int | None) -> int:
+    """--jobs as a worker count (None: the cores)."""
+    from store.log.ranges import default_jobs
+
+    if jobs is None:
+        return default_jobs()
+    if jobs < 1:
+        raise MqtoolError(f"--jobs must be 1 or more, not {jobs}")
+    return jobs
+
 
 @dataclass
 class Globals:

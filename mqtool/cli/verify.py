@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, JobsOpt, StoreOpt, TzOpt, jobs_count, session
 
 _SEVERITIES = ("error", "warning", "info")
 
@@ -41,6 +41,7 @@ def verify(
         ),
     ] = 5,
     broker_config: BrokerConfigOpt = None,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -62,6 +63,7 @@ def verify(
         raise MqtoolError(f"--show must be one of {', '.join(_SEVERITIES)}")
     if broker_version not in (4, 5):
         raise MqtoolError("--broker-version must be 4 or 5")
+    workers = jobs_count(jobs)
     s = session(store, fmt, tz)
     with s.open_store(broker_config, url_ok=True) as st:
         with progress(ops.verify_total(st), "verifying") as advance:
@@ -72,6 +74,7 @@ def verify(
                 accept_v2=broker_version == 5,
                 max_rows=max_problems or None,
                 progress=advance,
+                jobs=workers,
             )
         from mqtool.cli import verify_render
 
@@ -98,6 +101,7 @@ def export(
     crc: Annotated[
         bool, typer.Option("--crc", help="Verify body CRCs; the walk stops at a bad one.")
     ] = False,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     tz: TzOpt = None,
 ) -> None:
@@ -110,6 +114,7 @@ def export(
 
     if out_format not in ops.EXPORT_FORMATS:
         raise MqtoolError(f"--format must be one of {', '.join(ops.EXPORT_FORMATS)} for export")
+    workers = jobs_count(jobs)
     s = session(store, None, tz)
     with s.open_store() as st:
         total = sum(f.size for f in st.commitlog.files)
@@ -124,6 +129,7 @@ def export(
                 with_body=bodies,
                 check_crc=crc,
                 progress=advance,
+                jobs=workers,
             )
     from mqtool.cli import export_render
 

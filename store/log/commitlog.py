@@ -52,12 +52,8 @@ def _walk_file(
     if compiled:
         from formats.columnar.decoder import walk_chain
 
-        status, pos, at = walk_chain(buf, pos, check_crc=check_crc, accept_v2=accept_v2)
-        if at < 0:
-            return status, pos, None
-        verdict, total, fields = check_record(buf, n, at, check_crc, accept_v2)
-        assert fields is not None, f"the record checks disagree at {at} ({verdict}); they are tested equal"
-        return status, pos, (f.start_offset + at, total, fields)
+        status, pos, at = walk_chain(buf, f.start_offset, pos, check_crc=check_crc, accept_v2=accept_v2)
+        return status, pos, _head_at(f, at, check_crc, accept_v2)
     last = None
     while True:
         status, total, fields = check_record(buf, n, pos, check_crc, accept_v2)
@@ -65,6 +61,44 @@ def _walk_file(
             return status, pos, last
         last = (f.start_offset + pos, total, fields)
         pos += total
+
+
+def _head_at(f: MappedFile, at: int, check_crc: bool, accept_v2: bool) -> tuple[int, int, Fields] | None:
+    """(physical offset, TOTALSIZE, fields) of the accepted record at `at` of `f` (None for -1)."""
+    if at < 0:
+        return None
+    verdict, total, fields = check_record(f.buffer(), f.size, at, check_crc, accept_v2)
+    assert fields is not None, f"the record checks disagree at {at} ({verdict}); they are tested equal"
+    return f.start_offset + at, total, fields
+
+
+@dataclass(frozen=True)
+class _ChainTask:
+    """One byte range of a commitlog file for the compiled walk (what a worker is sent)."""
+
+    path: str
+    base: int
+    size: int
+    file_index: int
+    start: int
+    end: int
+    resync: bool
+    check_crc: bool
+    accept_v2: bool
+
+
+def _walk_range(task: _ChainTask) -> tuple[str, int, int]:
+    """`walk_chain` over one range (runs in a worker)."""
+    from formats.columnar.decoder import walk_chain
+
+    f = MappedFile(Path(task.path), task.base, task.size)
+    try:
+        return walk_chain(
+            f.buffer(), task.base, task.start, task.end,
+            resync=task.resync, check_crc=task.check_crc, accept_v2=task.accept_v2,
+        )  # fmt: skip
+    finally:
+        f.close()
 
 
 @dataclass(frozen=True)
@@ -272,13 +306,19 @@ class CommitLog:
                 yield record
 
     def walk_end(
-        self, from_offset: int | None = None, *, check_crc: bool = False, accept_v2: bool = True
+        self,
+        from_offset: int | None = None,
+        *,
+        check_crc: bool = False,
+        accept_v2: bool = True,
+        jobs: int = 1,
     ) -> WalkEnd:
         """Walk the size chain from `from_offset` (default: where normal recovery starts, the
         third-from-last file) with the broker's checks (`formats.message.recordcheck`), as recovery does:
         BLANK -> next file, the first rejected record or zeros -> stop. The same stop as `iter_records`, at a
         fraction of its cost. `from_offset` must be a record start. Walks over COMPILED_WALK_MIN bytes or
-        more (broker-sized files) run in the compiled twin (`formats.columnar.decoder.walk_chain`).
+        more (broker-sized files) run in the compiled twin (`formats.columnar.decoder.walk_chain`), in
+        byte ranges over `jobs` worker processes when jobs > 1 (`store.log.ranges`; the same result).
 
         CRC is off by default (the broker checks it: pass check_crc=True for its exact end).
         """
@@ -295,6 +335,8 @@ class CommitLog:
             self._check_boundary(f, pos, check_crc)
         last_at: tuple[int, int, Fields] | None = None
         compiled = sum(g.size for g in files[index:]) - pos >= COMPILED_WALK_MIN
+        if compiled and jobs > 1:
+            return self._walk_ranges(index, pos, check_crc, accept_v2, jobs)
         while True:
             f = files[index]
             status, pos, last_in_file = _walk_file(f, pos, check_crc, accept_v2, compiled)
@@ -307,10 +349,47 @@ class CommitLog:
                 return WalkEnd(f.start_offset + pos, "blank", last, f, pos)
             pos = 0
 
-    def stop_record(self, from_offset: int | None = None, check_crc: bool = True) -> EndOfData | BadRecord:
+    def _walk_ranges(self, index: int, pos: int, check_crc: bool, accept_v2: bool, jobs: int) -> WalkEnd:
+        """walk_end's compiled walk from file `index`, position `pos`, in byte ranges over `jobs` workers:
+        each range hands over where the next one's resync starts, so the first range that stops (a BLANK
+        moving on to the next file) ends the walk where the walk in one piece ends it."""
+        from store.log.ranges import auto_range_size, byte_ranges, run_in_order
+
+        files = self.files
+        sizes = [g.size for g in files]
+        tasks = []
+        for r in byte_ranges(sizes, auto_range_size(sum(sizes[index:]) - pos, jobs), index, pos):
+            g = files[r.file_index]
+            resync = r.start > 0 and (r.file_index, r.start) != (index, pos)
+            where = (str(g.path), g.start_offset, g.size, r.file_index, r.start, r.end)
+            tasks.append(_ChainTask(*where, resync, check_crc, accept_v2))
+        last: tuple[MappedFile, int] | None = None
+        skip = -1  # a file whose walk ended in a BLANK
+        results = run_in_order(_walk_range, tasks, jobs)
+        try:
+            for task, (status, at, last_ok) in zip(tasks, results, strict=True):
+                if task.file_index == skip:
+                    continue
+                f = files[task.file_index]
+                if last_ok >= 0:
+                    last = (f, last_ok)
+                if status == "handover":
+                    continue
+                head = None if last is None else RecordHead.of(*_head_at(*last, check_crc, accept_v2))
+                if status != "blank" or task.file_index == len(files) - 1:
+                    return WalkEnd(f.start_offset + at, status, head, f, at)
+                skip = task.file_index
+        finally:
+            results.close()
+        raise AssertionError("a commitlog walk ends in a stop")  # pragma: no cover - the last file ends
+
+    def stop_record(
+        self, from_offset: int | None = None, check_crc: bool = True, *, jobs: int = 1
+    ) -> EndOfData | BadRecord:
         """The item that ends the walk from `from_offset` (default: the first file): where the valid data
         ends, and why. Found by `walk_end`; the stopping record alone is decoded, for its explanation."""
-        end = self.walk_end(self.min_offset if from_offset is None else from_offset, check_crc=check_crc)
+        start = self.min_offset if from_offset is None else from_offset
+        end = self.walk_end(start, check_crc=check_crc, jobs=jobs)
         if end.file is None:
             return EndOfData(0, "the commitlog has no files")
         if end.reason == "blank":
@@ -416,11 +495,11 @@ class CommitLog:
         status, total, fields = check_record(f.buffer(), f.size, 0, False, True)
         return RecordHead.of(f.start_offset, total, fields) if fields is not None else None
 
-    def last_record(self) -> RecordHead | None:
+    def last_record(self, *, jobs: int = 1) -> RecordHead | None:
         """The last accepted record of the last file holding any, walked from that file's start (CRC
         unchecked): the newest message, where the broker's end is."""
         for f in reversed(self.files):
-            last = self.walk_end(f.start_offset).last
+            last = self.walk_end(f.start_offset, jobs=jobs).last
             if last is not None:
                 return last
         return None
