@@ -251,7 +251,7 @@ def iter_export_batches(
     byte ranges (`store.log.ranges`, at most 64 MiB each) are decoded and turned into export rows by
     `jobs` worker processes, and consumed here in order (each becomes a batch: a Parquet row group)."""
     from formats.columnar.decoder import STATUS_NAMES, STATUS_OK
-    from store.log.ranges import auto_range_size, byte_ranges, run_in_order
+    from store.log.ranges import auto_range_size, byte_ranges, run_in_order, workers_for
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
         raise MqtoolError("--to-offset must be greater than --from-offset")
@@ -268,6 +268,7 @@ def iter_export_batches(
     sizes = [f.size for f in files]
     if to_offset is not None:  # no range starts at or after to_offset
         sizes = [max(0, min(size, to_offset - f.start_offset)) for size, f in zip(sizes, files, strict=True)]
+    jobs = workers_for(sum(sizes[first:]) - pos, jobs)
     size = range_size or min(64 << 20, auto_range_size(sum(sizes[first:]) - pos, jobs))
     tasks = []
     for r in byte_ranges(sizes, size, first, pos):

@@ -21,6 +21,15 @@ from store.log.rangescan import scan_ranges
 from store.log.scan import relative_name, scan_file
 from store.storedir import Store
 
+
+@pytest.fixture(autouse=True)
+def parallel_on_small_stores(monkeypatch):
+    """Worker processes even for the golden stores (a store under PARALLEL_MIN_BYTES is scanned in one)."""
+    import store.log.ranges as ranges
+
+    monkeypatch.setattr(ranges, "PARALLEL_MIN_BYTES", 0)
+
+
 GOLDEN = ("store-a", "store-c", "store-c-recovered", "store-49a", "store-timer5", "store-pop", "store-lmq")
 GOLDEN += ("store-batchcq", "store-timer-crash", "store-timer-states")
 

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    StoreOpt,
+    TzOpt,
+    new_app,
+    session,
+    skip_pandas_probe,
+)
 
 delay_app = new_app("Delay queue: list what waits in SCHEDULE_TOPIC_XXXX, level stats, replay what is due.")
 
@@ -69,6 +77,7 @@ def delay_list(
 
     if due and pending:
         raise MqtoolError("--due and --pending exclude each other")
+    skip_pandas_probe()
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     only = "due" if due else "pending" if pending else None
@@ -105,6 +114,7 @@ def delay_stats(
     from mqtool.delay.listing import delay_stats as stats
     from mqtool.timeparse import parse_duration
 
+    skip_pandas_probe()
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    StoreOpt,
+    TzOpt,
+    new_app,
+    session,
+    skip_pandas_probe,
+)
 
 offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue, and planned resets.")
 
@@ -34,6 +42,7 @@ def offsets_show(
     flagged in the state column, never shown as lag 0 or -1."""
     from mqtool.offsets import progress
 
+    skip_pandas_probe()
     s = session(store, fmt, tz)
     with s.open_store() as st:
         result = progress.consumer_progress(st, group=group, topic=topic, include_system=include_system)

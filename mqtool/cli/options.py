@@ -119,3 +119,29 @@ def session(store: Path | str | None, fmt: str | None, tz: str | None) -> Sessio
         raise MqtoolError(f"unknown --format {chosen!r}; choose one of {', '.join(FORMATS)}")
     ctx = RenderContext(fmt=chosen, zone=resolve_zone(tz or GLOBALS.tz))
     return Session(store or GLOBALS.store, ctx)
+
+
+def skip_pandas_probe() -> None:
+    """pyarrow looks for pandas on its first `pa.array` call (importing pandas costs ~0.4 s); the commands
+    that use pyarrow (all but the audit) never hand pandas objects to it, so that one probe is made to
+    fail fast. A later `to_pandas()` still imports pandas normally."""
+    import contextlib
+    import sys
+    import types
+
+    if "pandas" in sys.modules:
+        return
+
+    class _Absent(types.ModuleType):
+        def __getattr__(self, name: str):
+            raise ImportError("pandas is not used here")
+
+    import pyarrow as pa
+
+    sys.modules["pandas"] = _Absent("pandas")
+    try:
+        for _ in range(2):  # the Cython shim's probe, then the C++ converter's
+            with contextlib.suppress(ImportError):
+                pa.array([0])
+    finally:
+        del sys.modules["pandas"]

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from mqtool.cli.delay import NowOpt, resolve_now
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    StoreOpt,
+    TzOpt,
+    new_app,
+    session,
+    skip_pandas_probe,
+)
 
 pop_app = new_app("POP consumption: messages in flight per group, the revive backlog, what was revived.")
 
@@ -40,6 +48,7 @@ def pop_list(
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_list as listing
 
+    skip_pandas_probe()
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
@@ -60,6 +69,7 @@ def pop_stats(
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_stats as stats
 
+    skip_pandas_probe()
     s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:

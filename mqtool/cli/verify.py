@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, JobsOpt, StoreOpt, TzOpt, jobs_count, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    JobsOpt,
+    StoreOpt,
+    TzOpt,
+    jobs_count,
+    session,
+    skip_pandas_probe,
+)
 
 _SEVERITIES = ("error", "warning", "info")
 
@@ -55,7 +64,7 @@ def verify(
     found (1 otherwise).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
     infos, not errors."""
-    _skip_pandas_probe()
+    skip_pandas_probe()
     from mqtool import verify as ops
     from mqtool.render import progress
 
@@ -108,7 +117,7 @@ def export(
     """Export the messages of a commitlog range (metadata, properties, optionally bodies) to Parquet or
     JSONL through the columnar decoder, in physical order, stopping where the broker's recovery would.
     Prints a summary (in the global --format) of what was written."""
-    _skip_pandas_probe()
+    skip_pandas_probe()
     from mqtool import export as ops
     from mqtool.render import progress
 
@@ -134,32 +143,6 @@ def export(
     from mqtool.cli import export_render
 
     export_render.render_summary(summary, s.ctx)
-
-
-def _skip_pandas_probe() -> None:
-    """pyarrow looks for pandas on its first `pa.array` call (importing pandas costs ~0.4 s); these
-    commands never hand pandas objects to pyarrow, so that one probe is made to fail fast. A later
-    `to_pandas()` still imports pandas normally."""
-    import contextlib
-    import sys
-    import types
-
-    if "pandas" in sys.modules:
-        return
-
-    class _Absent(types.ModuleType):
-        def __getattr__(self, name: str):
-            raise ImportError("pandas is not used here")
-
-    import pyarrow as pa
-
-    sys.modules["pandas"] = _Absent("pandas")
-    try:
-        for _ in range(2):  # the Cython shim's probe, then the C++ converter's
-            with contextlib.suppress(ImportError):
-                pa.array([0])
-    finally:
-        del sys.modules["pandas"]
 
 
 __all__ = ["export", "verify"]

@@ -32,6 +32,7 @@ from formats.message.recordcheck import Fields, check_record, store_timestamp_at
 from formats.message.recordfast import SYSFLAG_AT
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.log.mappedfile import MappedFile, MappedFileQueue
+from store.log.ranges import workers_for
 
 
 class OffsetError(MqtoolError):
@@ -335,7 +336,7 @@ class CommitLog:
             self._check_boundary(f, pos, check_crc)
         last_at: tuple[int, int, Fields] | None = None
         compiled = sum(g.size for g in files[index:]) - pos >= COMPILED_WALK_MIN
-        if compiled and jobs > 1:
+        if compiled and workers_for(sum(g.size for g in files[index:]) - pos, jobs) > 1:
             return self._walk_ranges(index, pos, check_crc, accept_v2, jobs)
         while True:
             f = files[index]

@@ -13,11 +13,9 @@ they start in milliseconds with everything this process imported (the kernels in
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,6 +23,7 @@ MiB = 1 << 20
 MIN_RANGE = 4 * MiB
 MAX_RANGE = 128 * MiB
 RANGES_PER_WORKER = 4
+PARALLEL_MIN_BYTES = 32 * MiB
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -74,6 +73,12 @@ def byte_ranges(
     return out
 
 
+def workers_for(total_bytes: int, jobs: int) -> int:
+    """The workers worth starting for `total_bytes` of commitlog: one below PARALLEL_MIN_BYTES (forking
+    and feeding workers costs more than it saves on a small store), else `jobs`."""
+    return 1 if total_bytes < PARALLEL_MIN_BYTES else max(1, jobs)
+
+
 def run_in_order(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator[R]:
     """fn(item) for every item, in order, over `jobs` worker processes (jobs 1: here, one at a time).
 
@@ -84,6 +89,9 @@ def run_in_order(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterato
         for item in items:
             yield fn(item)
         return
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor
+
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=context) as pool:

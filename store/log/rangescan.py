@@ -26,7 +26,7 @@ from store.checks.commitlog import CommitLogFile
 from store.checks.records import IndexPart, RecordIndex, RecordIndexBuilder
 from store.log.commitlog import CommitLog
 from store.log.mappedfile import MappedFile
-from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order
+from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order, workers_for
 from store.log.scan import _columnar, _u8, last_nonzero_in_file, relative_name
 
 # the columns `check_commitlog` reads (CommitLogFile.slim)
@@ -156,6 +156,7 @@ def scan_ranges(
     error that stopped the scan at a file it could not read (then only the files before it are given)."""
     files = commitlog.queue.files
     sizes = [f.size for f in files]
+    jobs = workers_for(sum(sizes), jobs)
     size = range_size or auto_range_size(sum(sizes), jobs)
     levels = tuple(delay_levels)
     tasks = []
