@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,17 +199,28 @@ class _RangeTask:
     check_crc: bool
     with_body: bool
     topic: str | None
+    spill: str | None = None  # a directory: the rows go through an Arrow file there, not the pipe
 
 
 @dataclass
 class _RangePiece:
-    """A range decoded: every row's position, TOTALSIZE and status; the export rows of its messages."""
+    """A range decoded: every row's position, TOTALSIZE and status; the export rows of its messages (or
+    the Arrow file that holds them)."""
 
     task: _RangeTask
     phy: np.ndarray
     size: np.ndarray
     status: np.ndarray
-    rows: pa.RecordBatch
+    rows: pa.RecordBatch | str
+
+    def batch(self) -> pa.RecordBatch:
+        """The rows; from a spill file, mapped (no copy: the map lives as long as the batch) and the
+        file's name removed."""
+        if isinstance(self.rows, pa.RecordBatch):
+            return self.rows
+        rows = pa.ipc.open_file(pa.memory_map(self.rows)).get_batch(0)
+        os.unlink(self.rows)
+        return rows
 
 
 def _export_range(task: _RangeTask) -> _RangePiece:
@@ -221,6 +235,11 @@ def _export_range(task: _RangeTask) -> _RangePiece:
             f.buffer(), task.base, task.start, task.end, check_crc=task.check_crc, with_body=task.with_body
         )
         rows = export_batch(batch, with_body=task.with_body, topic=task.topic)
+        if task.spill is not None:  # one copy into memory the parent maps, instead of four through a pipe
+            path = os.path.join(task.spill, f"{task.file_index}-{task.start}.arrow")
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+                writer.write_batch(rows)
+            rows = path
         phy = batch.column("physicalOffset").to_numpy().copy()
         size = batch.column("totalSize").to_numpy().astype(np.int64)
         piece = _RangePiece(task, phy, size, _status_codes(batch).copy(), rows)
@@ -251,7 +270,7 @@ def iter_export_batches(
     byte ranges (`store.log.ranges`, at most 64 MiB each) are decoded and turned into export rows by
     `jobs` worker processes, and consumed here in order (each becomes a batch: a Parquet row group)."""
     from formats.columnar.decoder import STATUS_NAMES, STATUS_OK
-    from store.log.ranges import auto_range_size, byte_ranges, run_in_order, workers_for
+    from store.log.ranges import auto_range_size, byte_ranges, run_in_order, with_data, workers_for
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
         raise MqtoolError("--to-offset must be greater than --from-offset")
@@ -270,8 +289,9 @@ def iter_export_batches(
         sizes = [max(0, min(size, to_offset - f.start_offset)) for size, f in zip(sizes, files, strict=True)]
     jobs = workers_for(sum(sizes[first:]) - pos, jobs)
     size = range_size or min(64 << 20, auto_range_size(sum(sizes[first:]) - pos, jobs))
+    spill = _spill_dir() if jobs > 1 else None
     tasks = []
-    for r in byte_ranges(sizes, size, first, pos):
+    for r in with_data(byte_ranges(sizes, size, first, pos), [f.path for f in files]):
         f = files[r.file_index]
         resync = (r.file_index, r.start) != (first, pos)
         task = _RangeTask(
@@ -285,6 +305,7 @@ def iter_export_batches(
             check_crc,
             with_body,
             topic,
+            spill,
         )
         tasks.append(task)
     written = 0
@@ -297,7 +318,7 @@ def iter_export_batches(
                 progress(task.end - task.start)
             if task.file_index == done_file:
                 continue
-            rows, phy, status, sizes_of = piece.rows, piece.phy, piece.status, piece.size
+            rows, phy, status, sizes_of = piece.batch(), piece.phy, piece.status, piece.size
             if to_offset is not None and len(phy) and phy[-1] >= to_offset:
                 keep = int(np.searchsorted(phy, to_offset))
                 phy, status, sizes_of = phy[:keep], status[:keep], sizes_of[:keep]
@@ -334,6 +355,14 @@ def iter_export_batches(
                 return  # records up to the very end of a file: the next read fails there
     finally:
         pieces.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
+
+
+def _spill_dir() -> str:
+    """A directory for the workers' Arrow files: in memory (/dev/shm) where there is one."""
+    shm = "/dev/shm"
+    return tempfile.mkdtemp(prefix="mqtool-export-", dir=shm if os.access(shm, os.W_OK) else None)
 
 
 def _count(summary: ExportSummary, rows: pa.RecordBatch) -> None:

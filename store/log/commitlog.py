@@ -45,16 +45,11 @@ COMPILED_WALK_MIN = 8 << 20
 
 
 def _walk_file(
-    f: MappedFile, pos: int, check_crc: bool, accept_v2: bool, compiled: bool
+    f: MappedFile, pos: int, check_crc: bool, accept_v2: bool
 ) -> tuple[str, int, tuple[int, int, Fields] | None]:
-    """One file's size chain from `pos`: (stop status, stop position, (physical offset, TOTALSIZE,
-    fields) of the last accepted record or None)."""
+    """One file's size chain from `pos` with struct reads: (stop status, stop position, (physical
+    offset, TOTALSIZE, fields) of the last accepted record or None)."""
     buf, n = f.buffer(), f.size
-    if compiled:
-        from formats.columnar.decoder import walk_chain
-
-        status, pos, at = walk_chain(buf, f.start_offset, pos, check_crc=check_crc, accept_v2=accept_v2)
-        return status, pos, _head_at(f, at, check_crc, accept_v2)
     last = None
     while True:
         status, total, fields = check_record(buf, n, pos, check_crc, accept_v2)
@@ -319,7 +314,8 @@ class CommitLog:
         BLANK -> next file, the first rejected record or zeros -> stop. The same stop as `iter_records`, at a
         fraction of its cost. `from_offset` must be a record start. Walks over COMPILED_WALK_MIN bytes or
         more (broker-sized files) run in the compiled twin (`formats.columnar.decoder.walk_chain`), in
-        byte ranges over `jobs` worker processes when jobs > 1 (`store.log.ranges`; the same result).
+        byte ranges each mapped only while walked, over `jobs` worker processes (`store.log.ranges`; the
+        same result).
 
         CRC is off by default (the broker checks it: pass check_crc=True for its exact end).
         """
@@ -336,11 +332,12 @@ class CommitLog:
             self._check_boundary(f, pos, check_crc)
         last_at: tuple[int, int, Fields] | None = None
         compiled = sum(g.size for g in files[index:]) - pos >= COMPILED_WALK_MIN
-        if compiled and workers_for(sum(g.size for g in files[index:]) - pos, jobs) > 1:
-            return self._walk_ranges(index, pos, check_crc, accept_v2, jobs)
+        if compiled:  # in ranges, each mapped only while walked: a GiB file is not resident at once
+            span = sum(g.size for g in files[index:]) - pos
+            return self._walk_ranges(index, pos, check_crc, accept_v2, workers_for(span, jobs))
         while True:
             f = files[index]
-            status, pos, last_in_file = _walk_file(f, pos, check_crc, accept_v2, compiled)
+            status, pos, last_in_file = _walk_file(f, pos, check_crc, accept_v2)
             last_at = last_in_file or last_at
             last = None if last_at is None else RecordHead.of(*last_at)
             if status != "blank":
@@ -354,12 +351,13 @@ class CommitLog:
         """walk_end's compiled walk from file `index`, position `pos`, in byte ranges over `jobs` workers:
         each range hands over where the next one's resync starts, so the first range that stops (a BLANK
         moving on to the next file) ends the walk where the walk in one piece ends it."""
-        from store.log.ranges import auto_range_size, byte_ranges, run_in_order
+        from store.log.ranges import auto_range_size, byte_ranges, run_in_order, with_data
 
         files = self.files
         sizes = [g.size for g in files]
         tasks = []
-        for r in byte_ranges(sizes, auto_range_size(sum(sizes[index:]) - pos, jobs), index, pos):
+        planned = byte_ranges(sizes, auto_range_size(sum(sizes[index:]) - pos, jobs), index, pos)
+        for r in with_data(planned, [g.path for g in files]):
             g = files[r.file_index]
             resync = r.start > 0 and (r.file_index, r.start) != (index, pos)
             where = (str(g.path), g.start_offset, g.size, r.file_index, r.start, r.end)

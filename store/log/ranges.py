@@ -73,6 +73,22 @@ def byte_ranges(
     return out
 
 
+def with_data(ranges: Sequence[ByteRange], paths: Sequence[str | os.PathLike]) -> list[ByteRange]:
+    """The ranges less those that lie in a hole of their sparse file (the unwritten end of a preallocated
+    commitlog file, SEEK_DATA / SEEK_HOLE): no record starts there, and they would only be read as zeros.
+    A file's first range stays: its walk starts there, and says where (a file of zeros ends at 0)."""
+    from pathlib import Path
+
+    from store.log.scan import data_extents
+
+    out: list[ByteRange] = []
+    for r in ranges:
+        first = not out or out[-1].file_index != r.file_index
+        if first or data_extents(Path(paths[r.file_index]), r.start, r.end):
+            out.append(r)
+    return out
+
+
 def workers_for(total_bytes: int, jobs: int) -> int:
     """The workers worth starting for `total_bytes` of commitlog: one below PARALLEL_MIN_BYTES (forking
     and feeding workers costs more than it saves on a small store), else `jobs`."""

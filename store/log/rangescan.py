@@ -26,7 +26,7 @@ from store.checks.commitlog import CommitLogFile
 from store.checks.records import IndexPart, RecordIndex, RecordIndexBuilder
 from store.log.commitlog import CommitLog
 from store.log.mappedfile import MappedFile
-from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order, workers_for
+from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order, with_data, workers_for
 from store.log.scan import _columnar, _u8, last_nonzero_in_file, relative_name
 
 # the columns `check_commitlog` reads (CommitLogFile.slim)
@@ -160,7 +160,7 @@ def scan_ranges(
     size = range_size or auto_range_size(sum(sizes), jobs)
     levels = tuple(delay_levels)
     tasks = []
-    for r in byte_ranges(sizes, size):
+    for r in with_data(byte_ranges(sizes, size), [f.path for f in files]):
         f = files[r.file_index]
         task = RangeTask(str(f.path), f.start_offset, f.size, r, check_crc, accept_v2, levels, with_keys)
         tasks.append(task)
