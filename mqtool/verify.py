@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from formats.errors import MqtoolError
-from store.checks.commitlog import CommitLogFile, check_commitlog
+from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
@@ -34,8 +34,8 @@ from store.checks.problems import (
     sort_problems,
 )
 from store.checks.records import RecordIndexBuilder
-from store.queue.batchcq_check import check_batch_queue_files
-from store.storecheck import (
+from store.checks.storefiles import (
+    check_batch_queue_files,
     check_checkpoint_file,
     check_index_files,
     check_queue_files,
@@ -44,6 +44,7 @@ from store.storecheck import (
     recovery_summary,
     rel_path,
 )
+from store.log.scan import CommitLogFile
 from store.storedir import Store
 
 
@@ -93,8 +94,8 @@ def verify_store(
 ) -> VerifyReport:
     """Check a store (read-only). `progress(n)` is called with bytes processed (see `verify_total`). The
     commitlog is decoded in byte ranges (`range_size`, default: several per worker) over `jobs` worker
-    processes (`store.log.rangescan`); the result does not depend on either."""
-    from store.log.rangescan import scan_ranges
+    processes (`store.checks.rangescan`); the result does not depend on either."""
+    from store.checks.rangescan import scan_ranges
 
     advance = progress or (lambda _n: None)
     root = store.root

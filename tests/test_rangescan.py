@@ -1,4 +1,4 @@
-"""The commitlog scanned in byte ranges over worker processes (store/log/rangescan.py) gives what the
+"""The commitlog scanned in byte ranges over worker processes (store/checks/rangescan.py) gives what the
 file-by-file scan gives (`store.log.scan.scan_file`, the reference): each file's walk facts and the records
 indexed, on every golden store and on corrupted copies (a bad magic, a CRC mismatch, zeros before later
 data, a wrong PHYSICALOFFSET field, a torn tail), however the files are cut and however many workers run;
@@ -16,8 +16,8 @@ from golden import copy_store, store_path
 
 from formats.message.commitlog import Message, decode_record
 from mqtool.verify import verify_store
+from store.checks.rangescan import scan_ranges
 from store.checks.records import RecordIndex
-from store.log.rangescan import scan_ranges
 from store.log.scan import relative_name, scan_file
 from store.storedir import Store
 

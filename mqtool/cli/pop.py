@@ -11,8 +11,10 @@ from mqtool.cli.delay import NowOpt, resolve_now
 from mqtool.cli.options import (
     BrokerConfigOpt,
     FormatOpt,
+    RecordOpt,
     StoreOpt,
     TzOpt,
+    WideOpt,
     new_app,
     session,
     skip_pandas_probe,
@@ -36,6 +38,8 @@ def pop_list(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Every message a POP handed out that the revive topic (rmq_sys_REVIVE_LOG_<cluster>) knows of, paired
@@ -49,7 +53,7 @@ def pop_list(
     from mqtool.pop import pop_list as listing
 
     skip_pandas_probe()
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         show.render_list(listing(st, now=when, group=group, topic=topic, states=state), s.ctx)
@@ -61,6 +65,8 @@ def pop_stats(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Per POP group: messages popped, acked, in flight (and the oldest invisible-until), overdue (the
@@ -70,7 +76,7 @@ def pop_stats(
     from mqtool.pop import pop_stats as stats
 
     skip_pandas_probe()
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         show.render_stats(stats(st, now=when), s.ctx)

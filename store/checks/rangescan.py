@@ -6,7 +6,7 @@ reduced to what the checks need, then put back together per file, in order.
 PHYSICALOFFSET field is not their position, the file's first row, and the row that stopped the walk with
 what `store.log.scan.scan_file` records after it (the last non-zero byte, the records a resync finds
 beyond a rejected one). `scan_ranges` runs it over every range of the commitlog with `jobs` workers and
-gives per file a `RangedFile` - the `store.checks.CommitLogFile` the checks read - and the `RecordIndex`
+gives per file a `RangedFile` - the `store.log.scan.CommitLogFile` the checks read - and the `RecordIndex`
 of the records the broker's walk reaches, exactly as the single-file scan gives them: a file's ranges
 joined in order are its whole-file decode (tests compare 1 and N jobs on the golden stores).
 """
@@ -22,12 +22,11 @@ import pyarrow as pa
 
 from formats.errors import MqtoolError
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
-from store.checks.commitlog import CommitLogFile
 from store.checks.records import IndexPart, RecordIndex, RecordIndexBuilder
 from store.log.commitlog import CommitLog
 from store.log.mappedfile import MappedFile
 from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order, with_data, workers_for
-from store.log.scan import _columnar, _u8, last_nonzero_in_file, relative_name
+from store.log.scan import CommitLogFile, _columnar, _u8, last_nonzero_in_file, relative_name
 
 # the columns `check_commitlog` reads (CommitLogFile.slim)
 _FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTimestamp", "status")
