@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man architecture clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq oracle-dledger-fixtures
+.PHONY: setup kernels demo test lint man architecture clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq oracle-dledger-fixtures
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,11 @@ $(BIN)/mqtool: pyproject.toml
 	touch $(BIN)/mqtool
 
 setup: $(BIN)/mqtool
+
+# The columnar kernels compiled ahead of time in place (pip install builds them too; formats/columnar/aot.py):
+# after editing a kernel, until this runs, the kernels compile on first use (numba's JIT) instead.
+kernels: setup
+	$(BIN)/python -m formats.columnar.aot
 
 demo: setup
 	samples/demo.sh $(BIN)/mqtool $(SAMPLE) build/demo
@@ -33,7 +38,7 @@ architecture: setup
 	$(BIN)/python docs/import_graph.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache formats/columnar/_aot_kernels*
 
 # The oracle (tests/oracle/README.md): RocketMQ 5.3.3's own store code, compiled from source outside the
 # repository (~/.cache/mqtool-oracle). CI never runs these; it runs on the fixtures they wrote.

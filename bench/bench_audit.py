@@ -146,7 +146,8 @@ def run_once(store: Path, master: str, extra: list[str], switch: str | None = No
 
 WARM = """
 import json, sys
-from mqtool.audit import AuditOptions, run_audit
+from mqtool.audit.plan import AuditOptions
+from mqtool.audit.run import run_audit
 from mqtool.audit.spark import start_session
 spark, _ = start_session(sys.argv[1])
 out = []
@@ -175,7 +176,8 @@ def mark(name, **extra):
     marks.append(dict(step=name, at=time.monotonic() - t0, cpu=cpu.ru_utime + cpu.ru_stime, **extra))
 import mqtool.cli.audit
 mark("import mqtool.cli")
-from mqtool.audit import AuditOptions, run_audit
+from mqtool.audit.plan import AuditOptions
+from mqtool.audit.run import run_audit
 mark("import mqtool.audit")
 import mmap
 from formats.columnar.decoder import decode_resync

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,6 +185,70 @@ def export_batch(batch: pa.RecordBatch, *, with_body: bool, topic: str | None = 
     return pa.RecordBatch.from_pydict(columns)
 
 
+@dataclass(frozen=True)
+class _RangeTask:
+    """One byte range of one commitlog file to export (what a worker is sent)."""
+
+    path: str
+    base: int
+    size: int
+    file_index: int
+    start: int
+    end: int
+    resync: bool  # False: `start` is a record boundary (the first range of the walk)
+    check_crc: bool
+    with_body: bool
+    topic: str | None
+    spill: str | None = None  # a directory: the rows go through an Arrow file there, not the pipe
+
+
+@dataclass
+class _RangePiece:
+    """A range decoded: every row's position, TOTALSIZE and status; the export rows of its messages (or
+    the Arrow file that holds them)."""
+
+    task: _RangeTask
+    phy: np.ndarray
+    size: np.ndarray
+    status: np.ndarray
+    rows: pa.RecordBatch | str
+
+    def batch(self) -> pa.RecordBatch:
+        """The rows; from a spill file, mapped (no copy: the map lives as long as the batch) and the
+        file's name removed."""
+        if isinstance(self.rows, pa.RecordBatch):
+            return self.rows
+        rows = pa.ipc.open_file(pa.memory_map(self.rows)).get_batch(0)
+        os.unlink(self.rows)
+        return rows
+
+
+def _export_range(task: _RangeTask) -> _RangePiece:
+    """Decode one range and build its export columns (runs in a worker)."""
+    from formats.columnar.decoder import _status_codes, decode_range, decode_resync
+    from store.log.mappedfile import MappedFile
+
+    f = MappedFile(Path(task.path), task.base, task.size)
+    try:
+        decode = decode_resync if task.resync else decode_range
+        batch = decode(
+            f.buffer(), task.base, task.start, task.end, check_crc=task.check_crc, with_body=task.with_body
+        )
+        rows = export_batch(batch, with_body=task.with_body, topic=task.topic)
+        if task.spill is not None:  # one copy into memory the parent maps, instead of four through a pipe
+            path = os.path.join(task.spill, f"{task.file_index}-{task.start}.arrow")
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+                writer.write_batch(rows)
+            rows = path
+        phy = batch.column("physicalOffset").to_numpy().copy()
+        size = batch.column("totalSize").to_numpy().astype(np.int64)
+        piece = _RangePiece(task, phy, size, _status_codes(batch).copy(), rows)
+        del batch
+        return piece
+    finally:
+        f.close()
+
+
 def iter_export_batches(
     store: Store,
     *,
@@ -193,51 +260,119 @@ def iter_export_batches(
     limit: int | None = None,
     summary: ExportSummary | None = None,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+    range_size: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Export batches of the range, in physical order; fills `summary` (stop, counts) as it goes."""
-    from store.log.scan import iter_batches
+    """Export batches of the range, in physical order; fills `summary` (stop, counts) as it goes.
+
+    The walk is the broker's (`store.log.scan.iter_batches`): from `from_offset` (a record start,
+    checked), a BLANK moves on to the next file, the first other row that is not a message ends it. Its
+    byte ranges (`store.log.ranges`, at most 64 MiB each) are decoded and turned into export rows by
+    `jobs` worker processes, and consumed here in order (each becomes a batch: a Parquet row group)."""
+    from formats.columnar.decoder import STATUS_NAMES, STATUS_OK
+    from store.log.ranges import auto_range_size, byte_ranges, run_in_order, with_data, workers_for
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
         raise UsageError("--to-offset must be greater than --from-offset")
+    commitlog = store.commitlog
+    files = commitlog.files
+    if not files:
+        return
+    first, pos = 0, 0
+    if from_offset is not None:
+        first, f = commitlog._file_for(from_offset)
+        pos = from_offset - f.start_offset
+        if pos:
+            commitlog._check_boundary(f, pos, check_crc)
+    sizes = [f.size for f in files]
+    if to_offset is not None:  # no range starts at or after to_offset
+        sizes = [max(0, min(size, to_offset - f.start_offset)) for size, f in zip(sizes, files, strict=True)]
+    jobs = workers_for(sum(sizes[first:]) - pos, jobs)
+    size = range_size or min(64 << 20, auto_range_size(sum(sizes[first:]) - pos, jobs))
+    spill = _spill_dir() if jobs > 1 else None
+    tasks = []
+    for r in with_data(byte_ranges(sizes, size, first, pos), [f.path for f in files]):
+        f = files[r.file_index]
+        resync = (r.file_index, r.start) != (first, pos)
+        task = _RangeTask(
+            str(f.path),
+            f.start_offset,
+            f.size,
+            r.file_index,
+            r.start,
+            r.end,
+            resync,
+            check_crc,
+            with_body,
+            topic,
+            spill,
+        )
+        tasks.append(task)
     written = 0
-    for f, batch in iter_batches(
-        store.commitlog,
-        from_offset,
-        to_offset,
-        check_crc=check_crc,
-        with_body=with_body,
-        progress=progress,
-    ):
-        last = batch.num_rows - 1
-        status = batch.column("status").cast(pa.string())[last].as_py()
-        if summary is not None:
-            summary.bytes_read += int(
-                batch.column("totalSize").to_numpy()[batch.column("status").indices.to_numpy() == 0].sum()
-            )
-            if status not in ("ok", "blank"):
-                phy = batch.column("physicalOffset")[last].as_py()
-                summary.stop = {
-                    "physicalOffset": phy,
-                    "status": status,
-                    "file": f.name,
-                    "position": phy - f.start_offset,
-                }
-        out = export_batch(batch, with_body=with_body, topic=topic)
-        if limit is not None and written + out.num_rows > limit:
-            out = out.slice(0, limit - written)
-        if out.num_rows:
-            written += out.num_rows
+    done_file = -1  # a file whose walk ended in a BLANK: its later ranges are not part of the walk
+    pieces = run_in_order(_export_range, tasks, jobs)
+    try:
+        for n, piece in enumerate(pieces):
+            task = piece.task
+            if progress is not None:
+                progress(task.end - task.start)
+            if task.file_index == done_file:
+                continue
+            rows, phy, status, sizes_of = piece.batch(), piece.phy, piece.status, piece.size
+            if to_offset is not None and len(phy) and phy[-1] >= to_offset:
+                keep = int(np.searchsorted(phy, to_offset))
+                phy, status, sizes_of = phy[:keep], status[:keep], sizes_of[:keep]
+                rows = rows.filter(pc.less(rows.column("physicalOffset"), to_offset))
+            stop = None
+            if len(status) and status[-1] != STATUS_OK:
+                stop = STATUS_NAMES[int(status[-1])]
             if summary is not None:
-                phys = out.column("physicalOffset")
-                summary.messages += out.num_rows
-                if summary.first_offset is None:
-                    summary.first_offset = phys[0].as_py()
-                summary.last_offset = phys[out.num_rows - 1].as_py()
-                for row in out.column("topic").value_counts().to_pylist():
-                    summary.topics[row["values"]] = summary.topics.get(row["values"], 0) + row["counts"]
-            yield out
-        if limit is not None and written >= limit:
-            return
+                summary.bytes_read += int(sizes_of[status == STATUS_OK].sum())
+                if stop not in (None, "blank"):
+                    f = files[task.file_index]
+                    summary.stop = {
+                        "physicalOffset": int(phy[-1]),
+                        "status": stop,
+                        "file": f.name,
+                        "position": int(phy[-1]) - f.start_offset,
+                    }
+            if limit is not None and written + rows.num_rows > limit:
+                rows = rows.slice(0, limit - written)
+            if rows.num_rows:
+                written += rows.num_rows
+                if summary is not None:
+                    _count(summary, rows)
+                yield rows
+            if limit is not None and written >= limit:
+                return
+            if stop == "blank":
+                done_file = task.file_index
+                continue
+            if stop is not None or (to_offset is not None and len(phy) < len(piece.phy)):
+                return  # the walk ends here (a failure or the end of the data), or at to_offset
+            following = tasks[n + 1] if n + 1 < len(tasks) else None
+            if following is None or following.file_index != task.file_index:
+                return  # records up to the very end of a file: the next read fails there
+    finally:
+        pieces.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
+
+
+def _spill_dir() -> str:
+    """A directory for the workers' Arrow files: in memory (/dev/shm) where there is one."""
+    shm = "/dev/shm"
+    return tempfile.mkdtemp(prefix="mqtool-export-", dir=shm if os.access(shm, os.W_OK) else None)
+
+
+def _count(summary: ExportSummary, rows: pa.RecordBatch) -> None:
+    phys = rows.column("physicalOffset")
+    summary.messages += rows.num_rows
+    if summary.first_offset is None:
+        summary.first_offset = phys[0].as_py()
+    summary.last_offset = phys[rows.num_rows - 1].as_py()
+    for row in rows.column("topic").value_counts().to_pylist():
+        summary.topics[row["values"]] = summary.topics.get(row["values"], 0) + row["counts"]
 
 
 def _json_rows(batch: pa.RecordBatch) -> Iterator[str]:
@@ -313,9 +448,10 @@ def export_range(
     with_body: bool = False,
     check_crc: bool = False,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> ExportSummary:
     """`mqtool export`: the messages of [from_offset, to_offset) (optionally one topic) into
-    OUTPUT/messages.parquet or OUTPUT/messages.jsonl."""
+    OUTPUT/messages.parquet or OUTPUT/messages.jsonl, decoded over `jobs` worker processes."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     if output.exists() and not output.is_dir():
@@ -331,6 +467,7 @@ def export_range(
         check_crc=check_crc,
         summary=summary,
         progress=progress,
+        jobs=jobs,
     )
     write_batches(batches, path, fmt, with_body=with_body)
     return summary
@@ -346,9 +483,10 @@ def dump_commitlog_parquet(
     with_body: bool = False,
     check_crc: bool = True,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> ExportSummary:
     """`dump commitlog --format parquet --output FILE`: like the dump (CRC checked by default, `count`
-    messages at most), written to one Parquet file through the columnar path."""
+    messages at most), written to one Parquet file through the columnar path (`jobs` worker processes)."""
     if count is not None and count < 0:
         raise UsageError("--count must not be negative")
     summary = ExportSummary(str(output), "parquet")
@@ -361,6 +499,7 @@ def dump_commitlog_parquet(
         limit=count,
         summary=summary,
         progress=progress,
+        jobs=jobs,
     )
     write_batches(batches, output, "parquet", with_body=with_body)
     return summary

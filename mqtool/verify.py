@@ -89,9 +89,13 @@ def verify_store(
     accept_v2: bool = True,
     max_rows: int | None = 1000,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
+    range_size: int | None = None,
 ) -> VerifyReport:
-    """Check a store (read-only). `progress(n)` is called with bytes processed (see `verify_total`)."""
-    from store.log.scan import relative_name, scan_file
+    """Check a store (read-only). `progress(n)` is called with bytes processed (see `verify_total`). The
+    commitlog is decoded in byte ranges (`range_size`, default: several per worker) over `jobs` worker
+    processes (`store.checks.rangescan`); the result does not depend on either."""
+    from store.checks.rangescan import scan_ranges
 
     advance = progress or (lambda _n: None)
     root = store.root
@@ -104,30 +108,34 @@ def verify_store(
 
     # --- commitlog -------------------------------------------------------------------------------
     scans: list[CommitLogFile] = []
-    builder = RecordIndexBuilder(delay_levels=_delay_levels(store), with_keys=deep)
+    records = RecordIndexBuilder().build([], [])
     file_size = None
+    error = None
     try:
         commitlog = store.commitlog
         file_size = commitlog.file_size
-        ended = False
-        for f in commitlog.queue.files:
-            scan = scan_file(f, name=relative_name(f, root), check_crc=check_crc, accept_v2=accept_v2)
-            # records after the first stop that is not a BLANK are past the valid end: not indexed
-            stop = scan.stop()
-            if not ended and scan.batch is not None:
-                builder.add(scan.batch)
-            ended = ended or (stop is not None and stop[0] != "blank")
-            scan.slim()
-            scans.append(scan)
-            advance(f.size)
+        # records after the first stop that is not a BLANK are past the valid end: not indexed
+        scans, records, error = scan_ranges(
+            commitlog,
+            root=root,
+            check_crc=check_crc,
+            accept_v2=accept_v2,
+            delay_levels=_delay_levels(store),
+            with_keys=deep,
+            jobs=1 if store.is_remote else jobs,
+            range_size=range_size,
+            progress=advance,
+        )
     except MqtoolError as exc:
-        problems.add("commitlog_unreadable", exc.file and rel_path(store, exc.file), exc.offset, exc.message)
+        error = exc
+    if error is not None:
+        problems.add(
+            "commitlog_unreadable", error.file and rel_path(store, error.file), error.offset, error.message
+        )
     timings["commitlogScan"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     verdict = check_commitlog(scans, problems, file_size=file_size)
     starts = [s.start for s in scans]
-    names = [s.name for s in scans]
-    records = builder.build(starts, names)
     commitlog_min = starts[0] if starts else 0
     summary["commitlog"] = {
         "files": len(scans),

@@ -70,6 +70,7 @@ class Store:
     def __init__(self, root: Path, broker_config: BrokerConfig | None = None) -> None:
         self.root = root
         self.location = str(root)  # what the user named: the root, or a URL without credentials
+        self.is_remote = False  # named by URL: its files are fetched (store.remote)
         self.broker_config = broker_config or BrokerConfig()
         self._queues: dict[tuple[str, int], object] = {}
         self._batch_queues: dict[tuple[str, int], object] = {}
@@ -105,6 +106,7 @@ class Store:
             _require_markers({name.split("/", 1)[0] for name in files}, redact(str(path)))
             store = cls.open(open_view(str(path), files), broker_config)
             store.location = redact(str(path))
+            store.is_remote = True
             return store
         return cls.open(path, broker_config)
 

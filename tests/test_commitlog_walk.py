@@ -27,6 +27,16 @@ def _commitlog(store: str) -> CommitLog:
     return CommitLog.open(store_path(store))
 
 
+@pytest.fixture(params=["struct", "compiled"])
+def walk(request, monkeypatch):
+    """Each walk test with both walks: struct reads (small spans) and the compiled twin (broker-sized)."""
+    import store.log.commitlog as commitlog
+
+    if request.param == "compiled":
+        monkeypatch.setattr(commitlog, "COMPILED_WALK_MIN", 0)
+    return request.param
+
+
 def _copy(store: str, tmp_path: Path) -> Path:
     dst = tmp_path / store
     shutil.copytree(store_path(store), dst)
@@ -36,7 +46,7 @@ def _copy(store: str, tmp_path: Path) -> Path:
 # --- against the real broker's answers --------------------------------------------------------------
 
 
-def test_valid_end_matches_the_broker():
+def test_valid_end_matches_the_broker(walk):
     assert _commitlog("store-a").max_offset == expect("store-a")["maxPhyOffset"]
     assert _commitlog("store-49a").max_offset == expect("store-49a")["maxPhyOffset"]
     c = expect("store-c")
@@ -48,7 +58,7 @@ def test_valid_end_matches_the_broker():
 
 
 @pytest.mark.parametrize("store", STORES)
-def test_walks_end_where_the_construct_walk_ends(store):
+def test_walks_end_where_the_construct_walk_ends(store, walk):
     cl = _commitlog(store)
     for start in (None, cl.files[0].start_offset, cl.recovery_start_offset):
         for crc in (False, True):
@@ -61,7 +71,7 @@ def test_walks_end_where_the_construct_walk_ends(store):
 
 
 @pytest.mark.parametrize("store", STORES)
-def test_last_and_first_record(store):
+def test_last_and_first_record(store, walk):
     msgs = _messages(store)
     if store == "store-c":  # the torn record is not a MESSAGE in expect.json
         msgs = [m for m in msgs if m["physicalOffset"] < expect(store)["asWritten"]["tornRecordOffset"]]
@@ -114,7 +124,7 @@ def test_check_record_agrees_with_the_construct_decoder(store):
                 assert status != "ok"
 
 
-def test_walk_end_stops_at_a_corrupt_record(tmp_path):
+def test_walk_end_stops_at_a_corrupt_record(tmp_path, walk):
     root = _copy("store-a", tmp_path)
     m = _messages("store-a")[100]
     path = root / "commitlog" / m["file"]
@@ -130,7 +140,7 @@ def test_walk_end_stops_at_a_corrupt_record(tmp_path):
     assert "magic" in cl.stop_record().reason
 
 
-def test_walk_end_crc(tmp_path):
+def test_walk_end_crc(tmp_path, walk):
     root = _copy("store-a", tmp_path)
     m = next(m for m in _messages("store-a")[50:] if m["bodyLength"] > 100)
     path = root / "commitlog" / m["file"]
@@ -146,7 +156,7 @@ def test_walk_end_crc(tmp_path):
     assert cl.stop_record(check_crc=True) == [r for r in cl.iter_records(check_crc=True)][-1]
 
 
-def test_walk_from_inside_a_record_is_refused():
+def test_walk_from_inside_a_record_is_refused(walk):
     cl = _commitlog("store-a")
     m = _messages("store-a")[10]
     with pytest.raises(OffsetError, match="not a record boundary"):
@@ -155,7 +165,7 @@ def test_walk_from_inside_a_record_is_refused():
         cl.walk_end(10**12)
 
 
-def test_empty_commitlog(tmp_path):
+def test_empty_commitlog(tmp_path, walk):
     (tmp_path / "commitlog").mkdir()
     cl = CommitLog.open(tmp_path)
     assert cl.walk_end().reason == "empty"
@@ -186,8 +196,15 @@ _FIELD_AT = (0, 4, 8, 12, 36, 48, 56, 64, 72, 84, 88)
 
 @st.composite
 def corrupted_files(draw):
+    return draw(corrupted_files_and_bases())[0]
+
+
+@st.composite
+def corrupted_files_and_bases(draw):
+    """(corrupted bytes of a golden commitlog file, the file's start offset)."""
     store = draw(st.sampled_from(STORES))
     index = draw(st.integers(0, len(_commitlog(store).files) - 1))
+    base = _commitlog(store).files[index].start_offset
     data, starts = _clean_file(store, index)
     buf = bytearray(data)
 
@@ -211,7 +228,7 @@ def corrupted_files(draw):
             del buf[at + draw(st.integers(0, 300)) :]
         else:  # somewhere in the variable part: BODYLENGTH, TOPICLENGTH, PROPERTIESLENGTH, ...
             put(at + draw(st.integers(80, 160)), draw(st.binary(min_size=2, max_size=2)))
-    return bytes(buf)
+    return bytes(buf), base
 
 
 @given(corrupted_files(), st.booleans(), st.booleans())
@@ -242,7 +259,7 @@ def test_check_record_decides_as_the_decoder_on_corrupted_files(data, check_crc,
         return
 
 
-def test_last_record_when_the_last_file_holds_none(tmp_path):
+def test_last_record_when_the_last_file_holds_none(tmp_path, walk):
     """The newest record comes from the last file that holds one: with the last file zeroed at its start,
     the walk from the file before it (across its BLANK) gives that file's last message."""
     root = _copy("store-a", tmp_path)
@@ -254,3 +271,33 @@ def test_last_record_when_the_last_file_holds_none(tmp_path):
     before = [m for m in _messages("store-a") if m["physicalOffset"] < last_file.start_offset]
     assert cl.last_record().physical_offset == before[-1]["physicalOffset"]
     assert cl.max_offset == last_file.start_offset  # the recovery walk stops at the zeros
+
+
+@given(corrupted_files_and_bases(), st.booleans(), st.booleans())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_compiled_walk_stops_where_the_struct_walk_stops(file_and_base, check_crc, accept_v2):
+    """`walk_chain` (the compiled recovery walk of broker-sized spans) against the struct walk, in one
+    piece and cut into ranges that hand over to each other."""
+    data, base = file_and_base
+    from formats.columnar.decoder import walk_chain
+
+    pos, last = 0, -1
+    while True:
+        status, total, _ = check_record(data, len(data), pos, check_crc, accept_v2)
+        if status != "ok":
+            break
+        last, pos = pos, pos + total
+    assert walk_chain(data, base, 0, check_crc=check_crc, accept_v2=accept_v2) == (status, pos, last)
+    # cut into ranges, each walked on its own (resync after the first), handing over in order
+    for pieces in (2, 3, 7):
+        step = -(-len(data) // pieces)
+        last_ok, stop = -1, None
+        for k in range(pieces):
+            lo, hi = k * step, min(len(data), (k + 1) * step)
+            how = {"resync": k > 0, "check_crc": check_crc, "accept_v2": accept_v2}
+            got, at, ok = walk_chain(data, base, lo, hi, **how)
+            last_ok = ok if ok >= 0 else last_ok
+            if got != "handover":
+                stop = (got, at, last_ok)
+                break
+        assert stop == (status, pos, last)

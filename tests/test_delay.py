@@ -525,3 +525,20 @@ def test_a_property_order_mqtool_cannot_reproduce_stops_the_level() -> None:
     crowded = replace(msg, properties_raw=encode_properties(pairs, trailing_separator=True))
     with pytest.raises(DelayError, match=f"schedule record at {phy}.*tree bin"):
         message_time_up(crowded, 5, store_timestamp=0)
+
+
+@pytest.mark.parametrize("store", ["store-a", "store-49a", "store-c"])
+def test_stats_agree_with_the_listing_at_any_now(store) -> None:
+    """delay stats' vectorised due counts and oldest times equal what `delay list` (unit by unit, with
+    correctDeliverTimestamp) says, at times before, among and long after the delivery times: a time
+    further ahead than now + delay counts as due."""
+    with Store.open(store_path(store)) as st:
+        times = sorted(r.deliver_timestamp for r in list_delayed(st, now=0).rows)
+        assert times
+        for now in {0, times[0] - 1, times[0], times[len(times) // 2], times[-1], LATE, times[0] - 7_300_000}:
+            listing = list_delayed(st, now=now).rows
+            for row in delay_stats(st, now=now, with_timer=False).rows:
+                mine = [r for r in listing if r.level == row.level]
+                assert row.due == sum(r.due for r in mine), (now, row.level)
+                expected = min((r.deliver_timestamp for r in mine), default=None)
+                assert row.oldest_deliver_timestamp == expected

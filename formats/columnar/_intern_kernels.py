@@ -1,6 +1,6 @@
 """The walk's dictionaries as numba kernels: interning topics and hosts into small open-addressing hash
-tables (FNV-1a + fmix64), growing them, UTF-8 validation, and the born-host spill path
-(`spilled_host_keys`, `ipv4_host_texts`). See formats/columnar/_columnar_kernels.py."""
+tables (FNV-1a + fmix64), growing them, UTF-8 validation, the born-host spill path (`spilled_host_keys`)
+and the hosts' text (`host_texts`, both address families). See formats/columnar/_columnar_kernels.py."""
 
 from __future__ import annotations
 
@@ -149,45 +149,127 @@ def _put_decimal(out, w, v):
 
 @njit(cache=True)
 def spilled_host_keys(b, base, phys, hosts, sysflags, valid, reps):
-    """The born host of every row of a spilled walk as an int64 key (its 8 bytes, little-endian): from
-    the dictionary where the walk still interned it, from the record otherwise. Rows without a host
-    (not valid) get 0; the second result is False when some host is IPv6 (20 bytes: no int64 key)."""
+    """The born host of every row of a spilled walk: (key, position in b, length). The position and
+    length (8: IPv4, 20: IPv6; 0 without a host) come from the dictionary where the walk still interned
+    it, from the record otherwise; the key of an IPv4 host is its 8 bytes as a little-endian int64 (0
+    for the others), so a sort of the keys makes the IPv4 dictionary."""
     n = hosts.shape[0]
     keys = np.zeros(n, dtype=np.int64)
+    pos = np.zeros(n, dtype=np.int64)
+    lens = np.zeros(n, dtype=np.int8)
     for r in range(n):
         if valid[r] == 0:
             continue
         k = hosts[r]
         if k >= 0:
-            if reps[k, 1] != 8:
-                return keys, False
-            keys[r] = _le64(b, reps[k, 0])
+            p = reps[k, 0]
+            ln = reps[k, 1]
         else:
-            if sysflags[r] & 0x10:
-                return keys, False
-            keys[r] = _le64(b, phys[r] - base + BORNHOST_AT)
-    return keys, True
+            p = phys[r] - base + BORNHOST_AT
+            ln = 20 if sysflags[r] & 0x10 else 8
+        pos[r] = p
+        lens[r] = ln
+        if ln == 8:
+            keys[r] = _le64(b, p)
+    return keys, pos, lens
+
+
+@_hot
+def _put_hex(out, w, v):
+    """Write v (0..0xffff) in lower-case hex without leading zeros at out[w:]; the position after."""
+    shift = 12
+    while shift > 0 and (v >> shift) == 0:
+        shift -= 4
+    while shift >= 0:
+        d = (v >> shift) & 0xF
+        out[w] = 48 + d if d < 10 else 87 + d  # '0'.., 'a'..
+        w += 1
+        shift -= 4
+    return w
+
+
+@_hot
+def _put_ipv4(out, w, b, p):
+    """a.b.c.d of the 4 bytes at b[p:]."""
+    for j in range(4):
+        w = _put_decimal(out, w, np.int64(b[p + j]))
+        if j < 3:
+            out[w] = 46  # '.'
+            w += 1
+    return w
+
+
+@_hot
+def _put_ipv6(out, w, b, p, mapped_dotted):
+    """The 16 address bytes at b[p:] as `ipaddress.IPv6Address.compressed` writes them (RFC 5952: hex
+    groups without leading zeros, the first longest run of two or more zero groups as "::"); an
+    IPv4-mapped address ends in dotted IPv4 when mapped_dotted (Python 3.13+)."""
+    if mapped_dotted:
+        mapped = b[p + 10] == 255 and b[p + 11] == 255
+        for j in range(10):
+            if b[p + j] != 0:
+                mapped = False
+        if mapped:
+            for c in (58, 58, 102, 102, 102, 102, 58):  # "::ffff:"
+                out[w] = c
+                w += 1
+            return _put_ipv4(out, w, b, p + 12)
+    best = -1
+    best_len = 0
+    run = 0
+    for g in range(8):
+        if b[p + 2 * g] == 0 and b[p + 2 * g + 1] == 0:
+            run += 1
+            if run > best_len:
+                best_len = run
+                best = g - run + 1
+        else:
+            run = 0
+    if best_len < 2:
+        best = -1
+    g = 0
+    while g < 8:
+        if g == best:
+            out[w] = 58
+            out[w + 1] = 58
+            w += 2
+            g += best_len
+            continue
+        if g > 0 and g != best + best_len:
+            out[w] = 58  # ':'
+            w += 1
+        w = _put_hex(out, w, (np.int64(b[p + 2 * g]) << 8) | np.int64(b[p + 2 * g + 1]))
+        g += 1
+    return w
 
 
 @njit(cache=True)
-def ipv4_host_texts(b, reps):
-    """ "a.b.c.d:port" of every 8-byte stored host (4 address bytes, big-endian int32 port, printed
-    signed as Java does) whose (offset, length, hash) row is in reps: (int32 offsets, UTF-8 bytes) of an
-    Arrow string array. One pass in compiled code: a store of short-lived producers has a host per
-    message, and formatting was then most of the decode."""
+def host_texts(b, reps, mapped_dotted):
+    """ "a.b.c.d:port" of every 8-byte stored host and "[v6]:port" of every 20-byte one (address bytes,
+    big-endian int32 port, printed signed as Java does) whose (offset, length, hash) row is in reps:
+    (int32 offsets, UTF-8 bytes) of an Arrow string array, as `formats.message.msgid.host_str` writes
+    them. One pass in compiled code: a store of short-lived producers has a host per message, and
+    formatting was then most of the decode."""
     k = reps.shape[0]
     offs = np.empty(k + 1, dtype=np.int32)
-    out = np.empty(k * 27, dtype=np.uint8)  # 255.255.255.255:-2147483648
+    out = np.empty(k * 55, dtype=np.uint8)  # [ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:-2147483648
     offs[0] = 0
     w = 0
     for r in range(k):
         p = reps[r, 0]
-        for j in range(4):
-            w = _put_decimal(out, w, np.int64(b[p + j]))
-            out[w] = 46 if j < 3 else 58  # '.', ':'
+        ln = reps[r, 1]
+        if ln == 20:
+            out[w] = 91  # '['
+            w = _put_ipv6(out, w + 1, b, p, mapped_dotted)
+            out[w] = 93  # ']'
             w += 1
-        port = (np.int64(b[p + 4]) << 24) | (np.int64(b[p + 5]) << 16) | (np.int64(b[p + 6]) << 8)
-        port |= np.int64(b[p + 7])
+        else:
+            w = _put_ipv4(out, w, b, p)
+        out[w] = 58  # ':'
+        w += 1
+        q = p + ln - 4
+        port = (np.int64(b[q]) << 24) | (np.int64(b[q + 1]) << 16) | (np.int64(b[q + 2]) << 8)
+        port |= np.int64(b[q + 3])
         if port >= 2147483648:
             port -= 4294967296
             out[w] = 45  # '-'

@@ -1,6 +1,7 @@
 """The shared pieces of the columnar decoder's numba kernels: status codes, scratch slots and column rows,
-the CRC and digit tables, unaligned-load / memcpy / count-trailing-zeros intrinsics, CRC32 and the small
-byte helpers (`_find2`, `_starts_with`, `_java_parse_int_ok`). See formats/columnar/_columnar_kernels.py."""
+unaligned-load / memcpy / count-trailing-zeros intrinsics, CRC32 and the small byte helpers (`_find2`,
+`_starts_with`, `_java_parse_int_ok`); the tables they take are built in formats/columnar/kernels.py. See
+formats/columnar/_columnar_kernels.py."""
 
 from __future__ import annotations
 
@@ -104,50 +105,6 @@ _LOW31 = 0x7FFFFFFF  # what a logical shift right by 33 keeps
 # same for any number of distinct hosts instead of a random table access per row.
 SPILLED = -1
 BORNHOST_AT = 48  # TOTALSIZE .. BORNTIMESTAMP: the born host's offset in a record, V1 and V2 alike
-
-
-def make_digit_table() -> np.ndarray:
-    """Decimal value of every BMP code point, -1 for non-digits (Java's Character.digit(c, 10))."""
-    import unicodedata
-
-    return np.array([unicodedata.decimal(chr(c), -1) for c in range(0x10000)], dtype=np.int8)
-
-
-_LIBZ: list = []  # keeps the loaded library referenced
-
-
-def zlib_crc32_address() -> int:
-    """Address of zlib's `crc32` (about twice as fast as the table loop here), 0 when not found."""
-    import ctypes
-    import ctypes.util
-
-    for name in ("libz.so.1", ctypes.util.find_library("z")):
-        if not name:
-            continue
-        try:
-            lib = ctypes.CDLL(name)
-            address = ctypes.cast(lib.crc32, ctypes.c_void_p).value
-        except (OSError, AttributeError):
-            continue
-        if address:
-            _LIBZ.append(lib)
-            return address
-    return 0
-
-
-def make_crc_table() -> np.ndarray:
-    """Slicing-by-8 tables of the reflected CRC-32 (zlib) polynomial, shape (8, 256)."""
-    table = np.zeros((8, 256), dtype=np.int64)
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        table[0, i] = c
-    for k in range(1, 8):
-        for i in range(256):
-            c = table[k - 1, i]
-            table[k, i] = (c >> 8) ^ table[0, c & 0xFF]
-    return table
 
 
 # Kernels that allocate nothing are compiled without NRT reference counting (`_nrt=False`): numba

@@ -1,10 +1,12 @@
 """The broker's record check as numba kernels: `check_record` (`CommitLog.checkMessageAndReturnSize`,
 properties parsed as `MessageDecoder.string2messageProperties` does) and finding a record boundary in
-the middle of a byte range (`find_boundary`). See formats/columnar/_columnar_kernels.py."""
+the middle of a byte range (`find_boundary`), and the recovery's walk of a size chain (`walk_chain`). See
+formats/columnar/_columnar_kernels.py."""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from formats.columnar._kernel_base import (
     _HIGHS,
@@ -305,3 +307,38 @@ def find_boundary(b, base, start, end, check_crc, accept_v2, crc_tab, crc_fn, di
             return p
         p += 1
     return -1
+
+
+HANDOVER = -1  # walk_chain's status when it reached the range's end where the next range takes over
+
+
+@njit(cache=True, nogil=True)
+def walk_chain(b, base, start, end, resync, check_crc, accept_v2, crc_tab, crc_fn, digits):
+    """The size chain of b (a commitlog file whose first byte has physical offset base) with the broker's
+    check, as recovery walks it, over the records that start in [start, end): from `start` (a record
+    boundary), or with resync from the first boundary at or after it (`find_boundary`). Returns (status,
+    position, position of the last accepted record or -1, touch): the status and position of the first
+    record not accepted, or HANDOVER and the first position at or after `end` that the next range's
+    resync starts from (the split rule of the columnar walk); HANDOVER at `end` when no record starts in
+    the range. Reads ahead of the walk (a touch per page) so page faults leave its path."""
+    n = b.shape[0]
+    s = np.zeros(N_SCRATCH, dtype=np.int64)
+    pos = start
+    if resync:
+        pos = find_boundary(b, base, start, min(end, n), check_crc, accept_v2, crc_tab, crc_fn, digits, s)
+        if pos < 0:
+            return HANDOVER, end, -1, 0
+    last = -1
+    ahead = pos
+    touch = 0
+    while True:
+        while ahead < n and ahead < pos + 65536:
+            touch += b[ahead]
+            ahead += 4096
+        st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
+        if pos >= end and _is_boundary(st, s, base, pos, n):
+            return HANDOVER, pos, last, touch
+        if st != OK:
+            return st, pos, last, touch
+        last = pos
+        pos += s[S_TOTAL]

@@ -1,8 +1,9 @@
 """Columnar CommitLog decoding: one commitlog byte range -> one pyarrow RecordBatch, one row per record.
 
-The fast path for whole-store scans of CommitLog files. A numba kernel (formats/columnar/_columnar_kernels.py,
-imported on first use only) walks the records exactly as the broker's recovery does
-(`CommitLog.checkMessageAndReturnSize`, `recoverNormally`): it applies
+The fast path for whole-store scans of CommitLog files. A compiled kernel
+(formats/columnar/_columnar_kernels.py, from the ahead-of-time extension or numba's JIT:
+formats/columnar/kernels.py, loaded on first use only) walks the records exactly as the broker's recovery
+does (`CommitLog.checkMessageAndReturnSize`, `recoverNormally`): it applies
 `CommitLog.checkMessageAndReturnSize` at every boundary and stops at the first record it would reject.
 
 Rows and statuses (column `status`, dictionary of STATUS_NAMES):
@@ -34,7 +35,7 @@ Arrow IPC (e.g. Spark mapInArrow), which would otherwise ship the whole referenc
 (with_body=True) is a copied binary column. A V2 record (5.1.0+) is accepted unless accept_v2=False
 (4.9.x brokers treat V2 as an illegal magic code).
 
-Speed: the kernel runs without the GIL, so threads can decode files in parallel. Output arrays are
+Speed: decode files in parallel in processes (the ahead-of-time kernels hold the GIL). Output arrays are
 reused by later decodes once no batch refers to them (`release_buffers` drops them).
 
 Splits (Spark byte ranges): `decode_resync` starts at the first record boundary at/after `start`, found by
@@ -47,7 +48,6 @@ past the point where the whole-file walk stops (the broker would truncate there)
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Sequence
 
@@ -163,14 +163,6 @@ _VALID_DICT_BIT = 1 << 5
 HOST_SPILL_MIN = 1 << 12
 
 
-@functools.cache
-def _kernels():
-    from formats.columnar import _columnar_kernels as k
-    from formats.columnar._kernel_base import make_crc_table, make_digit_table, zlib_crc32_address
-
-    return k, (make_crc_table(), zlib_crc32_address(), make_digit_table())
-
-
 def decode_range(
     buf,
     base_offset: int,
@@ -205,6 +197,33 @@ def decode_resync(
     Position 0 is always a boundary (a record never spans files), so a split at 0 is decoded from there.
     """
     return _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=start > 0)
+
+
+def walk_chain(
+    buf,
+    base_offset: int,
+    start: int,
+    end: int | None = None,
+    *,
+    resync: bool = False,
+    check_crc: bool = False,
+    accept_v2: bool = True,
+) -> tuple[str, int, int]:
+    """Walk one commitlog file's size chain with the broker's check (`CommitLog.checkMessageAndReturnSize`)
+    as its recovery walks, over the records that start in [start, end) (default: to the file's end): from
+    the record boundary `start`, or with resync from the first boundary at or after it, as decode_resync
+    starts. Returns (status, position, position of the last accepted record or -1): the first record not
+    accepted (a STATUS_NAMES name), or "handover" and where the next range's resync takes over (the
+    ranges of a file walked in order give its whole walk, as splits do). The compiled twin of the struct
+    walk `store.log.commitlog.CommitLog.walk_end` makes on small spans."""
+    from formats.columnar.kernels import kernel, tables
+
+    b = _as_array(buf)
+    stop = b.shape[0] if end is None else int(end)
+    status, at, last, _ = kernel("walk_chain")(
+        b, int(base_offset), int(start), stop, bool(resync), bool(check_crc), bool(accept_v2), *tables()
+    )
+    return ("handover" if status < 0 else STATUS_NAMES[int(status)]), int(at), int(last)
 
 
 def join_splits(batches: Sequence[pa.RecordBatch]) -> pa.Table:
@@ -302,7 +321,8 @@ def _keep(name: str, fresh: np.ndarray) -> None:
 
 
 def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync) -> pa.RecordBatch:
-    k, tables = _kernels()
+    from formats.columnar.kernels import kernel, tables
+
     b = _as_array(buf)
     if b.shape[0] >= 2**31:
         # positions are int32 in Arrow views and offsets; the broker's files are MappedByteBuffers,
@@ -315,7 +335,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     sizes["body"] = span + 64 if with_body else 64
     out = [_take(name, dtype, shape(cap), axis) for name, (dtype, shape, axis) in _OUTPUTS.items()]
     out += [_take(name, np.uint8, (size,), 0) for name, size in sizes.items()]
-    result = k.walk(
+    result = kernel("walk")(
         b,
         int(base_offset),
         int(start),
@@ -325,7 +345,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
         bool(resync),
         bool(with_body),
         HOST_SPILL_MIN,
-        *tables,
+        *tables(),
         *out,
     )
     del out
@@ -343,7 +363,7 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
     dict_valid = _bitmap(valid & _VALID_DICT_BIT)
     topics = _strings([_utf8(b[o : o + ln]) for o, ln, _ in t_reps[:t_n]])
     if spilled:
-        born_hosts = _spilled_born_hosts(k, b, int(base_offset), a, n, h_reps[:h_n])
+        born_hosts = _spilled_born_hosts(b, int(base_offset), a, n, h_reps[:h_n])
     else:
         born_hosts = _hosts(b, h_reps[:h_n])
     store_hosts = _hosts(b, g_reps[:g_n])
@@ -397,49 +417,48 @@ def _redecode(arr: pa.Array) -> pa.Array:
     return _strings([None if v is None else v.decode("utf-8", "replace") for v in raw])
 
 
-def _host(raw: np.ndarray) -> str:
-    """A stored host (4 or 16 address bytes + int32 port) as "ip:port" / "[ip]:port"."""
-    data = raw.tobytes()
-    return host_str(data[:-4], int.from_bytes(data[-4:], "big", signed=True))
-
-
-def _spilled_born_hosts(k, b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
+def _spilled_born_hosts(b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
     """The born-host dictionary of a walk that stopped interning them (a host per message, about): a
-    sort of every row's host makes the dictionary, and the rows' indices are rewritten in place."""
+    sort of every row's host makes the dictionary (IPv4 hosts by their 8 bytes as one int64, IPv6 ones
+    by their 20 bytes), and the rows' indices are rewritten in place. No Python runs per row."""
     c32, c64 = a["c32"], a["c64"]
     has_host = (a["valid"][:n] & _VALID_DICT_BIT) != 0
     indices = c32[_C32_BORNHOST, :n]
     phys = c64[_C64["physicalOffset"], :n]
-    from formats.columnar._intern_kernels import spilled_host_keys
-    from formats.columnar._kernel_base import BORNHOST_AT
+    from formats.columnar.kernels import kernel
 
-    keys, ipv4 = spilled_host_keys(b, base, phys, indices, c32[_C32["sysFlag"], :n], has_host, reps)
-    if ipv4:
-        values, inverse = np.unique(keys[has_host], return_inverse=True)
-        indices[has_host] = inverse
-        at = np.arange(len(values), dtype=np.int64) * 8
-        table = np.column_stack([at, np.full_like(at, 8), np.zeros_like(at)])
-        return _hosts(values.view(np.uint8), table)
-    # some host is IPv6: one Python look-up per row (stores with IPv6 producers per message are rare)
-    seen: dict[bytes, int] = {}
     sysflags = c32[_C32["sysFlag"], :n]
-    for r in np.flatnonzero(has_host):
-        i = int(indices[r])
-        if i >= 0:
-            o, ln, _ = reps[i]
-        else:
-            o, ln = int(phys[r]) - base + BORNHOST_AT, 20 if sysflags[r] & 0x10 else 8
-        indices[r] = seen.setdefault(bytes(b[o : o + ln]), len(seen))
-    return _strings([_host(np.frombuffer(v, dtype=np.uint8)) for v in seen])
+    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps)
+    v4 = np.flatnonzero(lens == 8)
+    values4, inverse4 = np.unique(keys[v4], return_inverse=True)
+    indices[v4] = inverse4
+    v6 = np.flatnonzero(lens == 20)
+    raw6 = np.zeros((0, 20), dtype=np.uint8)
+    if len(v6):
+        raw6 = b[pos[v6][:, None] + np.arange(20)]
+        values6, inverse6 = np.unique(raw6.view("V20").ravel(), return_inverse=True)
+        indices[v6] = len(values4) + inverse6
+        raw6 = values6.view(np.uint8).reshape(-1, 20)
+    data = np.concatenate([values4.view(np.uint8), raw6.ravel()])
+    k4, k6 = len(values4), len(raw6)
+    table = np.empty((k4 + k6, 3), dtype=np.int64)  # offset, length, (hash: unused)
+    table[:k4, 0] = np.arange(0, 8 * k4, 8)
+    table[:k4, 1] = 8
+    table[k4:, 0] = np.arange(8 * k4, 8 * k4 + 20 * k6, 20)
+    table[k4:, 1] = 20
+    return _hosts(data, table)
+
+
+# IPv4-mapped IPv6 addresses print as ::ffff:a.b.c.d from Python 3.13 on, as hex groups before
+_MAPPED_DOTTED = "." in host_str(bytes(10) + b"\xff\xff" + bytes(4), 0)
 
 
 def _hosts(b: np.ndarray, reps: np.ndarray) -> pa.Array:
-    """The distinct hosts (rows of offset, length, hash into `b`) as strings. IPv4 ones are formatted by
-    a compiled kernel: a store whose producers connect briefly has a host per message."""
-    lengths = reps[:, 1]
-    if len(reps) == 0 or not (lengths == 8).all():
-        return _strings([_host(b[o : o + ln]) for o, ln, _ in reps])
-    from formats.columnar._intern_kernels import ipv4_host_texts
+    """The distinct hosts (rows of offset, length, hash into `b`) as strings, formatted by a compiled
+    kernel (`host_str`'s text): a store whose producers connect briefly has a host per message."""
+    from formats.columnar.kernels import kernel
 
-    offsets, text = ipv4_host_texts(b, np.ascontiguousarray(reps))
+    if len(reps) == 0:
+        return _strings([])
+    offsets, text = kernel("host_texts")(b, np.ascontiguousarray(reps, dtype=np.int64), _MAPPED_DOTTED)
     return pa.Array.from_buffers(pa.string(), len(reps), [None, pa.py_buffer(offsets), pa.py_buffer(text)])

@@ -1,23 +1,22 @@
-"""Named PROPERTIES values of many records at once (numba kernels in formats/columnar/_property_kernels.py,
-imported on first use): the columnar decoder gives KEYS, TAGS and UNIQ_KEY; readers that need other keys
-(the timer's TIMER_OUT_MS, REAL_TOPIC, ...) take them from the raw PROPERTIES here, by the rules of
+"""Named PROPERTIES values of many records at once (the compiled kernels of
+formats/columnar/_property_kernels.py, loaded on first use through formats/columnar/kernels.py): the
+columnar decoder gives KEYS, TAGS and UNIQ_KEY; readers that need other keys (the timer's TIMER_OUT_MS,
+REAL_TOPIC, ...) take them from the raw PROPERTIES here, by the rules of
 `formats.message.properties.decode_properties` (property-tested against it in tests/test_property_columns.py).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 
-@functools.cache
-def _kernels():
-    from formats.columnar import _property_kernels as k
+def _kernel(name: str):
+    from formats.columnar.kernels import kernel
 
-    return k
+    return kernel(name)
 
 
 def property_positions(
@@ -33,7 +32,7 @@ def property_positions(
     pos = np.empty((len(names), n), np.int64)
     ln = np.empty((len(names), n), np.int64)
     starts = np.ascontiguousarray(starts, np.int64)
-    _kernels().find_values(buf, starts, np.ascontiguousarray(lens, np.int64), table, offsets, pos, ln)
+    _kernel("find_values")(buf, starts, np.ascontiguousarray(lens, np.int64), table, offsets, pos, ln)
     return pos, ln
 
 
@@ -67,9 +66,10 @@ def _gathered(
 ) -> tuple[pa.Array, np.ndarray]:
     """The gathered values as a `kind` column, and the rows that are not well-formed UTF-8."""
     n = len(pos)
+    pos, lens = np.ascontiguousarray(pos, np.int64), np.ascontiguousarray(lens, np.int64)
     offsets = np.empty(n + 1, np.int32)
     data = np.empty(max(int(lens[lens > 0].sum()), 1), np.uint8)
-    bad = _kernels().gather(buf, pos, lens, offsets, data)
+    bad = _kernel("gather")(buf, pos, lens, offsets, data)
     valid = lens >= 0
     validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]), bad
@@ -91,9 +91,10 @@ def plain_longs(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def plain_longs_at(buf: np.ndarray, pos: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`plain_longs` of the values buf[pos[r]:pos[r] + lens[r]] (lens -1: absent)."""
+    pos, lens = np.ascontiguousarray(pos, np.int64), np.ascontiguousarray(lens, np.int64)
     out = np.empty(len(pos), np.int64)
     plain = np.empty(len(pos), np.uint8)
-    _kernels().plain_longs(buf, pos, lens, out, plain)
+    _kernel("plain_longs")(buf, pos, lens, out, plain)
     return out, plain
 
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 from numba import njit
 
 from formats.columnar._kernel_base import _hot
-
-# value types of a key
-LONG, INT, TEXT, INT_LIST, LONG_LIST, IGNORED_LONG = 0, 1, 2, 3, 4, 5
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+from formats.pop._value_types import IGNORED_LONG, INT, INT_LIST, INT_MAX, INT_MIN, LONG, TEXT
 
 
 @_hot

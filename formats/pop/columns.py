@@ -30,10 +30,10 @@ TEXTS = ("bn", "c", "rp", "t")
 
 
 def _keys(fields: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    from formats.pop import _kernels as k
+    from formats.pop import _value_types as v
 
-    kinds = {"long": k.LONG, "int": k.INT, "text": k.TEXT, "ints": k.INT_LIST, "longs": k.LONG_LIST,
-             "ignored": k.IGNORED_LONG}  # fmt: skip
+    kinds = {"long": v.LONG, "int": v.INT, "text": v.TEXT, "ints": v.INT_LIST, "longs": v.LONG_LIST,
+             "ignored": v.IGNORED_LONG}  # fmt: skip
     raw = [name.encode() for name, _ in fields]
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in raw])]).astype(np.int64)
     table = np.frombuffer(b"".join(raw), np.uint8)
@@ -137,8 +137,8 @@ def _reference(body: bytes, kind: int) -> PopCheckPoint | AckMsg | str:
 
 def _fast(bodies: pa.Array, kind: np.ndarray, rows: np.ndarray, fields, numbers, texts, lists) -> np.ndarray:
     """The kernel over the bodies of `rows` (one kind's keys): fills the columns there, gives which parsed."""
+    from formats.columnar.kernels import kernel
     from formats.columnar.properties import strings_at
-    from formats.pop import _kernels as k
 
     sub = bodies.take(pa.array(rows))
     offsets = np.frombuffer(sub.buffers()[1], np.int32, count=len(sub) + 1, offset=4 * sub.offset)
@@ -152,7 +152,7 @@ def _fast(bodies: pa.Array, kind: np.ndarray, rows: np.ndarray, fields, numbers,
     tpos, tlen = np.full((nk, m), -1, np.int64), np.full((nk, m), -1, np.int64)
     lstart, llen = np.zeros(m, np.int64), np.full(m, -1, np.int64)
     values = np.zeros(len(buf) // 2 + 1, np.int64)
-    k.parse(buf, offsets, table, key_offsets, types, ok, nums, tpos, tlen, lstart, llen, values)
+    kernel("pop_parse")(buf, offsets, table, key_offsets, types, ok, nums, tpos, tlen, lstart, llen, values)
     for slot, (name, kind_of_value) in enumerate(fields):
         if name in numbers:
             numbers[name][rows] = nums[slot]

@@ -1,11 +1,11 @@
 """The audit's Python daemon on each executor (`spark.python.daemon.module`): PySpark's own daemon, which
 forks one Python worker per task slot, with what an audit task needs loaded once, before the forks.
 
-PySpark's daemon forks each worker bare, and each worker then imports numpy, pyarrow, numba and our
-modules and loads the numba kernels from their cache: ~3 s of CPU per worker, paid again by every worker
-of the scan and of the duplicates merge — most of a small store's audit on two cores. Loaded here, the
-forked workers inherit it all. The kernels are called once on a few bytes (a read-only buffer, the type
-the scan passes from its mmap) so that their cached machine code is in memory too.
+PySpark's daemon forks each worker bare, and each worker then imports numpy, pyarrow and our modules and
+loads the compiled kernels (the ahead-of-time extension, or numba's cache): seconds of CPU per worker,
+paid again by every worker of the scan and of the duplicates merge — most of a small store's audit on two
+cores. Loaded here, the forked workers inherit it all. The kernels are called once on a few bytes so that
+their machine code is in memory too.
 
 PySpark loads nothing before its fork because a library might start threads at import; the ones loaded
 here start at most idle pool threads that they re-create after a fork (OpenBLAS, Arrow), and the kernels
@@ -19,7 +19,7 @@ import contextlib
 
 
 def preload() -> None:
-    """Import what an audit task runs and bring the numba kernels into memory."""
+    """Import what an audit task runs and bring the compiled kernels into memory."""
     import numpy as np
     import pandas  # noqa: F401  (PySpark's Arrow serializers, pyarrow's to_pandas)
     import pyarrow.acero  # noqa: F401  (Table.group_by in the split aggregates)

@@ -18,6 +18,7 @@ from mqtool.cli.options import (
     execute_flag,
     new_app,
     session,
+    skip_pandas_probe,
 )
 
 delay_app = new_app("Delay queue: list what waits in SCHEDULE_TOPIC_XXXX, level stats, replay what is due.")
@@ -82,6 +83,7 @@ def delay_list(
 
     if due and pending:
         raise UsageError("--due and --pending exclude each other")
+    skip_pandas_probe()
     s = session(store, fmt, tz, wide, record)
     when = resolve_now(now, s.ctx.zone)
     only = "due" if due else "pending" if pending else None
@@ -120,6 +122,7 @@ def delay_stats(
     from mqtool.delay.listing import delay_stats as stats
     from mqtool.timeparse import parse_duration
 
+    skip_pandas_probe()
     s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:

@@ -8,12 +8,24 @@ from typing import Annotated
 import typer
 
 from formats.errors import UsageError
-from mqtool.cli.options import GLOBALS, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt, new_app, session
+from mqtool.cli.options import (
+    GLOBALS,
+    FormatOpt,
+    JobsOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    jobs_count,
+    new_app,
+    session,
+)
 
 dump_app = new_app("Dump one kind of store file record by record (like kafka-dump-log).")
 
 
 def info(
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -21,14 +33,16 @@ def info(
     record: RecordOpt = False,
 ) -> None:
     """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
-    files, the 5.x timer wheel, and whether a broker is running on it."""
+    files, the 5.x timer wheel, and whether a broker is running on it. The walks of broker-sized
+    commitlog files (where the data ends, the newest record) run over --jobs worker processes."""
     from mqtool import info as info_ops
 
+    workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record, csv=False)
     with s.open_store(url_ok=True) as st:
         from mqtool.cli import info_render
 
-        info_render.render_info(info_ops.store_info(st), s.ctx)
+        info_render.render_info(info_ops.store_info(st, jobs=workers), s.ctx)
 
 
 @dump_app.command("commitlog")
@@ -44,6 +58,7 @@ def dump_commitlog(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="With --format parquet: the Parquet file to write.")
     ] = None,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: Annotated[
         str | None,
@@ -57,7 +72,8 @@ def dump_commitlog(
 ) -> None:
     """Dump commitlog records in physical order: messages, blank end-of-file markers, and the record where
     the broker's recovery would stop (torn or corrupt), if any. `--format parquet --output FILE` writes the
-    messages through the fast columnar decoder instead (there --count counts messages)."""
+    messages through the fast columnar decoder instead (there --count counts messages, and --jobs worker
+    processes decode)."""
     from mqtool import dump
 
     if (fmt or GLOBALS.fmt) == "parquet":
@@ -65,6 +81,7 @@ def dump_commitlog(
 
         if output is None:
             raise UsageError("--format parquet needs --output FILE")
+        workers = jobs_count(jobs)
         s = session(store, None, tz, wide, record)
         with s.open_store() as st:
             summary = export.dump_commitlog_parquet(
@@ -75,6 +92,7 @@ def dump_commitlog(
                 topic=topic,
                 with_body=body,
                 check_crc=not no_crc,
+                jobs=workers,
             )
         from mqtool.cli import export_render
 

@@ -18,6 +18,7 @@ from mqtool.cli.options import (
     execute_flag,
     new_app,
     session,
+    skip_pandas_probe,
 )
 
 offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue, and planned resets.")
@@ -62,6 +63,7 @@ def offsets_show(
     topic_name, queues = None, None
     if topic is not None:
         ((topic_name, queues),) = parse_topic_queues([topic]).items()
+    skip_pandas_probe()
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         result = progress.consumer_progress(

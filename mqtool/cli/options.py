@@ -69,6 +69,27 @@ BrokerConfigOpt = Annotated[
     ),
 ]
 
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        help="Worker processes that decode the commitlog, in byte ranges. Default: the cores.",
+        show_default=False,
+    ),
+]
+
+
+def jobs_count(jobs: int | None) -> int:
+    """--jobs as a worker count (None: the cores)."""
+    from store.log.ranges import default_jobs
+
+    if jobs is None:
+        return default_jobs()
+    if jobs < 1:
+        raise UsageError(f"--jobs must be 1 or more, not {jobs}")
+    return jobs
+
 
 ExecuteOpt = Annotated[bool, typer.Option("--execute", help="Write (default: dry run, print the plan).")]
 DryRunOpt = Annotated[
@@ -154,6 +175,32 @@ def session(
     width = None if (wide or GLOBALS.wide) or chosen != "table" else terminal_width()
     ctx = RenderContext(fmt=chosen, zone=resolve_zone(tz or GLOBALS.tz), width=width)
     return Session(store or GLOBALS.store, ctx)
+
+
+def skip_pandas_probe() -> None:
+    """pyarrow looks for pandas on its first `pa.array` call (importing pandas costs ~0.4 s); the commands
+    that use pyarrow (all but the audit) never hand pandas objects to it, so that one probe is made to
+    fail fast. A later `to_pandas()` still imports pandas normally."""
+    import contextlib
+    import sys
+    import types
+
+    if "pandas" in sys.modules:
+        return
+
+    class _Absent(types.ModuleType):
+        def __getattr__(self, name: str):
+            raise ImportError("pandas is not used here")
+
+    import pyarrow as pa
+
+    sys.modules["pandas"] = _Absent("pandas")
+    try:
+        for _ in range(2):  # the Cython shim's probe, then the C++ converter's
+            with contextlib.suppress(ImportError):
+                pa.array([0])
+    finally:
+        del sys.modules["pandas"]
 
 
 def _command_name() -> str:

@@ -17,6 +17,7 @@ from mqtool.cli.options import (
     WideOpt,
     new_app,
     session,
+    skip_pandas_probe,
 )
 
 pop_app = new_app("POP consumption: messages in flight per group, the revive backlog, what was revived.")
@@ -51,6 +52,7 @@ def pop_list(
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_list as listing
 
+    skip_pandas_probe()
     s = session(store, fmt, tz, wide, record)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
@@ -73,6 +75,7 @@ def pop_stats(
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_stats as stats
 
+    skip_pandas_probe()
     s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:

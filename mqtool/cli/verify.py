@@ -8,7 +8,18 @@ from typing import Annotated
 import typer
 
 from formats.errors import UsageError
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    JobsOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    jobs_count,
+    session,
+    skip_pandas_probe,
+)
 
 _SEVERITIES = ("error", "warning", "info")
 
@@ -41,6 +52,7 @@ def verify(
         ),
     ] = 5,
     broker_config: BrokerConfigOpt = None,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -56,7 +68,7 @@ def verify(
     found (1 otherwise).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
     infos, not errors."""
-    _skip_pandas_probe()
+    skip_pandas_probe()
     from mqtool import verify as ops
     from mqtool.render import progress
 
@@ -64,6 +76,7 @@ def verify(
         raise UsageError(f"--show must be one of {', '.join(_SEVERITIES)}")
     if broker_version not in (4, 5):
         raise UsageError("--broker-version must be 4 or 5")
+    workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record)
     with s.open_store(broker_config, url_ok=True) as st:
         with progress(ops.verify_total(st), "verifying") as advance:
@@ -74,6 +87,7 @@ def verify(
                 accept_v2=broker_version == 5,
                 max_rows=max_problems or None,
                 progress=advance,
+                jobs=workers,
             )
         from mqtool.cli import verify_render
 
@@ -103,6 +117,7 @@ def export(
     crc: Annotated[
         bool, typer.Option("--crc", help="Verify body CRCs; the walk stops at a bad one.")
     ] = False,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -113,7 +128,7 @@ def export(
     JSONL files through the columnar decoder, in physical order, stopping where the broker's recovery
     would. --file-format chooses the file; --format, as everywhere, how the summary of what was written
     prints."""
-    _skip_pandas_probe()
+    skip_pandas_probe()
     import sys
 
     from mqtool import export as ops
@@ -131,6 +146,7 @@ def export(
             "--file-format jsonl (--format is how the summary prints, as everywhere)\n"
         )
         file_format = "jsonl"  # and the summary prints as JSONL, as --format says
+    workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         total = sum(f.size for f in st.commitlog.files)
@@ -145,36 +161,11 @@ def export(
                 with_body=bodies,
                 check_crc=crc,
                 progress=advance,
+                jobs=workers,
             )
     from mqtool.cli import export_render
 
     export_render.render_summary(summary, s.ctx)
-
-
-def _skip_pandas_probe() -> None:
-    """pyarrow looks for pandas on its first `pa.array` call (importing pandas costs ~0.4 s); these
-    commands never hand pandas objects to pyarrow, so that one probe is made to fail fast. A later
-    `to_pandas()` still imports pandas normally."""
-    import contextlib
-    import sys
-    import types
-
-    if "pandas" in sys.modules:
-        return
-
-    class _Absent(types.ModuleType):
-        def __getattr__(self, name: str):
-            raise ImportError("pandas is not used here")
-
-    import pyarrow as pa
-
-    sys.modules["pandas"] = _Absent("pandas")
-    try:
-        for _ in range(2):  # the Cython shim's probe, then the C++ converter's
-            with contextlib.suppress(ImportError):
-                pa.array([0])
-    finally:
-        del sys.modules["pandas"]
 
 
 __all__ = ["export", "verify"]

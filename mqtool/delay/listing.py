@@ -20,6 +20,7 @@ from store.broker.schedule import (
     correct_deliver_timestamp,
     delay_levels,
     deliver_time,
+    deliver_times,
     effective_start,
     iter_pending_units,
     load_delay_progress,
@@ -224,12 +225,12 @@ def delay_stats(
         due = 0
         oldest: int | None = None
         if lv in present and start < cq_max:
-            for _, phy, size, tags in iter_pending_units(store, lv, start, cq_max):
-                deliver, _ = deliver_time(store, lv, delay, phy, size, tags)
-                if oldest is None or deliver < oldest:
-                    oldest = deliver
-                if delay is not None and correct_deliver_timestamp(now, deliver, delay) <= now:
-                    due += 1
+            deliver = deliver_times(store, lv, delay, cq.units(start, cq_max))
+            if len(deliver):
+                oldest = int(deliver.min())
+            if delay is not None:
+                # correct_deliver_timestamp: a time further ahead than now + delay counts as now
+                due = int(((deliver <= now) | (deliver > now + delay)).sum())
         late = None if oldest is None or oldest > now else now - oldest
         stuck = late is not None and (late > stuck_after_ms or delay is None)
         rows.append(

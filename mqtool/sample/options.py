@@ -49,3 +49,6 @@ class SampleOptions:
     # producer connections the messages come from (born hosts); 0 = a new connection per message, as
     # producers created per request (scripts, serverless functions) connect from a new ephemeral port
     producers: int = DEFAULT_PRODUCERS
+    # with producers 0: how many of every 1000 per-message connections come from IPv6 clients (dual-stack
+    # networks; a born host of 16 address bytes and the sysFlag bit the broker sets for it)
+    ipv6_per_mille: int = 0

@@ -13,6 +13,7 @@ from formats.config.base import java_hash_order
 from mqtool.sample.options import CLUSTER, DEFAULT_PRODUCERS, SampleError, SampleOptions
 
 CLIENT_MACHINES = 64  # where producers that connect per message run (--producers 0)
+IPV6_CLIENT_PREFIX = bytes.fromhex("20010db8") + bytes(11)  # 2001:db8::/32, the documentation prefix
 TAGS = ("TagA", "TagB", "TagC", "TagD", "TagE")
 REGIONS = ("cn-hangzhou", "eu-central-1", "us-west-2")
 
@@ -79,6 +80,8 @@ class _ProducerTraffic:
         self.pool = bytes(97 + b % 26 for b in rng.randbytes(1 << 20))
         if opts.producers < 0:
             raise SampleError(f"--producers must be 0 or more, not {opts.producers}")
+        if not 0 <= opts.ipv6_per_mille <= 1000:
+            raise SampleError(f"the IPv6 share is 0 to 1000 per mille, not {opts.ipv6_per_mille}")
         self.producers = [_Producer(rng, i) for i in range(opts.producers or DEFAULT_PRODUCERS)]
         self.capacity = 128 if self.v5 else 16
         self._orders: dict[tuple[str, ...], list[str]] = {}
@@ -155,5 +158,8 @@ class _ProducerTraffic:
     def new_connection(self) -> tuple[bytes, int]:
         """The born host of a producer that connects for this message alone: one of the client machines
         and a new ephemeral port (Linux's default range 32768-60999): the ports differ, the addresses
-        repeat, as when scripts or functions on a few machines create a producer per request."""
+        repeat, as when scripts or functions on a few machines create a producer per request. With
+        `ipv6_per_mille`, that many of every 1000 come from IPv6 clients (2001:db8::1 ...)."""
+        if self.opts.ipv6_per_mille and self.below(1000) < self.opts.ipv6_per_mille:
+            return IPV6_CLIENT_PREFIX + bytes([1 + self.below(CLIENT_MACHINES)]), 32768 + self.below(28232)
         return bytes([10, 20, 0, 1 + self.below(CLIENT_MACHINES)]), 32768 + self.below(28232)

@@ -107,6 +107,19 @@ _INDEX_COLUMNS = (
 )
 
 
+@dataclass
+class IndexPart:
+    """The `RecordIndex` columns of consecutive records, built apart (a worker's range of the commitlog):
+    topic codes index `topics`, multi_dispatch rows count from the part's first record."""
+
+    topics: list[str]
+    cols: dict[str, np.ndarray]
+    keys: pa.Array | None
+    uniq: pa.Array | None
+    multi_dispatch: dict[int, tuple[str, str | None]]
+    rows: int
+
+
 class RecordIndexBuilder:
     """Collects the `RecordIndex` columns batch by batch, so decoded batches can be dropped early."""
 
@@ -174,6 +187,27 @@ class RecordIndexBuilder:
             for row, pair in multi_dispatch_of(batch.column("properties")).items():
                 self.multi_dispatch[self.rows + row] = pair
         self.rows += batch.num_rows
+
+    def part(self) -> IndexPart:
+        """What was added so far, as one part (arrays of its own) for another builder's `add_part`."""
+        cols = {name: np.concatenate(parts) for name, parts in self.cols.items() if parts}
+        keys = _concat(self.keys, pa.string()) if self.with_keys else None
+        uniq = _concat(self.uniq, pa.string()) if self.with_keys else None
+        return IndexPart(list(self.codes), cols, keys, uniq, dict(self.multi_dispatch), self.rows)
+
+    def add_part(self, part: IndexPart) -> None:
+        """Add a part built from the records that follow the ones added so far."""
+        if part.rows == 0:
+            return
+        mapping = np.array([self.codes.setdefault(t, len(self.codes)) for t in part.topics], dtype=np.int32)
+        for name, values in part.cols.items():
+            self.cols[name].append(mapping[values] if name == "topic" and len(mapping) else values)
+        if self.with_keys:
+            self.keys.append(part.keys)
+            self.uniq.append(part.uniq)
+        for row, pair in part.multi_dispatch.items():
+            self.multi_dispatch[self.rows + row] = pair
+        self.rows += part.rows
 
     def build(self, file_starts: Sequence[int], file_names: Sequence[str]) -> RecordIndex:
         def cat(name: str, dtype: Any) -> np.ndarray:

@@ -182,7 +182,8 @@ def check_cq_files(store: Store, queue: Any, topic: str, queue_id: int, problems
         if end > wrote:
             rest = np.frombuffer(last.buffer(), dtype=np.uint8)[wrote:end]
             check_cq_tail(rest, problems, file=rel_path(store, str(last.path)), position=wrote, where=where)
-    dirty = [f for f in queue.files if f not in live]
+    live_ids = {id(f) for f in live}  # by identity: comparing the dataclasses compares paths, per file pair
+    dirty = [f for f in queue.files if id(f) not in live_ids]
     if dirty:
         problems.add(
             "cq_dirty_files",

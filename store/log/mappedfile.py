@@ -198,6 +198,11 @@ class MappedFileQueue:
 
     def find(self, offset: int) -> MappedFile | None:
         """The file containing `offset`, or None if it lies outside every file."""
+        index = self.find_index(offset)
+        return self.files[index] if index >= 0 else None
+
+    def find_index(self, offset: int) -> int:
+        """Index of the file containing `offset`, or -1 if it lies outside every file."""
         lo, hi = 0, len(self.files) - 1
         while lo <= hi:
             mid = (lo + hi) // 2
@@ -207,8 +212,8 @@ class MappedFileQueue:
             elif offset >= f.start_offset + f.size:
                 lo = mid + 1
             else:
-                return f
-        return None
+                return mid
+        return -1
 
     def close(self) -> None:
         for f in self.files:

@@ -1,12 +1,16 @@
 /*
  * `bench STORE [REPEAT]`: decodes every commitlog record with RocketMQ's own MessageDecoder on one thread,
  * once cold and REPEAT times warm, and prints one JSON object (messages, bytes, seconds, messages/s).
- * `make-big DIR [MESSAGES]`: writes a large store through the real put path (DefaultMessageStore.putMessage
- * + ReputMessageService), broker-sized 1 GiB commitlog files, for the benches in bench/.
+ * `make-big DIR [MESSAGES [PRODUCERS [IPV6_PER_MILLE [TOPICS]]]]`: writes a large store through the real put
+ * path (DefaultMessageStore.putMessage + ReputMessageService), broker-sized 1 GiB commitlog files, for the
+ * benches in bench/. PRODUCERS (default 200) born hosts in turn, or 0: a new born host for every message (a
+ * random address and ephemeral port, as short-lived producers leave), IPV6_PER_MILLE of them IPv6 clients;
+ * TOPICS topics (default 1: BenchTopic; more: BenchTopic0..), 8 queues each.
  */
 package oracle;
 
 import java.io.File;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
@@ -98,13 +102,47 @@ public final class Bench {
     }
 
     public static int makeBig(String root, long messages) throws Exception {
+        return makeBig(root, messages, 200, 0, 1);
+    }
+
+    /** The born host of message i: one of `producers` in turn, or (0) a new random one per message. */
+    static InetSocketAddress bornHost(long i, int producers, int ipv6PerMille, Random hosts) throws Exception {
+        if (producers > 0) {
+            return new InetSocketAddress("10.0.0." + (1 + i % producers), 30000 + (int) (i % producers));
+        }
+        int port = 1024 + hosts.nextInt(64512);
+        if (hosts.nextInt(1000) < ipv6PerMille) {
+            byte[] a = new byte[16];
+            hosts.nextBytes(a);
+            a[0] = 0x20;
+            a[1] = 0x01;
+            a[2] = 0x0d;
+            a[3] = (byte) 0xb8;
+            if (hosts.nextInt(4) == 0) {
+                Arrays.fill(a, 4, 12, (byte) 0);  // runs of zero groups: the "::" of RFC 5952
+            }
+            return new InetSocketAddress(InetAddress.getByAddress(a), port);
+        }
+        byte[] a = new byte[4];
+        hosts.nextBytes(a);
+        a[0] = 10;
+        return new InetSocketAddress(InetAddress.getByAddress(a), port);
+    }
+
+    public static int makeBig(String root, long messages, int producers, int ipv6PerMille, int topicCount)
+        throws Exception {
         Geometry g = new Geometry();
         g.commitLog = 1024 * 1024 * 1024;
         g.consumeQueue = 300000 * 20;
         g.hashSlots = 500000;
         g.indexNum = 2000000;
         ConcurrentMap<String, TopicConfig> topics = new ConcurrentHashMap<>();
-        topics.put("BenchTopic", new TopicConfig("BenchTopic", 8, 8, 6));
+        String[] names = new String[topicCount];
+        for (int t = 0; t < topicCount; t++) {
+            names[t] = topicCount == 1 ? "BenchTopic" : "BenchTopic" + t;
+            topics.put(names[t], new TopicConfig(names[t], 8, 8, 6));
+        }
+        Random hosts = new Random(11);
         Stores s = Stores.open(root, g, topics);
         s.start();
         Random rnd = new Random(7);
@@ -115,13 +153,13 @@ public final class Bench {
         long t0 = System.nanoTime();
         for (long i = 0; i < messages; i++) {
             MessageExtBrokerInner m = new MessageExtBrokerInner();
-            m.setTopic("BenchTopic");
+            m.setTopic(names[(int) ((i / 8) % topicCount)]);
             m.setQueueId((int) (i % 8));
             int len = 500 + rnd.nextInt(400);
             int from = rnd.nextInt(letters.length - len);
             m.setBody(Arrays.copyOfRange(letters, from, from + len));
             m.setBornTimestamp(1700000000000L + i);
-            m.setBornHost(new InetSocketAddress("10.0.0." + (1 + i % 200), 30000 + (int) (i % 200)));
+            m.setBornHost(bornHost(i, producers, ipv6PerMille, hosts));
             m.setStoreHost(new InetSocketAddress("192.168.0.10", 10911));
             String tags = "tag" + (i % 5);
             Map<String, String> p = new LinkedHashMap<>();
@@ -146,6 +184,9 @@ public final class Bench {
         out.put("commitlogBytes", max);
         out.put("seconds", took);
         out.put("geometry", List.of(g.commitLog, g.consumeQueue, g.hashSlots, g.indexNum));
+        out.put("producers", producers);
+        out.put("ipv6PerMille", ipv6PerMille);
+        out.put("topics", topicCount);
         System.out.print(Json.write(out));
         return 0;
     }

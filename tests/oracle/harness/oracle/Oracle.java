@@ -7,7 +7,8 @@
  *   recover STORE [SLOTS NUM]  run the real recovery in place (load, start, clean shutdown), as a broker run
  *   recover-without-timer STORE [SLOTS NUM]  the same with the timer wheel off (timer files untouched)
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
- *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
+ *   make-big DIR [MESSAGES [PRODUCERS [IPV6_PER_MILLE [TOPICS]]]]  a ~1.3 GB store (1.6 M messages by
+ *                            default) through the real put path; PRODUCERS 0: a born host per message
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  *   batchcq-store DIR [SEED] a 5.x store with BatchCQ topics (inner-batch records) and an ordinary one (BatchStore)
@@ -55,7 +56,9 @@ public final class Oracle {
                 rc = Bench.bench(args[1], args.length > 2 ? Integer.parseInt(args[2]) : 5);
                 break;
             case "make-big":
-                rc = Bench.makeBig(args[1], args.length > 2 ? Long.parseLong(args[2]) : 1_600_000L);
+                rc = Bench.makeBig(args[1], args.length > 2 ? Long.parseLong(args[2]) : 1_600_000L,
+                    args.length > 3 ? Integer.parseInt(args[3]) : 200, args.length > 4 ? Integer.parseInt(args[4]) : 0,
+                    args.length > 5 ? Integer.parseInt(args[5]) : 1);
                 break;
             case "pop-bodies":
                 rc = PopBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 50);
