@@ -214,6 +214,88 @@ def scan_commitlog(
     return out
 
 
+# --- DLedger data files --------------------------------------------------------------------------------
+
+
+@dataclass
+class DataFileScan:
+    """One DLedger data file as the checks see it (filled by `scan_data_file`): the entries decoded from
+    position 0 (`formats.columnar.entries`: a row per kept entry with its message at pos + 48, then the row
+    where DLedger's walk of the file stops), the last kept entry's index and term, and the position after the
+    last non-zero byte from the stop to the file end."""
+
+    name: str
+    start: int
+    size: int
+    batch: pa.RecordBatch | None
+    last_index: int = -1
+    last_term: int = -1
+    data_end: int = 0
+
+    def stop(self) -> tuple[str, int, int]:
+        """(entry status, position, size field) of the row that ends the file's walk."""
+        from formats.columnar.entries import ENTRY_STATUS_NAMES, entry_status_codes
+
+        if self.batch is None or not self.batch.num_rows:
+            return "short", 0, 0
+        last = self.batch.num_rows - 1
+        code = int(entry_status_codes(self.batch)[last])
+        pos = int(column_values(self.batch.column("entryPos"))[last]) - self.start
+        size = int(column_values(self.batch.column("entrySize"))[last])
+        if code == 0:  # the last entry ends at the file end: DLedger's next header read fails there
+            return "short", pos + size, 0
+        return ENTRY_STATUS_NAMES[code], pos, size
+
+    def entries(self) -> dict[str, np.ndarray]:
+        """The kept entries' columns (entryPos, entryIndex, entryTerm, entrySize, entryMagic, entryBodySize)
+        and their messages' (physicalOffset, totalSize, physicalOffsetField, status)."""
+        from formats.columnar.entries import entry_status_codes
+
+        if self.batch is None:
+            return {}
+        kept = entry_status_codes(self.batch) == 0
+        names = ["entryPos", "entryIndex", "entryTerm", "entrySize", "entryMagic", "entryBodySize",
+                 "physicalOffset", "totalSize", "physicalOffsetField"]  # fmt: skip
+        out = {n: column_values(self.batch.column(n))[kept] for n in names}
+        out["status"] = dictionary_indices(self.batch.column("status"))[kept]
+        return out
+
+    def slim(self) -> None:
+        """Keep the columns the checks read (drops strings and properties)."""
+        if self.batch is not None:
+            keep = [*_FILE_COLUMNS, "magicCode", "entryPos", "entryIndex", "entryTerm", "entrySize", "entryMagic",
+                    "entryBodySize", "entryStatus"]  # fmt: skip
+            self.batch = self.batch.select(keep)
+
+
+def scan_data_file(
+    f: MappedFile,
+    *,
+    name: str,
+    prev_index: int = -1,
+    prev_term: int = -1,
+    check_crc: bool = True,
+    accept_v2: bool = True,
+    with_body: bool = False,
+) -> DataFileScan:
+    """Decode one DLedger data file from position 0 (see `DataFileScan`); `prev_index` / `prev_term`: the
+    last entry of the file before (-1 for the first file, or after a file whose walk failed)."""
+    from formats.columnar.entries import decode_entries
+
+    if f.size == 0:
+        return DataFileScan(name, f.start_offset, 0, None)
+    buf = f.buffer()
+    walk = decode_entries(
+        buf, f.start_offset, check_crc=check_crc, accept_v2=accept_v2, with_body=with_body,
+        prev_index=prev_index, prev_term=prev_term,
+    )  # fmt: skip
+    scan = DataFileScan(name, f.start_offset, f.size, walk.batch, walk.last_index, walk.last_term)
+    if walk.batch.num_rows:
+        _, pos, _ = scan.stop()
+        scan.data_end = last_nonzero_in_file(f, _u8(buf), pos, f.size)
+    return scan
+
+
 # --- chunked range walks (dump / export) ----------------------------------------------------------
 
 
@@ -449,5 +531,7 @@ __all__ = [
     "last_nonzero_in_file",
     "relative_name",
     "scan_commitlog",
+    "scan_data_file",
     "scan_file",
+    "DataFileScan",
 ]
