@@ -206,6 +206,7 @@ def _refuse_unsupported(store: Store, cq: bool, execute: bool = True) -> None:
     commitlog = root / "commitlog"
     try:
         has_files = commitlog.is_dir() and any(p.name.isdigit() for p in commitlog.iterdir())
+        has_files = has_files or bool(store.commitlog.files)  # a DLedger commitlog's data files
     except OSError as exc:
         raise RebuildRefused(f"cannot list: {exc.strerror or exc}", str(commitlog)) from exc
     if not has_files:
@@ -261,6 +262,7 @@ def rebuild(
                 progress=progress,
                 lmq=store.layout.lmq,
                 durable=may_write,
+                commitlog=store.commitlog,
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/

@@ -18,6 +18,9 @@ from store.storedir import Store
 from tests.golden import DLEDGER_STORES, expect, unpack_store
 
 UNITS_KEY = "units[queueOffset,phyOffset,size,tagsCode]"
+FIELDS = ("physicalOffset", "totalSize", "queueId", "queueOffset", "sysFlag", "storeTimestamp", "bornHost",
+          "storeHost", "topic", "properties", "offsetMsgId", "preparedTransactionOffset", "bodyCRC",
+          "reconsumeTimes")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def test_entries_pads_and_index_units_as_on_disk(roots, name: str) -> None:
         entries, pads, prev = [], [], (-1, -1)
         for f in log.data_files:
             w = log.walk(f, 0, *prev)
-            entries += list(zip(w.index.tolist(), w.term.tolist(), w.pos.tolist(), w.size.tolist(), strict=True))
+            entries += zip(w.index.tolist(), w.term.tolist(), w.pos.tolist(), w.size.tolist(), strict=True)
             if len(w):
                 prev = (int(w.index[-1]), int(w.term[-1]))
             if w.reason == "pad":
@@ -50,9 +53,8 @@ def test_entries_pads_and_index_units_as_on_disk(roots, name: str) -> None:
         assert log.recovery.end == e["data"]["walkStop"]["at"] == e["data"]["dataEnd"]
         units = e["index"]["units[offset,magic,pos,size,index,term]"]
         got = log.index_units(0, len(units))
-        assert [list(u) for u in zip(np.arange(len(units)) * 32, *(got[n] for n in got.dtype.names), strict=True)] == (
-            units
-        )
+        columns = [np.arange(len(units)) * 32, *(got[n] for n in got.dtype.names)]
+        assert [list(u) for u in zip(*columns, strict=True)] == units
         assert log.recovery.index_units_on_disk == len(units)
 
 
@@ -73,7 +75,8 @@ def test_recovery_as_dledger_recovers(roots, name: str) -> None:
         assert r.last_index + 1 - (r.index_rewrite_from or r.last_index + 1) == (
             cut["indexUnitsKept"] - cut["indexUnitsOnDisk"]
         )
-        assert cl.divided_offset == after["dividedCommitlogOffset"] == e["afterStart"]["dividedCommitlogOffset"]
+        assert cl.divided_offset == after["dividedCommitlogOffset"]
+        assert cl.divided_offset == e["afterStart"]["dividedCommitlogOffset"]
         assert cl.min_offset == after["commitLogMinOffset"] == e["afterStart"]["minPhyOffset"]
         # what the store serves once a leader committed what the recovery kept
         assert cl.max_offset == e["afterStart"]["maxPhyOffset"]
@@ -88,9 +91,7 @@ def test_every_message_as_the_dispatcher_reads_it(roots, name: str) -> None:
         assert len(got) == len(want)
         for m, w in zip(got, want, strict=True):
             doc = m.to_json(include_body=True)
-            for key in ("physicalOffset", "totalSize", "queueId", "queueOffset", "sysFlag", "storeTimestamp",
-                        "bornHost", "storeHost", "topic", "properties", "offsetMsgId", "preparedTransactionOffset",
-                        "bodyCRC", "reconsumeTimes"):  # fmt: skip
+            for key in FIELDS:
                 assert doc[key] == w[key], (key, w["physicalOffset"])
             assert hashlib.sha256(base64.b64decode(doc["body"])).hexdigest() == w["bodySha256"]
             if w["storage"] == "dledger":
@@ -177,3 +178,41 @@ def test_consumer_offsets(roots, name: str) -> None:
         topic, group = topic_group.split("@")
         want.setdefault(group, {})[topic] = {int(q): o for q, o in queues.items()}
     assert got == want
+
+
+# --- rebuild: ConsumeQueues and index from the DLedger log, as the broker's dispatch builds them ------------
+
+
+@pytest.mark.parametrize("name", [n for n in DLEDGER_STORES if n != "store-dledger-crash"])
+def test_rebuild_from_the_dledger_log_is_byte_identical(roots, name: str) -> None:
+    """The real dispatch's ConsumeQueues and index, rebuilt from the entries: every queue the same bytes,
+    the index the same contents."""
+    from mqtool.rebuild import rebuild
+
+    with _open(roots[name]) as st:
+        report = rebuild(st, "all", note=lambda _m: None)
+    assert report.build.messages == len(expect(name)["messages"])
+    assert report.build.valid_end == expect(name)["afterStart"]["maxPhyOffset"]
+    assert [(q.topic, q.queue_id, q.status) for q in report.queues if q.status != "same"] == []
+    assert report.index is not None and report.index.status == "same", report.index.first_difference
+
+
+def test_rebuild_of_the_crash_store_dispatches_what_the_broker_start_dispatches(roots, tmp_path) -> None:
+    """The halt left entry 98 undispatched; the rebuild writes the units the real broker's start wrote
+    (expect.json consumeQueues: after the election and commit)."""
+    import shutil
+
+    from mqtool.rebuild import rebuild
+
+    root = tmp_path / "store"
+    shutil.copytree(roots["store-dledger-crash"], root)
+    want = expect("store-dledger-crash")["consumeQueues"]
+    with _open(root) as st:
+        report = rebuild(st, "cq", execute=True, note=lambda _m: None)
+        assert [(q.topic, q.queue_id, q.first_difference) for q in report.queues if q.status != "same"] == [
+            ("TopicA", 2, 17)
+        ]
+    with _open(root) as st:
+        for w in want.values():
+            cq = st.consume_queue(w["topic"], w["queueId"])
+            assert cq.units().tolist() == [tuple(u) for u in w[UNITS_KEY]]

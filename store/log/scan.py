@@ -263,8 +263,8 @@ class DataFileScan:
     def slim(self) -> None:
         """Keep the columns the checks read (drops strings and properties)."""
         if self.batch is not None:
-            keep = [*_FILE_COLUMNS, "magicCode", "entryPos", "entryIndex", "entryTerm", "entrySize", "entryMagic",
-                    "entryBodySize", "entryStatus"]  # fmt: skip
+            entry = ["entryPos", "entryIndex", "entryTerm", "entrySize", "entryMagic", "entryBodySize"]
+            keep = [*_FILE_COLUMNS, "magicCode", *entry, "entryStatus"]
             self.batch = self.batch.select(keep)
 
 
