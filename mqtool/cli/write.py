@@ -109,6 +109,14 @@ def sample_create(
             "connection (a new ephemeral port) per message, as producers created per request make.",
         ),
     ] = 3,
+    dledger: Annotated[
+        bool,
+        typer.Option(
+            "--dledger",
+            help="Write a DLedger commitlog (enableDLegerCommitLog, a one-peer group n0): entries in "
+            "dledger-n0/data with their index, checkpoint and currterm, instead of commitlog/.",
+        ),
+    ] = False,
     start_time: Annotated[
         str | None,
         typer.Option(
@@ -145,6 +153,7 @@ def sample_create(
         start_time=start,
         zone=s.ctx.zone if tz else None,
         producers=producers,
+        dledger=dledger,
     )
     with progress(messages, "creating sample store") as advance:
         summary = create_sample(opts, progress=advance)

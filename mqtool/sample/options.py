@@ -49,3 +49,5 @@ class SampleOptions:
     # producer connections the messages come from (born hosts); 0 = a new connection per message, as
     # producers created per request (scripts, serverless functions) connect from a new ephemeral port
     producers: int = DEFAULT_PRODUCERS
+    # a one-peer DLedger group's store (enableDLegerCommitLog): entries in dledger-n0/data, not commitlog/
+    dledger: bool = False
