@@ -216,3 +216,59 @@ def test_rebuild_of_the_crash_store_dispatches_what_the_broker_start_dispatches(
         for w in want.values():
             cq = st.consume_queue(w["topic"], w["queueId"])
             assert cq.units().tolist() == [tuple(u) for u in w[UNITS_KEY]]
+
+
+# --- whole-log scans: export, records at positions ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DLEDGER_STORES)
+def test_export_reads_every_message_through_the_columnar_decoder(roots, name: str, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    from mqtool.export import export_range
+    from store.log.scan import iter_batches
+
+    want = expect(name)["messages"]
+    with _open(roots[name]) as st:
+        summary = export_range(st, tmp_path / "all")
+        rows = pq.read_table(summary.output).to_pylist()
+        got = [(r["physicalOffset"], r["topic"], r["queueId"], r["queueOffset"], r["uniqKey"]) for r in rows]
+        assert got == [
+            (w["physicalOffset"], w["topic"], w["queueId"], w["queueOffset"], w.get("uniqKey")) for w in want
+        ]
+        assert summary.stop["physicalOffset"] == st.commitlog.log.recovery.end
+        # a range inside the DLedger entries, from a message to before another one, in small chunks
+        lo, hi = want[len(want) // 3]["physicalOffset"], want[2 * len(want) // 3]["physicalOffset"]
+        phys = []
+        for _f, batch in iter_batches(st.commitlog, lo, hi, chunk_bytes=4096):
+            ok = batch.column("status").cast("string").to_pylist()
+            phys += [
+                p for p, s in zip(batch.column("physicalOffset").to_pylist(), ok, strict=True) if s == "ok"
+            ]
+        assert phys == [w["physicalOffset"] for w in want if lo <= w["physicalOffset"] < hi]
+
+
+@pytest.mark.parametrize("name", ["store-dledger-mixed", "store-dledger-crash"])
+def test_records_at_positions(roots, name: str) -> None:
+    from store.log.scan import records_at
+
+    want = expect(name)["messages"]
+    phys = np.array([w["physicalOffset"] for w in want] + [w["physicalOffset"] + 1 for w in want[:5]] + [0])
+    sizes = np.array([w["totalSize"] for w in want] + [0] * 6)
+    with _open(roots[name]) as st:
+        got = records_at(st.commitlog, phys, None, ("KEYS",), chunk_bytes=8192)
+    n = len(want)
+    assert got.found.tolist() == [True] * n + [False] * 5 + [want[0]["physicalOffset"] == 0]
+    assert got.store_timestamp[:n].tolist() == [w["storeTimestamp"] for w in want]
+    assert got.properties["KEYS"].to_pylist()[:n] == [w["properties"].get("KEYS") for w in want]
+    assert len(sizes) == len(phys)
+
+
+def test_a_position_that_is_no_message_is_one_clear_error(roots) -> None:
+    from store.log.commitlog import OffsetError
+
+    with _open(roots["store-dledger"]) as st:
+        with pytest.raises(OffsetError, match="not the message of a DLedger entry"):
+            next(iter(st.commitlog.iter_records(1000)))
+        with pytest.raises(OffsetError, match="not the message of a DLedger entry"):
+            st.commitlog.read_message_at(524)
