@@ -272,3 +272,26 @@ def test_a_position_that_is_no_message_is_one_clear_error(roots) -> None:
             next(iter(st.commitlog.iter_records(1000)))
         with pytest.raises(OffsetError, match="not the message of a DLedger entry"):
             st.commitlog.read_message_at(524)
+
+
+@pytest.mark.parametrize("name", DLEDGER_STORES)
+def test_info_shows_what_dledger_recovery_keeps(roots, name: str) -> None:
+    from mqtool.info import store_info
+
+    e = expect(name)
+    after, on_disk = e["afterLoad"], e["onDisk"]
+    with _open(roots[name]) as st:
+        doc = store_info(st)
+    dl = doc["dledger"]
+    assert (dl["ledgerBeginIndex"], dl["ledgerEndIndex"], dl["ledgerEndTerm"]) == (
+        after["ledgerBeginIndex"], after["ledgerEndIndex"], after["ledgerEndTerm"]
+    )  # fmt: skip
+    assert (dl["committedIndex"], dl["committedPos"]) == (after["committedIndex"], after["committedPos"])
+    assert dl["dividedCommitlogOffset"] == after["dividedCommitlogOffset"]
+    assert dl["indexUnitsOnDisk"] == after["recoveryCut"]["indexUnitsOnDisk"]
+    assert dl["checkpoint"] == on_disk["meta"]["checkpoint"]["text"]
+    assert (
+        dl["currTerm"] == after["currTerm"] and dl["loadProblems"] == [] and dl["brokerDoesNotStart"] is None
+    )
+    assert doc["commitlog"]["minOffset"] == after["commitLogMinOffset"]
+    assert doc["commitlog"]["maxOffset"] == e["afterStart"]["maxPhyOffset"]
