@@ -59,10 +59,12 @@ def check_dledger_log(
     checkpoint: Any = None,
     checkpoint_error: str | None = None,
     names: dict[str, str] | None = None,
+    messages: bool = True,
 ) -> DLedgerVerdict:
     """Every check of the DLedger data files (`scans`, in file order, each walked from position 0),
     `recovery` (`store.log.dledger.DLedgerRecovery`), the load's problems, the index `units` of entries
-    unit_first.. (structured array, -1 where no index file holds one), DLedger's checkpoint."""
+    unit_first.. (structured array, -1 where no index file holds one), DLedger's checkpoint. `messages`:
+    also each entry's message (the audit's executors check those themselves)."""
     names = names or {}
     for path, offset, why in load_problems:
         problems.add("dledger_file", names.get(path, path), offset, why)
@@ -71,7 +73,7 @@ def check_dledger_log(
     start_file = recovery.start_file or 0
     rejected = 0
     for k, scan in enumerate(scans):
-        rejected += _check_messages(scan, problems)
+        rejected += check_entry_messages(scan, problems) if messages else 0
         _check_stop(scans, k, start_file, recovery, problems)
     entries = [s.entries() for s in scans]
     _check_units(entries, units, unit_first, recovery, problems, scans)
@@ -83,7 +85,7 @@ def check_dledger_log(
     return DLedgerVerdict(recovery.end, recovery.last_end, recovery.entries, recovery.reason, after, rejected)
 
 
-def _check_messages(scan: DataFileScan, problems: ProblemList) -> int:
+def check_entry_messages(scan: DataFileScan, problems: ProblemList) -> int:
     """Each kept entry's message: the broker's record check, its TOTALSIZE against the entry's bodySize,
     its PHYSICALOFFSET field against pos + 48."""
     ent = scan.entries()
@@ -133,7 +135,7 @@ def _check_stop(
     """Where the walk of file k stopped: a pad (its size, bytes after it), zeros, or an entry DLedger's walk
     rejects - in the files its recovery walks, the truncation point."""
     scan = scans[k]
-    if scan.batch is None:
+    if not scan.size:
         return
     reason, pos, size = scan.stop()
     later = scans[k + 1 :]
@@ -346,4 +348,4 @@ def dledger_recovery_row(
     }
 
 
-__all__ = ["DLedgerVerdict", "check_dledger_log", "dledger_recovery_row"]
+__all__ = ["DLedgerVerdict", "check_dledger_log", "check_entry_messages", "dledger_recovery_row"]

@@ -573,20 +573,76 @@ def _redispatch_file(store: Store, data: list[Any]) -> int | None:
     """5.3.3's abnormal recovery of a DLedger store re-dispatches from the last data file whose first message
     (at +48) is a V1 message with a store time != 0 and at or before the StoreCheckpoint's min time, else
     from the first (R5 DLedgerCommitLog.java:317-395,429-477); 4.9.8 does not re-dispatch."""
-    from formats.columnar.decoder import column_values
+    from formats.dledger import BODY_OFFSET
     from formats.structs import MAGIC_V1
 
     if store.layout.broker_version().major < 5:
         return None
     cp = store.checkpoint()
     bound = cp.min_timestamp if cp is not None else 0
+    commitlog = store.commitlog
     firsts = []
     for scan in data:
         first = None
-        if scan.batch is not None and scan.batch.num_rows:
-            magic = int(column_values(scan.batch.column("magicCode"))[0])
-            ts = int(column_values(scan.batch.column("storeTimestamp"))[0])
-            if magic == MAGIC_V1 and int(column_values(scan.batch.column("entryPos"))[0]) == scan.start:
+        f = commitlog.queue.find(scan.start)
+        if f is not None and f.size >= BODY_OFFSET + 8:
+            magic = int.from_bytes(f.read(BODY_OFFSET + 4, 4), "big", signed=True)
+            ts = commitlog.store_time_at(scan.start + BODY_OFFSET)
+            if magic == MAGIC_V1 and ts is not None:
                 first = (1, ts)
         firsts.append(first)
     return recovery_start_abnormal(firsts, bound) if firsts else None
+
+
+def check_dledger_headers(store: Store, problems: ProblemList, *, abort: bool) -> tuple[Any, dict[str, Any]]:
+    """DLedger's checks from the entry headers alone (the audit's driver: its executors checked every
+    entry's message): each data file's walk (`DLedgerLog.walk`), index units, checkpoint, the recovery row.
+    Returns the verdict and the recovery summary."""
+    from store.checks.dledger import check_dledger_log, dledger_recovery_row
+    from store.log.scan import DataFileScan, last_nonzero_in_file, relative_name
+
+    class WalkedFile(DataFileScan):
+        """A data file known by its header walk, not its decoded records."""
+
+        def __init__(self, name: str, f: Any, walk: Any, data_end: int) -> None:
+            last = (int(walk.index[-1]), int(walk.term[-1])) if len(walk) else (-1, -1)
+            super().__init__(name, f.start_offset, f.size, None, *last, data_end=data_end)
+            self.walk = walk
+
+        def stop(self) -> tuple[str, int, int]:
+            return self.walk.reason, self.walk.stop, self.walk.stop_size
+
+        def entries(self) -> dict[str, Any]:
+            w = self.walk
+            return {"entryPos": w.pos, "entryIndex": w.index, "entryTerm": w.term, "entrySize": w.size,
+                    "entryMagic": w.magic}  # fmt: skip
+
+    import numpy as np
+
+    log = store.commitlog.log
+    recovery = log.recovery
+    scans = []
+    prev = (-1, -1)
+    for f in log.data_files:
+        walk = log.walk(f, 0, *prev)
+        data = np.frombuffer(f.buffer(), dtype=np.uint8) if f.size else np.zeros(0, np.uint8)
+        end = last_nonzero_in_file(f, data, walk.stop, f.size) if f.size else 0
+        del data
+        scan = WalkedFile(relative_name(f, store.root), f, walk, end)
+        prev = (scan.last_index, scan.last_term) if walk.reason == "pad" else (-1, -1)
+        scans.append(scan)
+    checkpoint, checkpoint_error = None, None
+    try:
+        checkpoint = log.checkpoint()
+    except MqtoolError as exc:
+        checkpoint_error = exc.message
+    first = recovery.begin_index if recovery.begin_index >= 0 else 0
+    count = max(recovery.last_index + 1 - first, 0)
+    names = {str(f.path): relative_name(f, store.root) for f in log.files + log.index_files}
+    verdict = check_dledger_log(
+        scans, recovery, problems, file_size=log.file_size, load_problems=log.load_problems(),
+        units=log.index_units(first, count), unit_first=first, checkpoint=checkpoint,
+        checkpoint_error=checkpoint_error, names=names, messages=False,
+    )  # fmt: skip
+    redispatch = _redispatch_file(store, scans) if abort else None
+    return verdict, dledger_recovery_row(scans, recovery, problems, abort=abort, redispatch_file=redispatch)
