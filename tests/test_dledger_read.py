@@ -295,3 +295,65 @@ def test_info_shows_what_dledger_recovery_keeps(roots, name: str) -> None:
     )
     assert doc["commitlog"]["minOffset"] == after["commitLogMinOffset"]
     assert doc["commitlog"]["maxOffset"] == e["afterStart"]["maxPhyOffset"]
+
+
+# --- rebuild dledger-index: DLedger's index units from its entries ------------------------------------------
+
+
+def _copy(roots, name: str, tmp_path) -> Path:
+    import shutil
+
+    root = tmp_path / name
+    shutil.copytree(roots[name], root)
+    return root
+
+
+def test_rebuild_dledger_index_writes_the_unit_recovery_rewrites(roots, tmp_path) -> None:
+    """The crash fixture lost entry 98's unit; the rebuild writes it as DLedger's recovery does (the real
+    recovery then keeps 99 units, expect.json indexUnitsKept), the other units byte for byte as they were."""
+    from mqtool.rebuild import rebuild_dledger_index
+
+    root = _copy(roots, "store-dledger-crash", tmp_path)
+    index = root / "dledger-n0" / "index" / "00000000000000000000"
+    before = index.read_bytes()[: 99 * 32]
+    with _open(root) as st:
+        plan = rebuild_dledger_index(st, note=lambda _m: None)
+        assert [(f.status, f.first_difference) for f in plan.plan.files] == [("differs", 98)]
+        assert plan.plan.rewrite_from == 98
+        done = rebuild_dledger_index(st, execute=True, note=lambda _m: None)
+        assert done.written == ["00000000000000000000"]
+    after = index.read_bytes()
+    assert len(after) == 167_772_160 and after[: 98 * 32] == before[: 98 * 32]
+    entries = expect("store-dledger-crash")["entries"]
+    assert len(entries) == expect("store-dledger-crash")["afterLoad"]["recoveryCut"]["indexUnitsKept"] == 99
+    units = np.frombuffer(after[: 99 * 32], dtype=[("magic", ">i4"), ("pos", ">i8"), ("size", ">i4"),
+                                                   ("index", ">i8"), ("term", ">i8")])  # fmt: skip
+    assert [tuple(int(v) for v in u) for u in units] == [
+        (x["magic"], x["pos"], x["size"], x["index"], x["term"]) for x in entries
+    ]
+    with _open(root) as st:
+        assert st.commitlog.log.recovery.index_rewrite_from is None
+        assert not rebuild_dledger_index(st, note=lambda _m: None).plan.changes
+
+
+def test_a_wrong_unit_before_the_recovered_range_is_an_error_the_rebuild_repairs(roots, tmp_path) -> None:
+    """DLedger's recovery compares units from the third-last data file on: a wrong unit of entry 5 is never
+    repaired by the broker (DLedgerMmapFileStore.get(5) then fails); verify names it, the rebuild fixes it."""
+    from mqtool.rebuild import rebuild_dledger_index
+    from mqtool.verify import verify_store
+
+    root = _copy(roots, "store-dledger", tmp_path)
+    index = root / "dledger-n0" / "index" / "00000000000000000000"
+    with open(index, "r+b") as fh:
+        fh.seek(5 * 32 + 4)
+        fh.write((123).to_bytes(8, "big"))
+    with _open(root) as st:
+        report = verify_store(st)
+        rows = [p for p in report.problems.to_pylist() if p["kind"] == "dledger_index_unit"]
+        assert [(r["severity"], r["file"]) for r in rows] == [
+            ("error", "dledger-n0/data/00000000000000000000")
+        ]
+        assert "entries from 5 " in rows[0]["detail"] and not report.clean
+        rebuild_dledger_index(st, execute=True, note=lambda _m: None)
+    with _open(root) as st:
+        assert verify_store(st).clean
