@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from formats.errors import FormatError
-from formats.javaprops import parse_properties
-from formats.message.commitlog import java_parse_long
+from formats.javaprops import java_parse_long, parse_properties
 from formats.structs import (
     DLEDGER_ENTRY_HEADER_SIZE,
     DLEDGER_INDEX_UNIT_SIZE,

@@ -1,5 +1,5 @@
-"""Java `.properties` text (`java.util.Properties.load`), the subset brokers and DLedger write: broker.conf,
-DLedger's `checkpoint` and `currterm` (`IOUtils.properties2String`: `key=value` lines)."""
+"""Java text: `.properties` (`java.util.Properties.load`, the subset brokers and DLedger write: broker.conf,
+DLedger's `checkpoint` and `currterm`, `IOUtils.properties2String`'s `key=value` lines), `Long.parseLong`."""
 
 from __future__ import annotations
 
@@ -25,3 +25,12 @@ def parse_properties(text: str) -> dict[str, str]:
             rest = rest[1:]
         result[line[: end.start()]] = rest.strip()
     return result
+
+
+def java_parse_long(text: str) -> int | None:
+    """`Long.parseLong`: the value, or None where Java throws (not a decimal, or out of range)."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None

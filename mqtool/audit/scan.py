@@ -159,7 +159,7 @@ def _scan_entries(task: SplitTask, context: StoreContext | None) -> list[pa.Reco
     from formats.columnar.entries import ENTRY_STATUS_NAMES, decode_entries, entry_status_codes
     from store.checks.dledger import check_entry_messages
     from store.checks.problems import ProblemList
-    from store.log.scan import DataFileScan, kept_messages, last_nonzero
+    from store.log.scan import DataFileScan, last_nonzero
 
     if is_url(task.path):
         raise OSError(f"{task.path}: a DLedger data file is read from local stores only")
@@ -168,7 +168,7 @@ def _scan_entries(task: SplitTask, context: StoreContext | None) -> list[pa.Reco
         walk = decode_entries(buf, task.base, 0, size, check_crc=task.checkCrc)
         batch = walk.batch
         entry = entry_status_codes(batch)
-        ok = kept_messages(batch)
+        ok = _kept_messages(batch)
         facts: dict = {"status": None, "records": ok.num_rows}
         if ok.num_rows:
             facts["maxTs"] = int(pc.max(ok.column("storeTimestamp")).as_py())
@@ -207,6 +207,25 @@ def _scan_entries(task: SplitTask, context: StoreContext | None) -> list[pa.Reco
     if task.output and ok.num_rows:
         write_message_rows(task, ok.select(list(MESSAGE_COLUMNS)))
     return out
+
+
+def _kept_messages(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The rows of a decoded DLedger range that are messages: an entry DLedger keeps whose message the
+    broker's check accepts (the same schema; usually a prefix of the rows)."""
+    from formats.columnar.entries import entry_status_codes
+    from store.checks.records import take_rows
+
+    mask = (batch.column("status").indices.to_numpy(zero_copy_only=False) == STATUS_OK) & (
+        entry_status_codes(batch) == 0
+    )
+    k = int(np.count_nonzero(mask))
+    if mask[:k].all():
+        return batch.slice(0, k)
+    rows = np.flatnonzero(mask)
+    columns = [
+        take_rows(batch.column(i), rows).cast(batch.schema.field(i).type) for i in range(batch.num_columns)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def _last_nonzero(data: np.ndarray, start: int, end: int) -> int:

@@ -270,23 +270,6 @@ class DataFileScan:
             self.batch = self.batch.select(keep)
 
 
-def kept_messages(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The rows of a decoded DLedger range that are messages: an entry DLedger keeps whose message the
-    broker's check accepts (the same schema; usually a prefix of the rows)."""
-    from formats.columnar.entries import entry_status_codes
-    from store.checks.records import take_rows
-
-    mask = (dictionary_indices(batch.column("status")) == STATUS_OK) & (entry_status_codes(batch) == 0)
-    k = int(np.count_nonzero(mask))
-    if mask[:k].all():
-        return batch.slice(0, k)
-    rows = np.flatnonzero(mask)
-    columns = [
-        take_rows(batch.column(i), rows).cast(batch.schema.field(i).type) for i in range(batch.num_columns)
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
-
-
 def scan_data_file(
     f: MappedFile,
     *,
@@ -664,7 +647,6 @@ __all__ = [
     "last_nonzero_in_file",
     "relative_name",
     "scan_commitlog",
-    "kept_messages",
     "scan_data_file",
     "scan_file",
     "DataFileScan",
