@@ -52,7 +52,7 @@ def test_entries_pads_and_index_units_as_on_disk(roots, name: str) -> None:
         assert pads == [(p["pos"], p["remaining"]) for p in e["data"]["pads"]]
         assert log.recovery.end == e["data"]["walkStop"]["at"] == e["data"]["dataEnd"]
         units = e["index"]["units[offset,magic,pos,size,index,term]"]
-        got = log.index_units(0, len(units))
+        got = log.index_units_at(np.arange(len(units)))
         columns = [np.arange(len(units)) * 32, *(got[n] for n in got.dtype.names)]
         assert [list(u) for u in zip(*columns, strict=True)] == units
         assert log.recovery.index_units_on_disk == len(units)

@@ -13,6 +13,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -266,7 +267,7 @@ def test_dledger_sample_holds_the_same_messages_as_entries(dledger_sample, tmp_p
         assert r.index_rewrite_from is None and r.begin_index == 0 and r.exits is None
         assert (r.committed_index, r.committed_pos) == (r.last_index, st.commitlog.max_offset)
         assert log.load_problems() == []
-        units = log.index_units(0, len(msgs))
+        units = log.index_units_at(np.arange(len(msgs)))
         assert (units["pos"] + 48).tolist() == [m.physical_offset for m in msgs]
         assert (units["size"] - 48).tolist() == [m.total_size for m in msgs]
         assert all(m.problems == () for m in msgs)

@@ -12,7 +12,7 @@ recovery and is reported as such. Facts and file:line references: tests/oracle/D
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,16 +54,15 @@ def check_dledger_log(
     *,
     file_size: int | None,
     load_problems: Sequence[tuple[str, int | None, str]] = (),
-    units: np.ndarray | None = None,
-    unit_first: int = 0,
+    units: Callable[[np.ndarray], np.ndarray] | None = None,
     checkpoint: Any = None,
     checkpoint_error: str | None = None,
     names: dict[str, str] | None = None,
     messages: bool = True,
 ) -> DLedgerVerdict:
     """Every check of the DLedger data files (`scans`, in file order, each walked from position 0),
-    `recovery` (`store.log.dledger.DLedgerRecovery`), the load's problems, the index `units` of entries
-    unit_first.. (structured array, -1 where no index file holds one), DLedger's checkpoint. `messages`:
+    `recovery` (`store.log.dledger.DLedgerRecovery`), the load's problems, `units` (entry indexes -> their
+    index units, a structured array, -1 where no index file holds one), DLedger's checkpoint. `messages`:
     also each entry's message (the audit's executors check those themselves)."""
     names = names or {}
     for path, offset, why in load_problems:
@@ -76,7 +75,7 @@ def check_dledger_log(
         rejected += check_entry_messages(scan, problems) if messages else 0
         _check_stop(scans, k, start_file, recovery, problems)
     entries = [s.entries() for s in scans]
-    _check_units(entries, units, unit_first, recovery, problems, scans)
+    _check_units(entries, units, recovery, problems, scans)
     _check_commit(recovery, checkpoint, checkpoint_error, problems, scans)
     after = 0
     for ent in entries:
@@ -211,8 +210,7 @@ def _check_stop(
 
 def _check_units(
     entries: Sequence[dict[str, np.ndarray]],
-    units: np.ndarray | None,
-    unit_first: int,
+    units_at: Callable[[np.ndarray], np.ndarray] | None,
     recovery: Any,
     problems: ProblemList,
     scans: Sequence[DataFileScan],
@@ -220,16 +218,14 @@ def _check_units(
     """Each kept entry's index unit (magic, pos, size, index, term) against the entry: from the first
     mismatch in the recovered range DLedger rewrites them (a warning); before that range nothing repairs a
     wrong unit (`DLedgerMmapFileStore.get` of that index fails: an error)."""
-    if units is None:
+    if units_at is None:
         return
     for scan, ent in zip(scans, entries, strict=True):
         if not ent or not len(ent["entryPos"]):
             continue
         idx = ent["entryIndex"]
-        at = idx - unit_first
-        inside = (at >= 0) & (at < len(units))
-        u = units[np.where(inside, at, 0)]
-        bad = ~inside | (
+        u = units_at(idx)
+        bad = (
             (u["magic"] != ent["entryMagic"])
             | (u["pos"] != ent["entryPos"])
             | (u["size"] != ent["entrySize"])

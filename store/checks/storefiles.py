@@ -556,13 +556,10 @@ def scan_dledger(
         checkpoint = log.checkpoint()
     except MqtoolError as exc:
         checkpoint_error = exc.message
-    first = recovery.begin_index if recovery.begin_index >= 0 else 0
-    count = max(recovery.last_index + 1 - first, 0)
     names = {str(f.path): relative_name(f, store.root) for f in log.files + log.index_files}
     verdict = check_dledger_log(
         data, recovery, problems, file_size=log.file_size, load_problems=log.load_problems(),
-        units=log.index_units(first, count), unit_first=first, checkpoint=checkpoint,
-        checkpoint_error=checkpoint_error, names=names,
+        units=log.index_units_at, checkpoint=checkpoint, checkpoint_error=checkpoint_error, names=names,
     )  # fmt: skip
     redispatch = _redispatch_file(store, data) if abort else None
     summary = dledger_recovery_row(data, recovery, problems, abort=abort, redispatch_file=redispatch)
@@ -636,13 +633,11 @@ def check_dledger_headers(store: Store, problems: ProblemList, *, abort: bool) -
         checkpoint = log.checkpoint()
     except MqtoolError as exc:
         checkpoint_error = exc.message
-    first = recovery.begin_index if recovery.begin_index >= 0 else 0
-    count = max(recovery.last_index + 1 - first, 0)
     names = {str(f.path): relative_name(f, store.root) for f in log.files + log.index_files}
     verdict = check_dledger_log(
         scans, recovery, problems, file_size=log.file_size, load_problems=log.load_problems(),
-        units=log.index_units(first, count), unit_first=first, checkpoint=checkpoint,
-        checkpoint_error=checkpoint_error, names=names, messages=False,
+        units=log.index_units_at, checkpoint=checkpoint, checkpoint_error=checkpoint_error, names=names,
+        messages=False,
     )  # fmt: skip
     redispatch = _redispatch_file(store, scans) if abort else None
     return verdict, dledger_recovery_row(scans, recovery, problems, abort=abort, redispatch_file=redispatch)

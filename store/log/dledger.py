@@ -288,28 +288,27 @@ class DLedgerLog:
             )  # fmt: skip
         return self._walks[key]
 
-    def index_units(self, first: int, count: int) -> np.ndarray:
-        """Index units first .. first+count-1 as a structured array; units outside the index files are
-        all -1 (no file holds them)."""
+    def index_units_at(self, indexes: np.ndarray) -> np.ndarray:
+        """The index units of the given entry indexes (any order, any values) as a structured array (magic,
+        pos, size, index, term), all -1 where no index file holds the unit."""
+        indexes = np.asarray(indexes, dtype=np.int64)
         dtype = index_unit_dtype()
-        out = np.full(count, -1, dtype=[(n, "<i8") for n in dtype.names])
-        if count <= 0:
-            return out
+        out = np.full(len(indexes), -1, dtype=[(n, "<i8") for n in dtype.names])
         for f in self.index_files:
-            if f.start_offset < 0 or not f.size:
+            if f.start_offset < 0 or f.start_offset % INDEX_UNIT_SIZE or f.size < INDEX_UNIT_SIZE:
                 continue
-            lo = max(first, f.start_offset // INDEX_UNIT_SIZE)
-            hi = min(first + count, (f.start_offset + f.size) // INDEX_UNIT_SIZE)
-            if lo >= hi:
+            first = f.start_offset // INDEX_UNIT_SIZE
+            inside = (indexes >= first) & (indexes < first + f.size // INDEX_UNIT_SIZE)
+            if not inside.any():
                 continue
-            at = lo * INDEX_UNIT_SIZE - f.start_offset
-            raw = np.frombuffer(f.read(at, (hi - lo) * INDEX_UNIT_SIZE), dtype=dtype)
+            units = np.frombuffer(f.buffer(), dtype=dtype, count=f.size // INDEX_UNIT_SIZE)
+            picked = units[indexes[inside] - first]
             for name in dtype.names:
-                out[name][lo - first : lo - first + len(raw)] = raw[name]
+                out[name][inside] = picked[name]
         return out
 
     def index_unit(self, index: int) -> IndexUnit | None:
-        unit = self.index_units(index, 1)[0]
+        unit = self.index_units_at(np.array([index]))[0]
         if unit["pos"] == -1 and unit["magic"] == -1:
             return None
         return IndexUnit(*(int(unit[n]) for n in ("magic", "pos", "size", "index", "term")))
@@ -428,7 +427,7 @@ class DLedgerLog:
         first = int(w.index[0])
         if (np.diff(w.index) != 1).any() or first < 0:
             return first  # DLedger compares unit by unit; consecutive indexes are checked by the walk
-        units = self.index_units(first, len(w))
+        units = self.index_units_at(w.index)
         bad = (
             (units["magic"] != w.magic)
             | (units["pos"] != w.pos)

@@ -20,12 +20,17 @@ from pathlib import Path
 import numpy as np
 
 from formats.dledger import INDEX_FILE_SIZE, INDEX_UNIT_SIZE, index_unit_dtype
+from formats.errors import MqtoolError
 from store.io.filewrites import create_sparse_file, fsync_dir, pwrite_all, temp_path, write_done
 from store.log.dledger import DLedgerCommitLog
 from store.log.mappedfile import offset_to_file_name
 from store.log.scan import data_extents
 
 UNITS_PER_FILE = INDEX_FILE_SIZE // INDEX_UNIT_SIZE
+
+
+class DLedgerIndexError(MqtoolError):
+    """DLedger's index cannot be rebuilt from these entries."""
 
 
 @dataclass
@@ -86,9 +91,14 @@ def plan_dledger_index(commitlog: DLedgerCommitLog) -> DLedgerIndexPlan:
     recovery = log.recovery
     if not len(units):
         return DLedgerIndexPlan(-1, -1, 0, recovery.index_rewrite_from)
-    plan = DLedgerIndexPlan(
-        int(units["index"][0]), int(units["index"][-1]), len(units), recovery.index_rewrite_from
-    )
+    first, last = int(units["index"][0]), int(units["index"][-1])
+    if last - first + 1 != len(units) or first != recovery.begin_index:
+        raise DLedgerIndexError(
+            f"the kept entries' indexes are not one run from the ledger's begin index {recovery.begin_index} "
+            f"(entries {first} .. {last}, {len(units)} of them): DLedger's index cannot hold them so",
+            str(commitlog.paths.index_dir),
+        )
+    plan = DLedgerIndexPlan(first, last, len(units), recovery.index_rewrite_from)
     on_disk = {f.start_offset: f for f in log.index_files if f.start_offset >= 0}
     file_of = units["index"] // UNITS_PER_FILE
     for k in np.unique(file_of).tolist():
@@ -100,11 +110,10 @@ def plan_dledger_index(commitlog: DLedgerCommitLog) -> DLedgerIndexPlan:
         if f is None:
             plan.files.append(IndexFileDiff(name, "new", int(mine["index"][0]), len(mine)))
             continue
-        current = log.index_units(int(mine["index"][0]), int(mine["index"][-1]) - int(mine["index"][0]) + 1)
-        at = mine["index"] - mine["index"][0]
+        current = log.index_units_at(mine["index"])
         differs = np.zeros(len(mine), bool)
         for column in ("magic", "pos", "size", "index", "term"):
-            differs |= current[column][at] != mine[column]
+            differs |= current[column] != mine[column]
         hits = np.flatnonzero(differs)
         status = "same" if not len(hits) and f.size == INDEX_FILE_SIZE else "differs"
         first = int(mine["index"][hits[0]]) if len(hits) else None
@@ -151,4 +160,10 @@ def write_dledger_index(commitlog: DLedgerCommitLog, plan: DLedgerIndexPlan, scr
     return written
 
 
-__all__ = ["DLedgerIndexPlan", "IndexFileDiff", "plan_dledger_index", "write_dledger_index"]
+__all__ = [
+    "DLedgerIndexError",
+    "DLedgerIndexPlan",
+    "IndexFileDiff",
+    "plan_dledger_index",
+    "write_dledger_index",
+]
