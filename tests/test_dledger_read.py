@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -357,3 +358,49 @@ def test_a_wrong_unit_before_the_recovered_range_is_an_error_the_rebuild_repairs
         rebuild_dledger_index(st, execute=True, note=lambda _m: None)
     with _open(root) as st:
         assert verify_store(st).clean
+
+
+# --- damaged stores: verify names where the real DLedger recovery truncates ---------------------------------
+
+DAMAGED = json.loads((Path(__file__).parent / "data" / "store-dledger" / "damaged.json").read_text())[
+    "damages"
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGED)
+def test_verify_names_where_the_real_recovery_truncates(roots, tmp_path, damage: str) -> None:
+    """Each damage of tests/data/store-dledger/damaged.json (tests/oracle/dledger_damaged.py: the real DLedger
+    recovery of a damaged copy) applied to a copy: verify's truncation point, ledger end and index rewrite
+    are the real recovery's; an error names every cut; a damage DLedger does not cut for cuts nothing; a store
+    whose load exits the broker says so."""
+    from mqtool.verify import verify_store
+
+    row = DAMAGED[damage]
+    root = _copy(roots, "store-dledger", tmp_path)
+    for rel, position, data in row["writes"]:
+        with open(root / rel, "r+b") as fh:
+            fh.seek(position)
+            fh.write(bytes.fromhex(data))
+    with _open(root) as st:
+        report = verify_store(st)
+        r = st.commitlog.log.recovery
+    problems = report.problems.to_pylist()
+    kinds = {p["kind"] for p in problems if p["severity"] == "error"}
+    after = row.get("afterLoad")
+    if row["exitStatus"] != 0 or after is None:
+        assert "dledger_exit" in kinds and not report.clean
+        return
+    cut = after["recoveryCut"]
+    assert report.summary["recovery"]["end"] == r.end == cut["dataKeptTo"]
+    assert (r.last_index, r.committed_index, r.committed_pos) == (
+        after["ledgerEndIndex"], after["committedIndex"], after["committedPos"]
+    )  # fmt: skip
+    assert r.last_index + 1 == cut["indexUnitsKept"]
+    if cut["dataBytesCut"]:
+        cuts = [p for p in problems if p["kind"] in ("dledger_entry", "dledger_torn_tail")]
+        assert [p["offset"] + 1179648 for p in cuts] == [cut["dataKeptTo"]], cuts
+    else:
+        assert not kinds & {"dledger_entry", "dledger_torn_tail", "dledger_exit"}
+    assert ("crc_mismatch" in kinds) == bool(row["crcErrors"])
+    rewritten = [p for p in problems if p["kind"] == "dledger_index_unit"]
+    assert bool(rewritten) == (damage == "unit-268")

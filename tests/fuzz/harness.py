@@ -931,8 +931,12 @@ class Fuzzer:
     ) -> None:
         self.bases = {b.name: b.path for b in bases}
         preload()
-        if warm:  # in the parent, so every forked worker starts warm (the POP kernels on the POP store)
-            warm_up([b for b in bases if not b.golden or b.name == "store-pop"] or bases[:1])
+        if warm:  # in the parent, so every forked worker starts warm (the POP kernels on the POP store, the
+            # classic and DLedger kernels on a store switched to DLedger)
+            warm_up(
+                [b for b in bases if not b.golden or b.name in ("store-pop", "store-dledger-mixed")]
+                or bases[:1]
+            )
         self.jobs = max(1, jobs)
         self.timeout = timeout
         self.memory_mb = memory_mb
