@@ -40,7 +40,7 @@ def create(directory: Path, messages: int, seed: int) -> None:
             continue
         t0 = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "mqtool.cli", "sample", "create", str(target), "--messages", str(messages),
+            [sys.executable, "-m", "mqtool.cli", "sample", "create", str(target), "--count", str(messages),
              "--seed", str(seed), *SIZES, *extra, "--format", "plain"],
             cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
