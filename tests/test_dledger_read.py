@@ -404,3 +404,54 @@ def test_verify_names_where_the_real_recovery_truncates(roots, tmp_path, damage:
     assert ("crc_mismatch" in kinds) == bool(row["crcErrors"])
     rewritten = [p for p in problems if p["kind"] == "dledger_index_unit"]
     assert bool(rewritten) == (damage == "unit-268")
+
+
+# --- delay and transaction listings ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in DLEDGER_STORES if n not in ("store-dledger-crash",)])
+def test_transactions_pair_as_the_real_end_transaction_did(roots, name: str) -> None:
+    """Halves paired with their op messages from the DLedger log: committed, rolled back and pending as the
+    real EndTransactionProcessor left them (write.json), commit copies pointing at their half's offset."""
+    from mqtool.transactions.listing import list_transactions
+
+    events = json.loads((Path(__file__).parent / "data" / name / "write.json").read_text())["events"]
+    want = {
+        "committed": {e["halfQueueOffset"] for e in events if e["kind"] == "commit"},
+        "rolled-back": {e["halfQueueOffset"] for e in events if e["kind"] == "rollback"},
+        "pending": {e["queueOffset"] for e in events if e["kind"] == "pending"},
+    }
+    with _open(roots[name]) as st:
+        report = list_transactions(st, now=1_900_000_000_000)
+    got = {s: {t.original.queue_offset for t in report.transactions if t.state == s} for s in want}
+    assert got == want
+    halves = {e["halfQueueOffset"]: e["halfOffset"] for e in events if e["kind"] == "commit"}
+    for t in report.transactions:
+        if t.state == "committed":
+            assert (
+                t.commit is not None
+                and t.commit.prepared_transaction_offset == halves[t.original.queue_offset]
+            )
+
+
+@pytest.mark.parametrize("name", [n for n in DLEDGER_STORES if n not in ("store-dledger-crash",)])
+def test_delay_listing_is_what_the_schedule_service_left(roots, name: str) -> None:
+    """The units of SCHEDULE_TOPIC_XXXX at or after each level's progress in delayOffset.json (as the real
+    ScheduleMessageService persisted it): the rest of each level's queue, each read from the DLedger log."""
+    from mqtool.delay.listing import list_delayed
+
+    e = expect(name)
+    progress = {int(k): v for k, v in e["config"]["delayOffset"]["offsetTable"].items()}
+    want = set()
+    for key, cq in e["consumeQueues"].items():
+        topic, qid = key.rsplit("/", 1)
+        if topic == "SCHEDULE_TOPIC_XXXX" and cq["maxOffset"]:
+            level = int(qid) + 1
+            start = min(max(progress.get(level, 0), cq["minOffset"]), cq["maxOffset"])
+            want |= {(level, q) for q in range(start, cq["maxOffset"])}
+    with _open(roots[name]) as st:
+        listing = list_delayed(st, now=1_900_000_000_000)
+    assert {(r.level, r.queue_offset) for r in listing.rows} == want
+    phys = {m["physicalOffset"]: m for m in e["messages"]}
+    for r in listing.rows:
+        assert r.real_topic == phys[r.phy_offset]["properties"]["REAL_TOPIC"]
