@@ -223,4 +223,43 @@ TimerCheckpoint = Struct(
     "dataVersionCounter" / Int64sb,
 )
 
+# --- DLedger commitlog (openmessaging/dledger 0.3.1.2, a broker with enableDLegerCommitLog) ---------------
+# Byte layouts only; their meaning (pad, magic, the message at +48) is in formats/dledger.py, the facts with
+# file:line references in tests/oracle/DLEDGER.md
+# (D: = dledger/src/main/java/io/openmessaging/storage/dledger/).
+
+DLEDGER_ENTRY_HEADER_SIZE = 48  # DLedgerEntry.BODY_OFFSET: the body (one message record) starts here
+
+# One entry of a data file (`DLedgerEntryCoder.encode`, D:entry/DLedgerEntryCoder.java:23-38).
+DLedgerEntryHeader = Struct(
+    "magic" / Int32sb,
+    "size" / Int32sb,  # the whole entry: 48 + bodySize
+    "index" / Int64sb,
+    "term" / Int64sb,
+    "pos" / Int64sb,  # the entry's own absolute data offset
+    "channel" / Int32sb,
+    "chainCrc" / Int32sb,
+    "bodyCrc" / Int32sb,
+    "bodySize" / Int32sb,
+)
+
+# The end of a data file (`MmapFileList.preAppend`, D:store/file/MmapFileList.java:188-226): magic -1,
+# then the bytes from here to the file end (this pad included); zeros follow.
+DLedgerPad = Struct(
+    "magic" / Const(-1, Int32sb),
+    "remaining" / Int32sb,
+)
+
+DLEDGER_INDEX_UNIT_SIZE = 32
+
+# Entry i's unit at i * 32 of the index files (`DLedgerEntryCoder.encodeIndex`,
+# D:entry/DLedgerEntryCoder.java:40-48).
+DLedgerIndexUnit = Struct(
+    "magic" / Int32sb,
+    "pos" / Int64sb,
+    "size" / Int32sb,
+    "index" / Int64sb,
+    "term" / Int64sb,
+)
+
 __all__ = [name for name in globals() if not name.startswith("_")]

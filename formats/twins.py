@@ -23,6 +23,7 @@ TWIN_MODULES = (
     "formats.batchconsumequeue",
     "formats.message.commitlog",
     "formats.consumequeue",
+    "formats.dledger",
     "formats.indexfile",
     "formats.pop.columns",
     "formats.message.recordfast",

@@ -218,6 +218,52 @@ def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
     }
 
 
+def dledger_info(store: Store) -> dict[str, Any] | None:
+    """A DLedger commitlog in brief (None for a classic one): where its files are, the entries, what
+    DLedger's recovery keeps and rewrites (`store.log.dledger.DLedgerRecovery`), its checkpoint and term."""
+    from store.log.dledger import DLedgerCommitLog
+
+    commitlog = store.commitlog
+    if not isinstance(commitlog, DLedgerCommitLog):
+        return None
+    log = commitlog.log
+    r = log.recovery
+    paths = commitlog.paths
+    term, leader = log.currterm()
+    try:
+        checkpoint = log.checkpoint()
+        checkpoint_text = None if checkpoint is None else checkpoint.text
+    except MqtoolError as exc:
+        checkpoint_text = f"unreadable: {exc.message}"
+    data = log.data_files
+    return {
+        "selfId": paths.self_id,
+        "home": str(paths.home),
+        "dataDirectories": [str(d) for d in paths.data_dirs],
+        "readOnlyDirectories": [str(d) for d in paths.read_only_dirs],
+        "dataFiles": len(data),
+        "dataFileSize": log.file_size,
+        "indexFiles": [f.name for f in log.index_files],
+        "dividedCommitlogOffset": commitlog.divided_offset,
+        "ledgerBeginIndex": r.begin_index,
+        "ledgerEndIndex": r.last_index,
+        "ledgerEndTerm": r.last_term,
+        "recoveryStartFile": data[r.start_file].name if r.start_file is not None and data else None,
+        "dataEnd": r.end,
+        "dataEndReason": r.reason,
+        "filesDeleted": r.files_deleted,
+        "indexUnitsOnDisk": r.index_units_on_disk,
+        "indexRewriteFrom": r.index_rewrite_from,
+        "committedIndex": r.committed_index,
+        "committedPos": r.committed_pos,
+        "checkpoint": checkpoint_text,
+        "currTerm": term,
+        "voteLeader": leader,
+        "loadProblems": [f"{file}: {why}" for file, _offset, why in log.load_problems()],
+        "brokerDoesNotStart": r.exits,
+    }
+
+
 def timer_info(store: Store) -> dict[str, Any] | None:
     """The 5.x timer wheel in brief (None without timer files): the timerlog's units and where its walk
     ends, the wheel's non-empty slots, timercheck's read time and where the enqueue resumes."""
@@ -274,4 +320,5 @@ def store_info(store: Store, jobs: int = 1) -> dict[str, Any]:
         "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),
         "configFiles": _section(config_files_info, store),
         "timer": _section(timer_info, store),
+        "dledger": _section(dledger_info, store),
     }

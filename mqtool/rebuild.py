@@ -44,9 +44,10 @@ from store.rebuild.build import (
     finish,
     prepare_staging,
 )
+from store.rebuild.dledger_index import DLedgerIndexPlan
 from store.storedir import Store
 
-TARGETS = ("cq", "index", "all")
+TARGETS = ("cq", "index", "all", "dledger-index")
 
 
 class RebuildRefused(MqtoolError):
@@ -206,6 +207,7 @@ def _refuse_unsupported(store: Store, cq: bool, execute: bool = True) -> None:
     commitlog = root / "commitlog"
     try:
         has_files = commitlog.is_dir() and any(p.name.isdigit() for p in commitlog.iterdir())
+        has_files = has_files or bool(store.commitlog.files)  # a DLedger commitlog's data files
     except OSError as exc:
         raise RebuildRefused(f"cannot list: {exc.strerror or exc}", str(commitlog)) from exc
     if not has_files:
@@ -228,9 +230,10 @@ def rebuild(
     note: Callable[[str], None] = warn,
     progress: Callable[[int], None] | None = None,
 ) -> RebuildReport:
-    """Plan the rebuild of `target` (cq, index, all); with `execute`, also do it."""
-    if target not in TARGETS:
-        raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index or all")
+    """Plan the rebuild of `target` (cq, index, all); with `execute`, also do it. (`dledger-index`:
+    `rebuild_dledger_index`.)"""
+    if target not in TARGETS or target == "dledger-index":
+        raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index, all or dledger-index")
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
     _refuse_unsupported(store, do_cq, execute)
     refuse_unsupported_layout(store, "queues" if do_cq else "index")
@@ -261,6 +264,7 @@ def rebuild(
                 progress=progress,
                 lmq=store.layout.lmq,
                 durable=may_write,
+                commitlog=store.commitlog,
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
@@ -309,13 +313,75 @@ def rebuild(
     return report
 
 
+# --- DLedger's index -------------------------------------------------------------------------------
+
+
+@dataclass
+class DLedgerIndexReport:
+    """`rebuild dledger-index`: the plan (`store.rebuild.dledger_index`), with execute what was written."""
+
+    root: Path
+    execute: bool
+    plan: DLedgerIndexPlan
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def executed(self) -> bool:
+        return bool(self.written)
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.plan
+        return {
+            "target": "dledger-index",
+            "execute": self.execute,
+            "executed": self.executed,
+            "changes": p.changes,
+            "store": str(self.root),
+            "entries": p.entries,
+            "firstIndex": p.first_index,
+            "lastIndex": p.last_index,
+            "recoveryRewritesFrom": p.rewrite_from,
+            "files": [
+                {"file": f.name, "status": f.status, "firstDifference": f.first_difference, "units": f.units}
+                for f in p.files
+            ],
+            "written": self.written,
+        }
+
+
+def rebuild_dledger_index(
+    store: Store, *, execute: bool = False, note: Callable[[str], None] = warn
+) -> DLedgerIndexReport:
+    """Plan DLedger's index from its data (every kept entry's unit); with `execute`, write the index files
+    that differ (`store.rebuild.dledger_index`), under the store lock."""
+    from store.log.dledger import DLedgerCommitLog
+    from store.rebuild.dledger_index import plan_dledger_index, write_dledger_index
+
+    commitlog = store.commitlog
+    if not isinstance(commitlog, DLedgerCommitLog) or not commitlog.log.data_files:
+        raise RebuildRefused(
+            "this store has no DLedger commitlog data files: there is no DLedger index to rebuild"
+        )
+    refuse_unsupported_layout(store, "index")
+    if commitlog.log.recovery.exits:
+        raise RebuildRefused(f"the broker does not start on this store: {commitlog.log.recovery.exits}")
+    with write_guard(store, execute, note=note, touches="index") as may_write:
+        plan = plan_dledger_index(commitlog)
+        report = DLedgerIndexReport(store.root, execute, plan)
+        if may_write and plan.changes:
+            report.written = write_dledger_index(commitlog, plan, store.root)
+    return report
+
+
 # --- rendering -------------------------------------------------------------------------------------
 
 
 __all__ = [
     "TARGETS",
+    "DLedgerIndexReport",
     "RebuildRefused",
     "RebuildReport",
     "rebuild",
+    "rebuild_dledger_index",
     "resolve_settings",
 ]

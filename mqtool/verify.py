@@ -111,6 +111,12 @@ def verify_store(
     records = RecordIndexBuilder().build([], [])
     file_size = None
     error = None
+    if _is_dledger(store):  # one process: DLedger's entry walk decides where each data file's log ends
+        builder = RecordIndexBuilder(delay_levels=_delay_levels(store), with_keys=deep)
+        return _verify_dledger(
+            store, problems, builder, deep=deep, check_crc=check_crc, accept_v2=accept_v2, abort=abort,
+            advance=advance, summary=summary, timings=timings, t0=t0,
+        )  # fmt: skip
     try:
         commitlog = store.commitlog
         file_size = commitlog.file_size
@@ -148,13 +154,100 @@ def verify_store(
     }
     timings["commitlogChecks"] = time.perf_counter() - t1
 
+    return _verify_rest(
+        store, problems, records, deep=deep, abort=abort, advance=advance, summary=summary, timings=timings,
+        t0=t0, commitlog_min=commitlog_min, valid_end=verdict.valid_end,
+        recovery=lambda cp: recovery_summary(scans, verdict, cp, abort, problems),
+    )  # fmt: skip
+
+
+def _is_dledger(store: Store) -> bool:
+    from store.log.dledger import DLedgerCommitLog
+
+    try:
+        return isinstance(store.commitlog, DLedgerCommitLog)
+    except MqtoolError:
+        return False
+
+
+def _verify_dledger(
+    store: Store,
+    problems: ProblemList,
+    builder: RecordIndexBuilder,
+    *,
+    deep: bool,
+    check_crc: bool,
+    accept_v2: bool,
+    abort: bool,
+    advance: Callable[[int], None],
+    summary: dict[str, Any],
+    timings: dict[str, float],
+    t0: float,
+) -> VerifyReport:
+    """verify's commitlog part on a DLedger commitlog (`store.checks.dledger`), then the common rest."""
+    from store.checks.storefiles import scan_dledger
+
+    commitlog = store.commitlog
+    found = scan_dledger(
+        store, problems, builder, check_crc=check_crc, accept_v2=accept_v2, abort=abort, advance=advance
+    )
+    timings["commitlogScan"] = time.perf_counter() - t0
+    verdict = found.verdict
+    files = [*found.classic, *found.data]
+    records = builder.build([s.start for s in files], [s.name for s in files])
+    commitlog_min = commitlog.min_offset
+    summary["commitlog"] = {
+        "files": len(files),
+        "bytes": sum(s.size for s in files),
+        "minOffset": commitlog_min,
+        "validEnd": verdict.valid_end,
+        "stop": verdict.stop_status,
+        "messages": len(records),
+        "recordsAfterValidEnd": verdict.records_after,
+    }
+    r = commitlog.log.recovery
+    summary["dledger"] = {
+        "dataDirectories": [str(d) for d in commitlog.paths.data_dirs],
+        "dividedCommitlogOffset": commitlog.divided_offset,
+        "entries": verdict.entries,
+        "ledgerBeginIndex": r.begin_index,
+        "ledgerEndIndex": r.last_index,
+        "ledgerEndTerm": r.last_term,
+        "committedIndex": r.committed_index,
+        "committedPos": r.committed_pos,
+        "indexRewriteFrom": r.index_rewrite_from,
+        "messagesRejected": verdict.messages_rejected,
+    }
+    valid_end = verdict.valid_end if commitlog.log.data_files else commitlog.classic.max_offset
+    return _verify_rest(
+        store, problems, records, deep=deep, abort=abort, advance=advance, summary=summary, timings=timings,
+        t0=t0, commitlog_min=commitlog_min, valid_end=valid_end, recovery=lambda cp: found.summary,
+    )  # fmt: skip
+
+
+def _verify_rest(
+    store: Store,
+    problems: ProblemList,
+    records: Any,
+    *,
+    deep: bool,
+    abort: bool,
+    advance: Callable[[int], None],
+    summary: dict[str, Any],
+    timings: dict[str, float],
+    t0: float,
+    commitlog_min: int,
+    valid_end: int,
+    recovery: Callable[[Any], dict[str, Any]],
+) -> VerifyReport:
+    """The checks after the commitlog's: ConsumeQueues, index, timer files, checkpoint, the recovery row."""
     # --- consume queues --------------------------------------------------------------------------
     t2 = time.perf_counter()
     found = check_queue_files(
-        store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end, advance=advance
+        store, records, problems, commitlog_min=commitlog_min, valid_end=valid_end, advance=advance
     )
     batch = check_batch_queue_files(
-        store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end
+        store, records, problems, commitlog_min=commitlog_min, valid_end=valid_end
     )
     hits, queues, units_checked = found.hits + batch.hits, {**found.queues, **batch.queues}, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
@@ -181,7 +274,7 @@ def verify_store(
     # --- index -----------------------------------------------------------------------------------
     t3 = time.perf_counter()
     index = check_index_files(
-        store, records, problems, commitlog_min=commitlog_min, valid_end=verdict.valid_end, advance=advance
+        store, records, problems, commitlog_min=commitlog_min, valid_end=valid_end, advance=advance
     )
     facts = index.facts
     keys_checked = 0
@@ -211,7 +304,7 @@ def verify_store(
         dispatched_store_ts=int(dispatched.max()) if len(dispatched) else None,
         index_ends=index.ends,
     )
-    summary["recovery"] = recovery_summary(scans, verdict, cp, abort, problems)
+    summary["recovery"] = recovery(cp)
     timings["total"] = time.perf_counter() - t0
     summary["seconds"] = {k: round(v, 3) for k, v in timings.items()}
     if timings["commitlogScan"] > 0 and len(records):

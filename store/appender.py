@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 
+from formats.dledger import BODY_OFFSET
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry
 from formats.message.commitlog import (
@@ -103,6 +104,7 @@ from store.dispatch import (
     dispatch_tags_code,
     iter_dispatch,
 )
+from store.dledgerappend import DLedgerFramer
 from store.index.indexwriter import list_index_files
 from store.io.filewrites import (
     FileSet,
@@ -226,6 +228,7 @@ class CommitLogAppender:
         copy_on_write_index: bool = True,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
         append_prop_crc: bool | None = None,
+        dledger: DLedgerFramer | None = None,
     ) -> None:
         if not isinstance(store, Store):
             store = Store(Path(store), broker_config or BrokerConfig())
@@ -250,7 +253,11 @@ class CommitLogAppender:
             )
         self.leftovers = remove_leftovers(self.root)
         self._dirty: tuple[int, int, int] | None = None
-        self.commitlog_dir = self.root / "commitlog"
+        # a new one-peer DLedger group's store (sample create): entries in dledger-<selfId>/data
+        self.dledger = dledger
+        self.commitlog_dir = dledger.data_dir if dledger is not None else self.root / "commitlog"
+        if dledger is not None and dledger.data_dir.exists() and any(dledger.data_dir.iterdir()):
+            raise AppendError("mqtool appends DLedger entries only to a new store", str(dledger.data_dir))
         commitlog = CommitLog.open(self.root)
         try:
             existing = layout.commitlog_file_size_on_disk
@@ -482,10 +489,13 @@ class CommitLogAppender:
         length = message_length(sys_flag, len(body), len(topic_raw), props_len, magic)
         file_size = self.file_size
         room = file_size - self.position % file_size
-        if length + END_FILE_MIN_BLANK_LENGTH > room:
-            if length + END_FILE_MIN_BLANK_LENGTH > file_size:
+        framer = self.dledger
+        header = 0 if framer is None else BODY_OFFSET  # a DLedger entry's header precedes the record
+        if length + header + END_FILE_MIN_BLANK_LENGTH > room:
+            if length + header + END_FILE_MIN_BLANK_LENGTH > file_size:
                 raise AppendError(f"a record of {length} bytes cannot fit a commitlog file of {file_size}")
-            self._add(_BLANK.pack(room, BLANK_MAGIC))  # the rest of the file stays as it is (zeros)
+            # the rest of the file: BLANK (then zeros as they are), or DLedger's pad (written to the end)
+            self._add(_BLANK.pack(room, BLANK_MAGIC) if framer is None else framer.pad(room))
             self.position += room
             self._new_chunk()
         multi_dispatch = props.get(PROPERTY_INNER_MULTI_DISPATCH)
@@ -495,7 +505,8 @@ class CommitLogAppender:
         if tags_code is None:
             raise AppendError(f"DELAY property {props.get('DELAY')!r} is not an integer")
         born_ts = store_ts if msg.born_timestamp is None else msg.born_timestamp
-        phy = self.position
+        entry_pos = self.position
+        phy = entry_pos + header  # DLedgerCommitLog's AppendHook: PHYSICALOFFSET = entry pos + 48
         if self.append_prop_crc:
             data = encode_message(
                 build_message(
@@ -536,9 +547,11 @@ class CommitLogAppender:
                 prepared_transaction_offset=msg.prepared_transaction_offset,
                 total_size=length,
             )
+        if framer is not None:
+            data = framer.entry(entry_pos, data)
         chunk = self._pending[-1] if self._pending else self._new_chunk()
         chunk.data += data
-        self._pending_bytes += length
+        self._pending_bytes += len(data)
         self.position = phy + length
         self.last_store_timestamp = store_ts
         if to_cq:
@@ -617,6 +630,8 @@ class CommitLogAppender:
                 write_checkpoint(self.root, index_msg_timestamp=end_ts)
         self._committed_once = True
         self._write_records()
+        if self.dledger is not None:
+            self.dledger.write_units(self.root)
         if not self.dispatching:
             return
         summary = self.dispatcher.commit(
@@ -670,6 +685,8 @@ class CommitLogAppender:
     def close(self) -> None:
         """Write what is pending, then remove the `abort` marker this appender created."""
         self.commit()
+        if self.dledger is not None:
+            self.dledger.write_state(self.root)
         if self._abort_created and self.dispatching:
             os.unlink(self.root / "abort")
             write_done()

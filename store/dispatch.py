@@ -25,6 +25,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
+from formats.dledger import BODY_OFFSET
 from formats.errors import MqtoolError
 from formats.indexfile import (
     IndexGeometry,
@@ -32,6 +33,7 @@ from formats.indexfile import (
 from formats.javahash import tags_code as tags_code_of
 from formats.message.commitlog import (
     DEFAULT_DELAY_LEVELS_MS,
+    BadRecord,
     Blank,
     EndOfData,
     Message,
@@ -47,6 +49,7 @@ from formats.message.properties import (
     PROPERTY_UNIQ_KEY,
     decode_properties,
 )
+from formats.message.recordcheck import check_record
 from formats.message.recordfast import MESSAGE_TO_SYSFLAG
 from formats.names import SCHEDULE_TOPIC
 from formats.structs import (
@@ -61,6 +64,7 @@ from formats.structs import (
 from store.index.indexwriter import IndexWriter
 from store.io.filewrites import FileSet
 from store.log.commitlog import CommitLog
+from store.log.dledger import DLedgerCommitLog
 from store.queue.consumequeue_writer import ConsumeQueueWriter
 from store.queue.lmq import (
     PROPERTY_INNER_MULTI_DISPATCH,
@@ -224,7 +228,11 @@ def iter_dispatch(
 ) -> Iterator[DispatchRequest | Record]:
     """`CommitLog.iter_records` from the start of file number `from_file`, with every valid message
     turned into its DispatchRequest (fast path) and BLANK / the final stop record passed through.
-    `light`: only what checking the records needs (see `_fast_request`)."""
+    `light`: only what checking the records needs (see `_fast_request`). A DLedger commitlog is walked as
+    the broker's dispatch walks it (`_iter_dispatch_entries`)."""
+    if isinstance(commitlog, DLedgerCommitLog):
+        yield from _iter_dispatch_entries(commitlog, from_file, accept_v2, delay_levels, light)
+        return
     files = commitlog.files[from_file:]
     if not files:
         yield EndOfData(0, "the commitlog has no files")
@@ -252,6 +260,55 @@ def iter_dispatch(
             return
     assert record is not None
     yield EndOfData(record.physical_offset, "the last file ends with a BLANK record and no file follows")
+
+
+def _iter_dispatch_entries(
+    commitlog: DLedgerCommitLog, from_file: int, accept_v2: bool, delay_levels: tuple[int, ...], light: bool
+) -> Iterator[DispatchRequest | Record]:
+    """What ReputMessageService dispatches from a DLedger commitlog (R5 DefaultMessageStore.java:2871-2927
+    over `DLedgerCommitLog.checkMessageAndReturnSize`, R5 DLedgerCommitLog.java:489-522): the classic files
+    below the divided offset as a classic commitlog, then the message at +48 of every entry DLedger's recovery
+    keeps, checked without CRC as the dispatch checks it. A message the check rejects is not dispatched: one
+    whose lengths disagree (the check returns its TOTALSIZE) is skipped, any other failure skips the rest of
+    its data file (`reputFromOffset += result.getSize() - readSize`). A Blank is passed per pad; the last item
+    is where DLedger's recovery ends the data."""
+    classic = len(commitlog.classic.files)
+    if from_file < classic:
+        walk = iter_dispatch(
+            commitlog.classic, from_file=from_file, check_crc=False, accept_v2=accept_v2,
+            delay_levels=delay_levels, light=light,
+        )  # fmt: skip
+        for item in walk:
+            if isinstance(item, EndOfData) and commitlog.log.data_files:
+                break  # the classic files end (their BLANK): DLedger's entries follow
+            yield item
+            if isinstance(item, BadRecord):
+                break  # the dispatch skips the rest of that file; the next is DLedger's or none
+    end = commitlog.log.recovery.end
+    for f in commitlog.log.data_files[max(from_file - classic, 0) :]:
+        if f.start_offset >= end and f.start_offset > 0:
+            break
+        buf = f.buffer()
+        start = f.start_offset
+        path = str(f.path)
+        for phy in commitlog.message_positions(f).tolist():
+            if phy - BODY_OFFSET >= end:
+                break
+            pos = phy - start
+            req = _fast_request(buf, pos, start, False, accept_v2, delay_levels, light)
+            if req is not None:
+                yield req
+                continue
+            record = decode_record(buf, pos, start, check_crc=False, accept_v2=accept_v2, file=path)
+            if isinstance(record, Message):
+                yield DispatchRequest.from_message(record, delay_levels)
+                continue
+            status, total, _ = check_record(buf, len(buf), pos, False, accept_v2)
+            if status == "size_mismatch" and total > 0:
+                continue  # DispatchRequest(totalSize, false): skipped by its size
+            break  # DispatchRequest(-1, false): the rest of the file is skipped
+        yield Blank(f.end_offset, 0)
+    yield EndOfData(end, "DLedger's recovery ends the data here")
 
 
 # --- the dispatcher -------------------------------------------------------------------------------

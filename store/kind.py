@@ -150,6 +150,42 @@ def _compaction_topics(root: Path) -> list[str]:
     return sorted(topics)
 
 
+# what a write may touch on a DLedger store: config files, and the ConsumeQueues and index rebuilt from the
+# log; never the log (an offline append on one node of a replicated log diverges from the other peers)
+DLEDGER_WRITES = ("config", "index", "queues")
+
+
+def _dledger_part(root: Path, cfg: BrokerConfig, evidence: str) -> LayoutPart:
+    """The DLedger commitlog part: read exactly (`store.log.dledger`) when its data files are where
+    broker.conf (or the default) puts them; a data directory that cannot be found while DLedger's index holds
+    entries (storePathDLedgerCommitLog elsewhere, broker.conf not given) is not read, and nothing writes."""
+    from store.log.dledger import DLedgerError, DLedgerPaths
+
+    try:
+        paths = DLedgerPaths.find(root, cfg)
+    except DLedgerError as exc:
+        return LayoutPart("DLedger commitlog", evidence, reads=False, writes=(), note=exc.message)
+    if paths is not None and not any(d.is_dir() for d in paths.data_dirs) and _index_written(paths.index_dir):
+        return LayoutPart(
+            "DLedger commitlog", evidence, reads=False, writes=(),
+            note=f"its index holds entries but no data directory is found ({paths.data_dirs[0]}): give the "
+            "broker's broker.conf (storePathDLedgerCommitLog) with --broker-config",
+        )  # fmt: skip
+    return LayoutPart(
+        "DLedger commitlog", evidence, reads=True, writes=DLEDGER_WRITES,
+        note="mqtool does not append to a replicated log: an offline append on one node diverges from the "
+        "other peers (delay replay, txn commit/rollback/resolve refuse)",
+    )  # fmt: skip
+
+
+def _index_written(index_dir: Path) -> bool:
+    try:
+        with open(index_dir / "00000000000000000000", "rb") as fh:
+            return any(fh.read(32))
+    except OSError:
+        return False
+
+
 def identify(
     root: Path, cfg: BrokerConfig, *, consume_queues_in_rocksdb: bool, config_backend: str
 ) -> StoreKind:
@@ -166,11 +202,7 @@ def identify(
         has_classic = any(True for _ in _entries(root / "commitlog"))
         commitlog = "dledger-mixed" if has_classic else "dledger"
         evidence = ", ".join(f"{d}/" for d in dledger_dirs) or "broker.conf enableDLegerCommitLog=true"
-        parts.append(LayoutPart(
-            "DLedger commitlog", evidence, reads=False, writes=(),
-            note="its log is under dledger-<selfId>/data (DLedger entries), which mqtool does not read yet: "
-            "commitlog/ is not the broker's whole log",
-        ))  # fmt: skip
+        parts.append(_dledger_part(root, cfg, evidence))
     elif len(paths) > 1 or (
         "readOnlyCommitLogStorePaths" in cfg.explicit and cfg.readOnlyCommitLogStorePaths
     ):

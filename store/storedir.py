@@ -164,8 +164,15 @@ class Store:
 
     @cached_property
     def commitlog(self):
+        """`CommitLog`, or for a broker with a DLedger commitlog (`dledger-<selfId>/`, or
+        enableDLegerCommitLog in broker.conf) `DLedgerCommitLog`, the same reads over DLedger's entries."""
         from store.log.commitlog import CommitLog
+        from store.log.dledger import DLedgerCommitLog, DLedgerPaths
 
+        paths = DLedgerPaths.find(self.root, self.broker_config)
+        if paths is not None:
+            size = self.layout.configured("mappedFileSizeCommitLog")
+            return DLedgerCommitLog(self.root, paths, file_size=size)
         return CommitLog(self.commitlog_dir)
 
     @cached_property

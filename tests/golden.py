@@ -27,6 +27,25 @@ def store_path(store: str) -> Path:
     return GOLDEN / store
 
 
+# stores shipped as store.tar.gz (tar -S: DLedger's 160 MiB index file stays sparse)
+DLEDGER_STORES = (
+    "store-dledger",
+    "store-dledger-mixed",
+    "store-dledger-multipath",
+    "store-dledger-crash",
+    "store-dledger-49",
+)
+
+
+def unpack_store(name: str, dest: Path) -> Path:
+    """Golden store `name`'s store.tar.gz unpacked under `dest` (holes kept); its root directory."""
+    import tarfile
+
+    with tarfile.open(GOLDEN / name / "store.tar.gz") as tar:
+        tar.extractall(dest, filter="data")
+    return dest / name
+
+
 # --- copies, snapshots, the CLI as a new process: what the tests that write share ------------------
 
 ROOT = Path(__file__).resolve().parent.parent

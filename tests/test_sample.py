@@ -13,6 +13,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -232,3 +233,63 @@ def test_negative_producers_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr == "mqtool: error: --producers must be 0 or more, not -1\n"
     assert not (tmp_path / "s").exists()
+
+
+# --- sample create --dledger ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=[5, 4])
+def dledger_sample(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"dledger{request.param}") / "store"
+    summary = create_sample(
+        SampleOptions(
+            root, messages=SMALL, version=request.param, seed=11, file_size=256 * 1024, dledger=True
+        )
+    )
+    return request.param, root, summary
+
+
+def test_dledger_sample_holds_the_same_messages_as_entries(dledger_sample, tmp_path):
+    """The same traffic as a classic sample of the seed, each record in a DLedger entry at pos + 48 (the
+    real broker loads such a store: tests/oracle `load`, see the README), a pad ending every full file, the
+    index units, DLedger's checkpoint and currterm as a clean one-peer shutdown leaves them."""
+    version, root, summary = dledger_sample
+    classic = create_sample(
+        SampleOptions(tmp_path / "classic", messages=SMALL, version=version, seed=11, file_size=256 * 1024)
+    )
+    assert not (root / "commitlog").exists()
+    with Store.open(root) as st:
+        log = st.commitlog.log
+        r = log.recovery
+        assert st.layout.kind.commitlog == "dledger" and st.layout.kind.unsupported_reads() == []
+        msgs = [m for m in st.commitlog.iter_records() if isinstance(m, Message)]
+        assert len(msgs) == summary.records == classic.records == r.last_index + 1
+        assert r.index_rewrite_from is None and r.begin_index == 0 and r.exits is None
+        assert (r.committed_index, r.committed_pos) == (r.last_index, st.commitlog.max_offset)
+        assert log.load_problems() == []
+        units = log.index_units_at(np.arange(len(msgs)))
+        assert (units["pos"] + 48).tolist() == [m.physical_offset for m in msgs]
+        assert (units["size"] - 48).tolist() == [m.total_size for m in msgs]
+        assert all(m.problems == () for m in msgs)
+    with Store.open(classic.directory) as cl:
+        classic_msgs = [m for m in cl.commitlog.iter_records() if isinstance(m, Message)]
+    same = ("topic", "queueId", "queueOffset", "storeTimestamp", "bodyCRC", "keys", "tags", "uniqKey")
+    assert [[m.to_json()[k] for k in same] for m in msgs] == [
+        [m.to_json()[k] for k in same] for m in classic_msgs
+    ]
+    home = root / "dledger-n0"
+    last = summary.records - 1
+    assert (home / "checkpoint").read_text() == f"committedIndex={last}\nendIndex={last}\n"
+    assert (home / "currterm").read_text() == "voteLeader=n0\ncurrTerm=0\n"
+    assert summary.broker_conf["enableDLegerCommitLog"] is True
+
+
+def test_dledger_sample_is_clean_and_its_queues_equal_a_rebuild(dledger_sample):
+    _, root, _ = dledger_sample
+    done = CliRunner().invoke(app, ["--store", str(root), "verify", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    assert report["clean"] and report["warnings"] == 0
+    with Store.open(root) as st:
+        rebuilt = rebuild(st, "all", note=lambda _: None)
+    assert not rebuilt.changes

@@ -1,6 +1,8 @@
 """Every layout a broker writes is named (`store.kind`), and every write refuses on a layout it cannot be
 trusted on: each write command, dry run and --execute, on a copy of a real-code store given each part's
-evidence, exits 1 naming the part and leaves every byte of the store as it was."""
+evidence, exits 1 naming the part and leaves every byte of the store as it was. On a DLedger store (the
+real-code fixture store-dledger) the writes that append to the log refuse the same way; config writes and
+rebuilds of ConsumeQueues and index from the log go on."""
 
 from __future__ import annotations
 
@@ -12,11 +14,7 @@ from typer.testing import CliRunner
 from mqtool.cli import app
 from store.kind import UnsupportedLayoutError
 from store.storedir import Store
-from tests.golden import copy_store, run_mqtool, snapshot
-
-
-def _dledger(root: Path) -> None:
-    (root / "dledger-n0" / "data").mkdir(parents=True)
+from tests.golden import copy_store, run_mqtool, snapshot, unpack_store
 
 
 def _multi_path(root: Path) -> None:
@@ -36,7 +34,6 @@ def _tiered(root: Path) -> None:
 
 
 LAYOUTS = {
-    "DLedger commitlog": _dledger,
     "multi-path commitlog": _multi_path,
     "controller-mode replica": _controller,
     "compaction topic": _compaction,
@@ -102,15 +99,66 @@ def test_every_write_refuses_on_a_layout_it_cannot_follow(
     assert snapshot(root) == before
 
 
-def test_the_refusal_is_one_line_and_exit_1(stores) -> None:
-    root = stores["DLedger commitlog"]
-    done = run_mqtool(
-        "offsets", "reset", "--group", "groupA", "--topic", "TopicTest", "--to-latest", "-s", str(root)
+# --- DLedger: appends refuse, config writes and rebuilds go on --------------------------------------------
+
+APPENDS = [w for w in WRITES if w[0] in ("delay", "txn")]
+NOT_APPENDS = [w for w in WRITES if w[0] not in ("delay", "txn")]
+
+
+@pytest.fixture(scope="module")
+def dledger(tmp_path_factory) -> Path:
+    return unpack_store("store-dledger", tmp_path_factory.mktemp("dledger"))
+
+
+def _dledger_run(root: Path, argv: list[str]):
+    return CliRunner().invoke(
+        app, ["--store", str(root), "--broker-config", str(root / "broker.conf"), *argv]
     )
+
+
+@pytest.mark.parametrize(
+    "argv", APPENDS, ids=[" ".join(w[:2]) + (" --timer" if "--timer" in w else "") for w in APPENDS]
+)
+@pytest.mark.parametrize("execute", [False, True], ids=["dry-run", "execute"])
+def test_every_append_refuses_on_a_dledger_store(dledger: Path, argv: list[str], execute: bool) -> None:
+    before = snapshot(dledger)
+    result = _dledger_run(dledger, argv + (["--execute"] if execute else []))
+    assert isinstance(result.exception, UnsupportedLayoutError), result.output
+    assert "this store has a DLedger commitlog (dledger-n0/)" in str(result.exception)
+    assert "diverges from the other peers" in str(result.exception)
+    assert snapshot(dledger) == before
+
+
+@pytest.mark.parametrize("argv", NOT_APPENDS, ids=[" ".join(w[:3]) for w in NOT_APPENDS])
+def test_config_writes_and_rebuilds_plan_on_a_dledger_store(dledger: Path, argv: list[str]) -> None:
+    argv = [a.replace("TopicTest", "TopicA").replace("groupA", "GID_dledger") for a in argv]
+    before = snapshot(dledger)
+    result = _dledger_run(dledger, argv)
+    assert result.exit_code == 0, result.output
+    assert snapshot(dledger) == before
+
+
+def test_the_refusal_is_one_line_and_exit_1(dledger: Path) -> None:
+    done = run_mqtool("delay", "replay", "--execute", "-s", str(dledger))
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if line.startswith("mqtool: error:")]
     assert len(errors) == 1 and done.stderr.splitlines()[-1] == errors[0]
     assert "DLedger commitlog (dledger-n0/): mqtool does not write on this layout" in errors[0]
+
+
+def test_an_empty_dledger_directory_beside_a_classic_commitlog_reads_the_classic_log(tmp_path: Path) -> None:
+    """Before a broker's first start with DLedger: no data files yet, the classic files are the log."""
+    root = copy_store("store-a", tmp_path / "store")
+    (root / "dledger-n0" / "data").mkdir(parents=True)
+    with Store.open(root) as st:
+        kind = st.layout.kind
+        assert kind.commitlog == "dledger-mixed"
+        assert [p.name for p in kind.parts] == ["DLedger commitlog"] and kind.unsupported_reads() == []
+        assert [p.name for p in kind.unsupported_writes("log")] == ["DLedger commitlog"]
+        assert kind.unsupported_writes("config") == kind.unsupported_writes("queues") == []
+        classic = Store.open(copy_store("store-a", tmp_path / "plain"))
+        assert st.commitlog.max_offset == classic.commitlog.max_offset
+        assert st.commitlog.divided_offset == classic.commitlog.files[-1].end_offset
 
 
 def test_a_classic_store_has_no_unsupported_part_and_lists_what_no_layout_explains(tmp_path: Path) -> None:
@@ -137,16 +185,30 @@ def test_the_extension_allows_config_and_index_writes_only(tmp_path: Path) -> No
 def test_info_and_verify_name_a_layout_mqtool_does_not_read(stores) -> None:
     import json
 
-    root = stores["DLedger commitlog"]
+    root = stores["compaction topic"]
     info = run_mqtool("info", "-s", str(root), "-f", "json")
     assert info.returncode == 0
     layout = json.loads(info.stdout)["layout"]
-    assert layout["commitlog"] == "dledger-mixed"
+    assert layout["commitlog"] == "classic"
     assert [(p["name"], p["reads"], p["writes"]) for p in layout["parts"]] == [
-        ("DLedger commitlog", False, [])
+        ("compaction topic", False, [])
     ]
-    assert "warning: this store has a DLedger commitlog (dledger-n0/)" in info.stderr
+    assert "warning: this store has a compaction topic (topics TopicTest)" in info.stderr
     verify = run_mqtool("verify", "-s", str(root), "-f", "json")
     assert verify.returncode == 1
     rows = [p for p in json.loads(verify.stdout)["problems"] if p["kind"] == "layout_unsupported"]
-    assert len(rows) == 1 and rows[0]["severity"] == "error" and "dledger-n0/" in rows[0]["detail"]
+    assert len(rows) == 1 and rows[0]["severity"] == "error" and "TopicTest" in rows[0]["detail"]
+
+
+def test_a_dledger_store_is_read_and_named(dledger: Path) -> None:
+    import json
+
+    info = run_mqtool("info", "-s", str(dledger), "-f", "json")
+    assert info.returncode == 0 and "warning" not in info.stderr
+    layout = json.loads(info.stdout)["layout"]
+    assert layout["commitlog"] == "dledger"
+    assert [(p["name"], p["reads"], p["writes"]) for p in layout["parts"]] == [
+        ("DLedger commitlog", True, ["config", "index", "queues"])
+    ]
+    verify = run_mqtool("verify", "-s", str(dledger), "-f", "json")
+    assert verify.returncode == 0, verify.stdout

@@ -30,7 +30,8 @@ def test_registry_covers_every_twin_module():
     assert {"TimerLogUnit (numpy)", "TimerWheelSlot (numpy)"} <= names
     assert sum(name.startswith("MessageRecord head") for name in names) == 4  # both host kinds, both hosts
     assert {"BatchConsumeQueueUnit", "BatchConsumeQueueUnit (numpy)"} <= names
-    assert len(TWIN_MODULES) == 7  # + formats.batchconsumequeue, formats.pop_columns
+    assert len(TWIN_MODULES) == 8  # + formats.batchconsumequeue, formats.pop_columns, formats.dledger
+    assert {"DLedgerEntryHeader", "DLedgerIndexUnit", "DLedgerIndexUnit (numpy)"} <= names
     assert {"PopCheckPoint body", "AckMsg body", "BatchAckMsg body"} <= {p.name for p in PARSERS}
 
 

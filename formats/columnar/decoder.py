@@ -349,6 +349,12 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
         *out,
     )
     del out
+    return _batch_of_walk(b, int(base_offset), result, list(sizes), with_body)
+
+
+def _batch_of_walk(b: np.ndarray, base_offset: int, result: tuple, sizes: list[str], with_body: bool):
+    """The RecordBatch of a walk kernel's result tuple (walk's layout: rows, the output arrays, used, the
+    topic and host tables, touch, spilled); the output arrays go back to the pool."""
     n = int(result[0])
     a = dict(zip([*_OUTPUTS, *sizes], result[1:12], strict=True))
     for name, arr in a.items():

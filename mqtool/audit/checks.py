@@ -281,8 +281,13 @@ def check_split(
     if table.num_rows:
         keep = pc.invert(pc.is_in(table.column("kind"), pa.array(sorted(_SPLIT_KINDS_DROPPED))))
         table = table.filter(keep)
+    return problem_rows(task, table), split_facts
+
+
+def problem_rows(task: SplitTask, table: pa.Table) -> list[pa.RecordBatch]:
+    """A problems table (`store.checks.problems`) as PROBLEM partial rows of the split."""
     if table.num_rows == 0:
-        return [], split_facts
+        return []
     count = table.num_rows
     row = partial_rows(
         {
@@ -297,7 +302,7 @@ def check_split(
         },
         count,
     )
-    return [row], split_facts
+    return [row]
 
 
 # --- the whole-store checks (driver) --------------------------------------------------------------
@@ -324,6 +329,7 @@ def store_problems(
     from store.checks.storefiles import (
         check_batch_queue_files,
         check_checkpoint_file,
+        check_dledger_headers,
         check_index_files,
         check_queue_files,
         check_timer_files,
@@ -334,10 +340,18 @@ def store_problems(
     store = plan.store
     problems = ProblemList(plan.label, max_rows=max_rows)
     abort = note_broker_running(store, problems)
-    summaries = file_summaries(plan, splits, stops, first_rows=False)
-    verdict = check_commitlog(summaries, problems, file_size=store.commitlog.file_size)
-    valid_end = verdict.valid_end
-    commitlog_min = plan.files[0].start_offset if plan.files else 0
+    dledger = any(f.entries for f in plan.files)
+    summaries = [s for s, f in zip(file_summaries(plan, splits, stops, first_rows=False), plan.files,
+                                   strict=True) if not f.entries]  # fmt: skip
+    if dledger:  # the classic files below the divided offset, then DLedger's own checks
+        if summaries:
+            check_commitlog(summaries, problems, file_size=store.commitlog.classic.file_size)
+        verdict, _row = check_dledger_headers(store, problems, abort=abort)
+        valid_end = verdict.valid_end
+    else:
+        verdict = check_commitlog(summaries, problems, file_size=store.commitlog.file_size)
+        valid_end = verdict.valid_end
+    commitlog_min = store.commitlog.min_offset if dledger else plan.files[0].start_offset if plan.files else 0
     # the executors judged every unit that points into their ranges; the driver judges the rest
     empty = RecordIndex.from_batches([], [], [])
     found = check_queue_files(
@@ -366,7 +380,8 @@ def store_problems(
         dispatched_store_ts=dispatched_store_ts,
         index_ends=index.ends,
     )
-    recovery_summary(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, abort, problems)
+    if not dledger:
+        recovery_summary(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, abort, problems)
     return problems.table().to_pylist()
 
 

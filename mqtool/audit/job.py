@@ -56,6 +56,7 @@ def _split_rows(splits: list[Split], plans: list[StorePlan], opts: AuditOptions,
             "fileSize": s.file.size,
             "output": output,
             "label": plan.label,
+            "entries": s.file.entries,
         }
         rows.append({n: value[n] for n in names})
     return rows

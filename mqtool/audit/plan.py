@@ -73,6 +73,7 @@ class CommitLogFile:
     name: str
     start_offset: int
     size: int
+    entries: bool = False  # a DLedger data file: entries with their messages at +48, decoded whole
 
 
 @dataclass
@@ -151,8 +152,9 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
     for given, label in zip(opts.stores, _labels(opts.stores), strict=True):
         try:
             store = Store.open_location(given, config)
+            entries = getattr(store.commitlog, "is_dledger_offset", lambda _offset: False)
             files = [
-                CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size)
+                CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size, entries(f.start_offset))
                 for f in store.commitlog.queue.files
             ]
         except MqtoolError as exc:
@@ -183,7 +185,8 @@ def plan_splits(plans: list[StorePlan], split_size: int) -> list[Split]:
         for file_index, f in enumerate(plan.files):
             if f.size == 0:
                 continue  # a zero-length (last) file: 5.x deletes it on load; nothing to decode
-            pieces = max(1, -(-f.size // split_size))
+            # a DLedger data file is one range: its walk checks each entry's index against the previous
+            pieces = 1 if f.entries else max(1, -(-f.size // split_size))
             step = -(-f.size // pieces)
             for k in range(pieces):
                 start, end = k * step, min(f.size, (k + 1) * step)

@@ -44,6 +44,8 @@ def recovery_cut(plan: StorePlan, splits: list[Split], stops: dict[int, SplitSto
     for s in splits:
         if s.store == plan.index:
             by_file.setdefault(s.file_index, []).append(s)
+    if any(f.entries for f in plan.files):
+        return _dledger_cut(plan, by_file)
     valid: list[int] = []
     files = [(i, f) for i, f in enumerate(plan.files) if f.size > 0]
     for n, (file_index, f) in enumerate(files):
@@ -62,6 +64,18 @@ def recovery_cut(plan: StorePlan, splits: list[Split], stops: dict[int, SplitSto
         return Cut(valid, f.start_offset + int(stop.facts["pos"]), stop.status or "none", f)
     end = plan.files[-1].start_offset + plan.files[-1].size if plan.files else 0
     return Cut(valid, end, "empty", None)
+
+
+def _dledger_cut(plan: StorePlan, by_file: dict[int, list[Split]]) -> Cut:
+    """A DLedger commitlog ends where DLedger's recovery ends its data (`store.log.dledger`): the classic
+    files below the divided offset and the data files up to that end are valid."""
+    recovery = plan.store.commitlog.log.recovery
+    valid = [s.seq for i, f in enumerate(plan.files) if not f.entries or f.start_offset < recovery.end
+             for s in by_file.get(i, [])]  # fmt: skip
+    data = [f for f in plan.files if f.entries]
+    stop = next((f for f in data if f.start_offset <= recovery.end < f.start_offset + f.size), data[-1])
+    kind = "end" if recovery.reason in ("end", "last_pad", "pad") else recovery.reason
+    return Cut(valid, recovery.end, kind, stop)
 
 
 def file_summaries(plan: StorePlan, splits: list[Split], stops: dict[int, SplitStop], *, first_rows: bool):

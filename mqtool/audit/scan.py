@@ -108,6 +108,8 @@ def _grouped(task: SplitTask, kind: int, table: pa.Table, keys: list[str], aggs:
 
 def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.RecordBatch]:
     """Decode one split and return its partial rows (see the module docstring)."""
+    if task.entries:
+        return _scan_entries(task, context)
     if is_url(task.path):  # a store on object storage: ranged reads of this split only
         from mqtool.audit.remote import decode_split, fill_rest
 
@@ -147,6 +149,83 @@ def scan_split(task: SplitTask, context: StoreContext | None = None) -> list[pa.
     if task.output and ok.num_rows:
         write_message_rows(task, ok)
     return out
+
+
+def _scan_entries(task: SplitTask, context: StoreContext | None) -> list[pa.RecordBatch]:
+    """A DLedger data file, whole (`formats.columnar.entries`): the messages of the entries DLedger's walk
+    keeps are the records; a message the broker's check rejects is a problem, not a stop (DLedger keeps
+    its entry); the file's walk ends at a pad (`blank`: the next file follows) or where DLedger's walk stops
+    (`end`; the driver takes the store's end from DLedger's recovery, `mqtool.audit.recovery`)."""
+    from formats.columnar.entries import ENTRY_STATUS_NAMES, decode_entries, entry_status_codes
+    from store.checks.dledger import check_entry_messages
+    from store.checks.problems import ProblemList
+    from store.log.scan import DataFileScan, last_nonzero
+
+    if is_url(task.path):
+        raise OSError(f"{task.path}: a DLedger data file is read from local stores only")
+    buf, size = _open_file(task.path)
+    try:
+        walk = decode_entries(buf, task.base, 0, size, check_crc=task.checkCrc)
+        batch = walk.batch
+        entry = entry_status_codes(batch)
+        ok = _kept_messages(batch)
+        facts: dict = {"status": None, "records": ok.num_rows}
+        if ok.num_rows:
+            facts["maxTs"] = int(pc.max(ok.column("storeTimestamp")).as_py())
+        if batch.num_rows and entry[-1] != 0:
+            last = batch.num_rows - 1
+            pos = int(batch.column("entryPos")[last].as_py()) - task.base
+            facts.update(
+                status="blank" if entry[last] == 1 else "end",
+                entry=ENTRY_STATUS_NAMES[int(entry[last])],
+                pos=pos,
+                total=int(batch.column("totalSize")[last].as_py()),
+            )
+            data = np.frombuffer(buf, dtype=np.uint8) if size else np.zeros(0, np.uint8)
+            facts["dataEnd"] = last_nonzero(data, pos, size)
+            del data
+        scan = DataFileScan(
+            context.file_names[task.fileIndex] if context else task.path, task.base, size, batch
+        )
+        problems = ProblemList(context.label if context else task.label)
+        check_entry_messages(scan, problems)
+        del batch, scan
+    finally:
+        close_map(buf)
+    out: list[pa.RecordBatch] = []
+    if ok.num_rows:
+        out.extend(b for b in _aggregates(task, ok) if b is not None)
+    if context is not None and context.checks:
+        stop_phy = task.base + facts["pos"] if facts["status"] == "end" else None
+        from mqtool.audit.checks import check_split, problem_rows  # it imports this module
+
+        found, split_facts = check_split(task, context, ok, stop_phy)
+        facts.update(split_facts)
+        out.extend(found)
+        out.extend(problem_rows(task, problems.table()))
+    out.insert(0, _stop_row(task, ok, facts))
+    if task.output and ok.num_rows:
+        write_message_rows(task, ok.select(list(MESSAGE_COLUMNS)))
+    return out
+
+
+def _kept_messages(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The rows of a decoded DLedger range that are messages: an entry DLedger keeps whose message the
+    broker's check accepts (the same schema; usually a prefix of the rows)."""
+    from formats.columnar.entries import entry_status_codes
+    from store.checks.records import take_rows
+
+    mask = (batch.column("status").indices.to_numpy(zero_copy_only=False) == STATUS_OK) & (
+        entry_status_codes(batch) == 0
+    )
+    k = int(np.count_nonzero(mask))
+    if mask[:k].all():
+        return batch.slice(0, k)
+    rows = np.flatnonzero(mask)
+    columns = [
+        take_rows(batch.column(i), rows).cast(batch.schema.field(i).type) for i in range(batch.num_columns)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def _last_nonzero(data: np.ndarray, start: int, end: int) -> int:

@@ -40,6 +40,7 @@ SPLIT_FIELDS = (
     ("fileSize", pa.int64(), "bigint"),
     ("output", pa.string(), "string"),
     ("label", pa.string(), "string"),
+    ("entries", pa.bool_(), "boolean"),
 )
 SPLIT_SCHEMA = pa.schema([(name, t) for name, t, _ in SPLIT_FIELDS])
 
@@ -112,6 +113,7 @@ class SplitTask:
     fileSize: int  # noqa: N815
     output: str | None
     label: str
+    entries: bool = False  # a DLedger data file (store.log.dledger): decoded entry by entry
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,40 @@ def layout_fields(layout: dict[str, Any]) -> list[tuple[str, Any, str]]:
     return pairs
 
 
+def render_dledger(dl: dict[str, Any] | None, ctx: RenderContext) -> None:
+    """The DLedger commitlog section (`mqtool.info.dledger_info`)."""
+    if not dl:
+        return
+    if "error" in dl:
+        emit_fields([("DLedger", dl["error"], "text")], ctx)
+        return
+    why = "a pad in the last data file" if dl["dataEndReason"] == "last_pad" else dl["dataEndReason"]
+    units = f"{dl['indexUnitsOnDisk']} on disk"
+    if dl["indexRewriteFrom"] is not None:
+        units += f"; recovery rewrites them from entry {dl['indexRewriteFrom']}"
+    entries = f"index {dl['ledgerBeginIndex']} .. {dl['ledgerEndIndex']} (term {dl['ledgerEndTerm']})"
+    pairs: list[tuple[str, Any, str]] = [
+        ("self id", dl["selfId"], "text"),
+        ("data directories", ", ".join(dl["dataDirectories"]), "text"),
+        ("data files", f"{dl['dataFiles']} × {dl['dataFileSize']} bytes", "text"),
+        ("dividedCommitlogOffset", dl["dividedCommitlogOffset"], "int"),
+        ("entries", entries, "text"),
+        (
+            "recovery",
+            f"walks from {dl['recoveryStartFile']}, ends the data at {dl['dataEnd']} ({why})",
+            "text",
+        ),
+        ("index units", units, "text"),
+        ("committed", f"index {dl['committedIndex']}, data offset {dl['committedPos']} (checkpoint)", "text"),
+        ("current term", f"{dl['currTerm']} (voted for {dl['voteLeader']})", "text"),
+    ]
+    for problem in dl["loadProblems"]:
+        pairs.append(("load fails", problem, "text"))
+    if dl["brokerDoesNotStart"]:
+        pairs.append(("broker does not start", dl["brokerDoesNotStart"], "text"))
+    emit_fields(pairs, ctx, title="DLedger commitlog")
+
+
 def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
     def human() -> None:
         cl = doc["commitlog"]
@@ -79,6 +113,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 )
             )
         emit_fields(pairs, ctx, title="Store")
+        render_dledger(doc.get("dledger"), ctx)
         queues = doc["queues"]
         if isinstance(queues, dict):
             emit_fields([("queues", queues["error"], "text")], ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtool.rebuild import RebuildReport, index_row, queue_row
+from mqtool.rebuild import DLedgerIndexReport, RebuildReport, index_row, queue_row
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 
 QUEUE_COLUMNS = [
@@ -87,5 +87,38 @@ def render_report(report: RebuildReport, ctx: RenderContext) -> None:
                 ctx,
                 title="Rebuilt index files",
             )
+
+    emit_document(doc, ctx, human)
+
+
+def render_dledger_index(report: DLedgerIndexReport, ctx: RenderContext) -> None:
+    doc = report.to_json()
+
+    def human() -> None:
+        p = report.plan
+        if report.executed:
+            verdict = f"rewrote {', '.join(report.written)}"
+        elif not p.changes:
+            verdict = "the index units are what the entries give"
+        else:
+            verdict = "dry run: would rewrite (use --execute)" if not report.execute else "nothing written"
+        pairs: list[tuple[str, Any, str]] = [
+            ("store", str(report.root), "text"),
+            ("rebuild", "dledger-index", "text"),
+            ("result", verdict, "text"),
+            ("entries", f"{p.entries} (index {p.first_index} .. {p.last_index})", "text"),
+        ]
+        if p.rewrite_from is not None:
+            pairs.append(
+                ("DLedger's recovery", f"rewrites the units from entry {p.rewrite_from} itself", "text")
+            )
+        emit_fields(pairs, ctx, title="Rebuild of DLedger's index")
+        emit_table(
+            doc["files"],
+            [Column("file"), Column("status"), Column("firstDifference", "first diff at", "int"),
+             Column("units", kind="int")],
+            ctx,
+            title="Index files",
+        )  # fmt: skip
 
     emit_document(doc, ctx, human)

@@ -43,7 +43,11 @@ _CqFileSizeOpt = Annotated[
 def rebuild(
     target: Annotated[
         str,
-        typer.Argument(help="What to rebuild: cq (ConsumeQueues), index, or all.", metavar="[cq|index|all]"),
+        typer.Argument(
+            help="What to rebuild: cq (ConsumeQueues), index, all, or dledger-index (a DLedger commitlog's "
+            "index units, from its entries).",
+            metavar="[cq|index|all|dledger-index]",
+        ),
     ] = "all",
     execute: Annotated[
         bool, typer.Option("--execute", help="Swap the rebuilt files in (default: dry run, print the plan).")
@@ -63,12 +67,20 @@ def rebuild(
     builds them (repair after corruption, or after offline appends). The dry run compares the rebuild
     with the current files queue by queue - a consistency check. With --execute (never while a broker
     holds the store lock) the rebuilt directories are swapped in atomically. Settings: the flags, else
-    --broker-config, else the current files, else the broker defaults."""
+    --broker-config, else the current files, else the broker defaults. On a DLedger store the queues and
+    index come from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery
+    rewrites), each index file that differs replaced atomically."""
     from mqtool import rebuild as ops
     from mqtool.render import progress
 
     execute = execute_flag(execute, dry_run)
     s = session(store, fmt, tz, wide, record, csv=False)
+    if target == "dledger-index":
+        from mqtool.cli import rebuild_render
+
+        with s.open_store(broker_config) as st:
+            rebuild_render.render_dledger_index(ops.rebuild_dledger_index(st, execute=execute), s.ctx)
+        return
     with s.open_store(broker_config) as st, progress(None, "rebuilding") as advance:
         report = ops.rebuild(
             st,
@@ -127,6 +139,14 @@ def sample_create(
             "connection (a new ephemeral port) per message, as producers created per request make.",
         ),
     ] = 3,
+    dledger: Annotated[
+        bool,
+        typer.Option(
+            "--dledger",
+            help="Write a DLedger commitlog (enableDLegerCommitLog, a one-peer group n0): entries in "
+            "dledger-n0/data with their index, checkpoint and currterm, instead of commitlog/.",
+        ),
+    ] = False,
     start_time: Annotated[
         str | None,
         typer.Option(
@@ -165,6 +185,7 @@ def sample_create(
         start_time=start,
         zone=s.ctx.zone if tz else None,
         producers=producers,
+        dledger=dledger,
     )
     with progress(count, "creating sample store") as advance:
         summary = create_sample(opts, progress=advance)

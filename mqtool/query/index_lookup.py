@@ -58,7 +58,12 @@ class IndexCoverage:
 
 
 def _data_end(store: Store, offset: int) -> int:
-    """Where the records starting at `offset` end, by following TOTALSIZE (no checks: a quick bound)."""
+    """Where the records starting at `offset` end, by following TOTALSIZE (no checks: a quick bound); on a
+    DLedger commitlog where DLedger's recovery ends the entries."""
+    from store.log.dledger import DLedgerCommitLog
+
+    if isinstance(store.commitlog, DLedgerCommitLog) and store.commitlog.is_dledger_offset(offset):
+        return store.commitlog.log.recovery.end
     files = store.commitlog.files
     index = next((i for i, f in enumerate(files) if f.start_offset <= offset < f.end_offset), None)
     if index is None:

@@ -25,6 +25,7 @@ from mqtool.sample.options import (
 )
 from mqtool.sample.producers import _ProducerTraffic, _Stored
 from store.appender import CommitLogAppender, NewMessage
+from store.dledgerappend import SELF_ID, DLedgerFramer
 
 DELAY_LEVELS_USED = (1, 1, 2, 2, 3, 4, 5, 16, 18)
 MAX_RECONSUME = 16
@@ -47,6 +48,7 @@ class _SampleWriter(_ProducerTraffic):
             index_geometry=IndexGeometry(opts.hash_slot_num, opts.index_num),
             zone=opts.zone,
             copy_on_write_index=False,
+            dledger=DLedgerFramer(root / f"dledger-{SELF_ID}") if opts.dledger else None,
         )
         self.appender.keep_results = False
         self.records_by_topic: dict[str, int] = {}

@@ -37,6 +37,7 @@ from mqtool.sample.options import (
     SampleOptions,
 )
 from store.config.configfile import ConfigFile
+from store.dledgerappend import SELF_ID
 from store.index.indexwriter import list_index_files
 from store.io.filewrites import TMP_PREFIX, fsync_dir
 
@@ -57,6 +58,13 @@ SYSTEM_TOPICS_5 = (
 )
 SYSTEM_TOPICS_4 = tuple(t for t in SYSTEM_TOPICS_5 if not t[0].startswith("rmq_sys_"))
 SYSTEM_GROUPS = INIT_SUBSCRIPTION_GROUPS
+# what the broker of a `--dledger` sample runs with: a one-peer group (the peer's address is not on disk)
+DLEDGER_CONF = {
+    "enableDLegerCommitLog": True,
+    "dLegerGroup": BROKER_NAME,
+    "dLegerSelfId": SELF_ID,
+    "dLegerPeers": f"{SELF_ID}-127.0.0.1:40911",
+}
 
 
 @dataclass
@@ -195,7 +203,8 @@ def create_sample(opts: SampleOptions, progress: Callable[[int], None] | None = 
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    commitlog = sorted((target / "commitlog").iterdir())
+    log_dir = target / f"dledger-{SELF_ID}" / "data" if opts.dledger else target / "commitlog"
+    commitlog = sorted(log_dir.iterdir())
     queues = sum(1 for t in (target / "consumequeue").iterdir() for _ in t.iterdir())
     return SampleSummary(
         directory=target,
@@ -216,5 +225,6 @@ def create_sample(opts: SampleOptions, progress: Callable[[int], None] | None = 
             "mappedFileSizeConsumeQueue": opts.cq_file_size,
             "maxHashSlotNum": opts.hash_slot_num,
             "maxIndexNum": opts.index_num,
+            **(DLEDGER_CONF if opts.dledger else {}),
         },
     )

@@ -52,3 +52,5 @@ class SampleOptions:
     # with producers 0: how many of every 1000 per-message connections come from IPv6 clients (dual-stack
     # networks; a born host of 16 address bytes and the sysFlag bit the broker sets for it)
     ipv6_per_mille: int = 0
+    # a one-peer DLedger group's store (enableDLegerCommitLog): entries in dledger-n0/data, not commitlog/
+    dledger: bool = False

@@ -22,7 +22,8 @@ import numpy as np
 
 from formats.errors import MqtoolError, UsageError
 from formats.javahash import tags_code as tags_hash
-from formats.message.commitlog import Message, java_parse_int, java_parse_long
+from formats.javaprops import java_parse_long
+from formats.message.commitlog import Message, java_parse_int
 from formats.message.properties import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from formats.errors import FormatError, MqtoolError
-from formats.message.commitlog import Message, build_message, java_length, java_parse_int, java_parse_long
+from formats.javaprops import java_parse_long
+from formats.message.commitlog import Message, build_message, java_length, java_parse_int
 from formats.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,

@@ -42,6 +42,17 @@ KINDS: dict[str, str] = {
     "nonzero_after_end": WARNING,
     "blank_size": WARNING,
     "nonzero_after_blank": INFO,
+    # DLedger commitlog (store/checks/dledger.py)
+    "dledger_file": ERROR,
+    "dledger_exit": ERROR,
+    "dledger_entry": ERROR,
+    "dledger_torn_tail": ERROR,
+    "dledger_body_size": ERROR,
+    "dledger_index_unit": ERROR,
+    "dledger_checkpoint": ERROR,
+    "dledger_uncommitted": WARNING,
+    "dledger_pad": WARNING,
+    "nonzero_after_pad": INFO,
     # consume queues
     "cq_file": ERROR,
     "cq_not_checked": WARNING,

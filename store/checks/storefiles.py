@@ -491,3 +491,154 @@ def check_batch_queue_files(
 
 
 __all__ = ["check_batch_queue_files", "dispatch_facts"]
+
+
+# --- a DLedger commitlog ------------------------------------------------------------------------------
+
+
+@dataclass
+class DLedgerScan:
+    """What `scan_dledger` found: the classic files' scans (a store switched to DLedger), the data files'
+    scans, DLedger's verdict and the recovery row's summary."""
+
+    classic: list[CommitLogFile]
+    data: list[Any]
+    verdict: Any
+    summary: dict[str, Any]
+
+
+def scan_dledger(
+    store: Store,
+    problems: ProblemList,
+    builder: Any,
+    *,
+    check_crc: bool,
+    accept_v2: bool,
+    abort: bool,
+    advance: Any = None,
+) -> DLedgerScan:
+    """Decode and check a DLedger commitlog (`store.log.dledger.DLedgerCommitLog`): the classic files below
+    the divided offset as a classic commitlog (`check_commitlog`), then every data file from position 0 with
+    DLedger's walk (`store.checks.dledger`); the accepted messages of both go into `builder` (those after
+    DLedger's end do not)."""
+    from store.checks.commitlog import check_commitlog
+    from store.checks.dledger import check_dledger_log, dledger_recovery_row
+    from store.log.scan import relative_name, scan_data_file, scan_file
+
+    commitlog = store.commitlog
+    log = commitlog.log
+    classic: list[CommitLogFile] = []
+    for f in commitlog.classic.files:
+        scan = scan_file(f, name=relative_name(f, store.root), check_crc=check_crc, accept_v2=accept_v2)
+        if scan.batch is not None:
+            builder.add(scan.batch)
+        scan.slim()
+        classic.append(scan)
+        if advance is not None:
+            advance(f.size)
+    if classic:
+        check_commitlog(classic, problems, file_size=commitlog.classic.file_size)
+    recovery = log.recovery
+    data = []
+    prev = (-1, -1)
+    for f in log.data_files:
+        scan = scan_data_file(f, name=relative_name(f, store.root), prev_index=prev[0], prev_term=prev[1],
+                              check_crc=check_crc, accept_v2=accept_v2)  # fmt: skip
+        if scan.batch is not None:
+            builder.add(scan.batch, below=recovery.end)
+        reason = scan.stop()[0]
+        prev = (scan.last_index, scan.last_term) if reason == "pad" else (-1, -1)
+        scan.slim()
+        data.append(scan)
+        if advance is not None:
+            advance(f.size)
+    checkpoint, checkpoint_error = None, None
+    try:
+        checkpoint = log.checkpoint()
+    except MqtoolError as exc:
+        checkpoint_error = exc.message
+    names = {str(f.path): relative_name(f, store.root) for f in log.files + log.index_files}
+    verdict = check_dledger_log(
+        data, recovery, problems, file_size=log.file_size, load_problems=log.load_problems(),
+        units=log.index_units_at, checkpoint=checkpoint, checkpoint_error=checkpoint_error, names=names,
+    )  # fmt: skip
+    redispatch = _redispatch_file(store, data) if abort else None
+    summary = dledger_recovery_row(data, recovery, problems, abort=abort, redispatch_file=redispatch)
+    return DLedgerScan(classic, data, verdict, summary)
+
+
+def _redispatch_file(store: Store, data: list[Any]) -> int | None:
+    """5.3.3's abnormal recovery of a DLedger store re-dispatches from the last data file whose first message
+    (at +48) is a V1 message with a store time != 0 and at or before the StoreCheckpoint's min time, else
+    from the first (R5 DLedgerCommitLog.java:317-395,429-477); 4.9.8 does not re-dispatch."""
+    from formats.dledger import BODY_OFFSET
+    from formats.structs import MAGIC_V1
+
+    if store.layout.broker_version().major < 5:
+        return None
+    cp = store.checkpoint()
+    bound = cp.min_timestamp if cp is not None else 0
+    commitlog = store.commitlog
+    firsts = []
+    for scan in data:
+        first = None
+        f = commitlog.queue.find(scan.start)
+        if f is not None and f.size >= BODY_OFFSET + 8:
+            magic = int.from_bytes(f.read(BODY_OFFSET + 4, 4), "big", signed=True)
+            ts = commitlog.store_time_at(scan.start + BODY_OFFSET)
+            if magic == MAGIC_V1 and ts is not None:
+                first = (1, ts)
+        firsts.append(first)
+    return recovery_start_abnormal(firsts, bound) if firsts else None
+
+
+def check_dledger_headers(store: Store, problems: ProblemList, *, abort: bool) -> tuple[Any, dict[str, Any]]:
+    """DLedger's checks from the entry headers alone (the audit's driver: its executors checked every
+    entry's message): each data file's walk (`DLedgerLog.walk`), index units, checkpoint, the recovery row.
+    Returns the verdict and the recovery summary."""
+    from store.checks.dledger import check_dledger_log, dledger_recovery_row
+    from store.log.scan import DataFileScan, last_nonzero_in_file, relative_name
+
+    class WalkedFile(DataFileScan):
+        """A data file known by its header walk, not its decoded records."""
+
+        def __init__(self, name: str, f: Any, walk: Any, data_end: int) -> None:
+            last = (int(walk.index[-1]), int(walk.term[-1])) if len(walk) else (-1, -1)
+            super().__init__(name, f.start_offset, f.size, None, *last, data_end=data_end)
+            self.walk = walk
+
+        def stop(self) -> tuple[str, int, int]:
+            return self.walk.reason, self.walk.stop, self.walk.stop_size
+
+        def entries(self) -> dict[str, Any]:
+            w = self.walk
+            return {"entryPos": w.pos, "entryIndex": w.index, "entryTerm": w.term, "entrySize": w.size,
+                    "entryMagic": w.magic}  # fmt: skip
+
+    import numpy as np
+
+    log = store.commitlog.log
+    recovery = log.recovery
+    scans = []
+    prev = (-1, -1)
+    for f in log.data_files:
+        walk = log.walk(f, 0, *prev)
+        data = np.frombuffer(f.buffer(), dtype=np.uint8) if f.size else np.zeros(0, np.uint8)
+        end = last_nonzero_in_file(f, data, walk.stop, f.size) if f.size else 0
+        del data
+        scan = WalkedFile(relative_name(f, store.root), f, walk, end)
+        prev = (scan.last_index, scan.last_term) if walk.reason == "pad" else (-1, -1)
+        scans.append(scan)
+    checkpoint, checkpoint_error = None, None
+    try:
+        checkpoint = log.checkpoint()
+    except MqtoolError as exc:
+        checkpoint_error = exc.message
+    names = {str(f.path): relative_name(f, store.root) for f in log.files + log.index_files}
+    verdict = check_dledger_log(
+        scans, recovery, problems, file_size=log.file_size, load_problems=log.load_problems(),
+        units=log.index_units_at, checkpoint=checkpoint, checkpoint_error=checkpoint_error, names=names,
+        messages=False,
+    )  # fmt: skip
+    redispatch = _redispatch_file(store, scans) if abort else None
+    return verdict, dledger_recovery_row(scans, recovery, problems, abort=abort, redispatch_file=redispatch)

@@ -13,6 +13,7 @@ from pathlib import Path
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, oversized_index
+from formats.javaprops import parse_properties
 from formats.message.commitlog import DEFAULT_COMMITLOG_FILE_SIZE, DEFAULT_MESSAGE_DELAY_LEVEL, java_parse_int
 from formats.structs import CQ_STORE_UNIT_SIZE
 from formats.timer import (
@@ -35,7 +36,6 @@ POSITIVE = frozenset(
 )
 TIMER_PRECISIONS_MS = (100, 200, 500, 1000)  # MessageStoreConfig.setTimerPrecisionMs rounds down to one
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_KEY_END = re.compile(r"[=: \t\f]")
 
 
 @dataclass
@@ -95,25 +95,6 @@ def parse_delay_levels(text: str) -> dict[int, int]:
         if table[level] >= 2**63:  # the broker's Long.parseLong(n) * unit
             raise MqtoolError(f"messageDelayLevel entry {item!r} overflows Java long (int64) milliseconds")
     return table
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """A Java .properties file, the subset brokers use: `key=value`, `key: value` or `key value` (the key
-    ends at the first `=`, `:` or blank, as in java.util.Properties), # and ! comments."""
-    result: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        end = _KEY_END.search(line)
-        if end is None:
-            result[line] = ""
-            continue
-        rest = line[end.start() :].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:]
-        result[line[: end.start()]] = rest.strip()
-    return result
 
 
 def load_broker_config(path: Path | str | None) -> BrokerConfig:

@@ -30,8 +30,10 @@ from formats.columnar.decoder import (
     column_values,
     dictionary_indices,
 )
+from formats.dledger import BODY_OFFSET
 from formats.errors import MqtoolError
 from store.log.commitlog import CommitLog, OffsetError
+from store.log.dledger import DLedgerCommitLog
 from store.log.mappedfile import MappedFile
 
 _ZERO_CHUNK = 1 << 24
@@ -214,6 +216,88 @@ def scan_commitlog(
     return out
 
 
+# --- DLedger data files --------------------------------------------------------------------------------
+
+
+@dataclass
+class DataFileScan:
+    """One DLedger data file as the checks see it (filled by `scan_data_file`): the entries decoded from
+    position 0 (`formats.columnar.entries`: a row per kept entry with its message at pos + 48, then the row
+    where DLedger's walk of the file stops), the last kept entry's index and term, and the position after the
+    last non-zero byte from the stop to the file end."""
+
+    name: str
+    start: int
+    size: int
+    batch: pa.RecordBatch | None
+    last_index: int = -1
+    last_term: int = -1
+    data_end: int = 0
+
+    def stop(self) -> tuple[str, int, int]:
+        """(entry status, position, size field) of the row that ends the file's walk."""
+        from formats.columnar.entries import ENTRY_STATUS_NAMES, entry_status_codes
+
+        if self.batch is None or not self.batch.num_rows:
+            return "short", 0, 0
+        last = self.batch.num_rows - 1
+        code = int(entry_status_codes(self.batch)[last])
+        pos = int(column_values(self.batch.column("entryPos"))[last]) - self.start
+        size = int(column_values(self.batch.column("entrySize"))[last])
+        if code == 0:  # the last entry ends at the file end: DLedger's next header read fails there
+            return "short", pos + size, 0
+        return ENTRY_STATUS_NAMES[code], pos, size
+
+    def entries(self) -> dict[str, np.ndarray]:
+        """The kept entries' columns (entryPos, entryIndex, entryTerm, entrySize, entryMagic, entryBodySize)
+        and their messages' (physicalOffset, totalSize, physicalOffsetField, status)."""
+        from formats.columnar.entries import entry_status_codes
+
+        if self.batch is None:
+            return {}
+        kept = entry_status_codes(self.batch) == 0
+        names = ["entryPos", "entryIndex", "entryTerm", "entrySize", "entryMagic", "entryBodySize",
+                 "physicalOffset", "totalSize", "physicalOffsetField"]  # fmt: skip
+        out = {n: column_values(self.batch.column(n))[kept] for n in names}
+        out["status"] = dictionary_indices(self.batch.column("status"))[kept]
+        return out
+
+    def slim(self) -> None:
+        """Keep the columns the checks read (drops strings and properties)."""
+        if self.batch is not None:
+            entry = ["entryPos", "entryIndex", "entryTerm", "entrySize", "entryMagic", "entryBodySize"]
+            keep = [*_FILE_COLUMNS, "magicCode", *entry, "entryStatus"]
+            self.batch = self.batch.select(keep)
+
+
+def scan_data_file(
+    f: MappedFile,
+    *,
+    name: str,
+    prev_index: int = -1,
+    prev_term: int = -1,
+    check_crc: bool = True,
+    accept_v2: bool = True,
+    with_body: bool = False,
+) -> DataFileScan:
+    """Decode one DLedger data file from position 0 (see `DataFileScan`); `prev_index` / `prev_term`: the
+    last entry of the file before (-1 for the first file, or after a file whose walk failed)."""
+    from formats.columnar.entries import decode_entries
+
+    if f.size == 0:
+        return DataFileScan(name, f.start_offset, 0, None)
+    buf = f.buffer()
+    walk = decode_entries(
+        buf, f.start_offset, check_crc=check_crc, accept_v2=accept_v2, with_body=with_body,
+        prev_index=prev_index, prev_term=prev_term,
+    )  # fmt: skip
+    scan = DataFileScan(name, f.start_offset, f.size, walk.batch, walk.last_index, walk.last_term)
+    if walk.batch.num_rows:
+        _, pos, _ = scan.stop()
+        scan.data_end = last_nonzero_in_file(f, _u8(buf), pos, f.size)
+    return scan
+
+
 # --- chunked range walks (dump / export) ----------------------------------------------------------
 
 
@@ -236,6 +320,12 @@ def iter_batches(
     Yields (MappedFile, RecordBatch).
     """
     columnar = _columnar()
+    if isinstance(commitlog, DLedgerCommitLog):
+        yield from _iter_entry_batches(
+            commitlog, from_offset, to_offset, check_crc=check_crc, with_body=with_body, accept_v2=accept_v2,
+            chunk_bytes=chunk_bytes, progress=progress,
+        )  # fmt: skip
+        return
     files = commitlog.files
     if not files:
         return
@@ -286,6 +376,86 @@ def iter_batches(
             pos = new_pos
         index += 1
         pos = 0
+
+
+def _iter_entry_batches(
+    commitlog: DLedgerCommitLog,
+    from_offset: int | None,
+    to_offset: int | None,
+    *,
+    check_crc: bool,
+    with_body: bool,
+    accept_v2: bool,
+    chunk_bytes: int,
+    progress: Callable[[int], None] | None,
+):
+    """`iter_batches` over a DLedger commitlog: the classic files below the divided offset as a classic
+    commitlog, then the data files' entries (`formats.columnar.entries`: a row per kept entry, its message
+    at pos + 48; a pad row (`blank`) moves on to the next file; the row where DLedger's walk ends is last)."""
+    from formats.columnar.entries import decode_entries, entry_status_codes
+
+    data = commitlog.log.data_files
+    if from_offset is None or not commitlog.is_dledger_offset(from_offset):
+        if commitlog.classic.files:
+            yield from iter_batches(
+                commitlog.classic, from_offset, to_offset, check_crc=check_crc, with_body=with_body,
+                accept_v2=accept_v2, chunk_bytes=chunk_bytes, progress=progress,
+            )  # fmt: skip
+        if not data or (to_offset is not None and to_offset <= data[0].start_offset):
+            return
+        index, pos, prev = 0, 0, (-1, -1)
+    else:
+        f = commitlog.queue.find(from_offset)
+        if f is None or f not in data:
+            commitlog._file_for(from_offset)  # raises OffsetError with the file range
+            raise OffsetError(f"physical offset {from_offset} is outside the DLedger data files")
+        commitlog._check_boundary(f, from_offset - f.start_offset, check_crc)
+        index, pos = data.index(f), from_offset - BODY_OFFSET - f.start_offset
+        walk = commitlog._dledger_walk(f)
+        k = int(np.searchsorted(walk.pos, f.start_offset + pos))
+        prev = (int(walk.index[k - 1]), int(walk.term[k - 1])) if k else _last_of(commitlog, index)
+    while index < len(data):
+        f = data[index]
+        buf = f.buffer()
+        while True:
+            end = min(pos + chunk_bytes, f.size)
+            walk = decode_entries(
+                buf, f.start_offset, pos, end, check_crc=check_crc, with_body=with_body, accept_v2=accept_v2,
+                prev_index=prev[0], prev_term=prev[1],
+            )  # fmt: skip
+            batch = walk.batch
+            if batch.num_rows == 0:
+                return
+            phys = batch.column("physicalOffset").to_numpy()
+            if to_offset is not None and phys[-1] >= to_offset:
+                keep = int(np.searchsorted(phys, to_offset))
+                if keep:
+                    yield f, batch.slice(0, keep)
+                return
+            yield f, batch
+            last = batch.num_rows - 1
+            entry = int(entry_status_codes(batch)[last])
+            new_pos = int(batch.column("entryPos")[last].as_py()) - f.start_offset
+            new_pos += int(batch.column("entrySize")[last].as_py()) if entry == 0 else 0
+            if progress is not None:
+                progress((f.size if entry == 1 else new_pos) - pos)
+            if entry == 1:  # a pad: the log goes on in the next file
+                prev = (walk.last_index, walk.last_term)
+                break
+            if entry != 0:
+                return
+            pos, prev = new_pos, (walk.last_index, walk.last_term)
+        index += 1
+        pos = 0
+
+
+def _last_of(commitlog: DLedgerCommitLog, index: int) -> tuple[int, int]:
+    """The index and term of the last kept entry before data file number `index` ((-1, -1): none)."""
+    for f in reversed(commitlog.log.data_files[:index]):
+        walk = commitlog._dledger_walk(f)
+        if len(walk):
+            return int(walk.index[-1]), int(walk.term[-1])
+    return -1, -1
 
 
 # --- records at given positions ------------------------------------------------------------------
@@ -339,23 +509,27 @@ def records_at(
     body_pieces: list[pa.Array] = []
     parsed: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in numbers}
     resolved = np.zeros(m, bool)
+    dledger = commitlog.is_dledger_offset if isinstance(commitlog, DLedgerCommitLog) else None
     for f in commitlog.files:
         lo, hi = np.searchsorted(unique, [f.start_offset, f.start_offset + f.size])
         if lo == hi:
             continue
         buf = f.buffer()
         data = _u8(buf)
-        pos: int | None = None  # where the next walk starts: a record boundary
+        # a DLedger data file: walks go entry by entry, a message 48 bytes into its entry
+        entries = dledger is not None and dledger(f.start_offset)
+        header = BODY_OFFSET if entries else 0
+        pos: int | None = None  # where the next walk starts: a record (entry) boundary
         while True:
             todo = lo + np.flatnonzero(~resolved[lo:hi])
             if not len(todo):
                 break
-            if pos is None or pos > int(unique[todo[-1]]) - f.start_offset:
-                pos = int(unique[todo[0]]) - f.start_offset
+            if pos is None or pos > int(unique[todo[-1]]) - header - f.start_offset:
+                pos = max(int(unique[todo[0]]) - header - f.start_offset, 0)
                 resolved[todo[0]] = True  # the walk's first row is the verdict there (none: no record)
-            last = int(unique[todo[-1]]) - f.start_offset + 1
+            last = int(unique[todo[-1]]) - header - f.start_offset + 1
             end = min(pos + chunk_bytes, last)
-            batch = columnar.decode_range(buf, f.start_offset, pos, end, check_crc=True)
+            batch = _decode_at(buf, f.start_offset, pos, end, entries)
             at = batch.column("physicalOffset").to_numpy()
             hit = np.minimum(np.searchsorted(unique, at), m - 1)
             here = unique[hit] == at
@@ -365,8 +539,7 @@ def records_at(
             keep = np.flatnonzero(ok & (batch.column("physicalOffsetField").to_numpy() == at))
             sizes_here = batch.column("totalSize").to_numpy().astype(np.int64)
             # all accepted and the chunk ended before the last position: the next walk takes over
-            handover = batch.num_rows and end < last and bool((status == columnar.STATUS_OK).all())
-            pos = int(at[-1]) - f.start_offset + int(sizes_here[-1]) if handover else None
+            pos = _handover(batch, status, end, last, f.start_offset, entries, columnar.STATUS_OK)
             if not len(keep):
                 continue
             idx = hit[keep]
@@ -423,6 +596,31 @@ def records_at(
     return result
 
 
+def _decode_at(buf, base: int, pos: int, end: int, entries: bool) -> pa.RecordBatch:
+    """The records (a DLedger data file's entries) from the boundary `pos`, checked with the body CRC."""
+    if entries:
+        from formats.columnar.entries import decode_entries
+
+        return decode_entries(buf, base, pos, end, check_crc=True).batch
+    return _columnar().decode_range(buf, base, pos, end, check_crc=True)
+
+
+def _handover(batch, status, end: int, last: int, base: int, entries: bool, ok: int) -> int | None:
+    """Where the next walk of `records_at` starts when this one ended before the last position with every
+    record (entry) accepted, else None."""
+    if not batch.num_rows or end >= last:
+        return None
+    if entries:
+        from formats.columnar.entries import entry_status_codes
+
+        if not bool((entry_status_codes(batch) == 0).all()):
+            return None
+        return int(batch.column("entryPos")[-1].as_py()) - base + int(batch.column("entrySize")[-1].as_py())
+    if not bool((status == ok).all()):
+        return None
+    return int(batch.column("physicalOffset")[-1].as_py()) - base + int(batch.column("totalSize")[-1].as_py())
+
+
 def _placed(values: pa.Array, order: np.ndarray, in_order: bool) -> pa.Array:
     """values.take(order), without the copy when the rows are already in place."""
     return values.slice(0, len(order)) if in_order else values.take(pa.array(order))
@@ -449,5 +647,7 @@ __all__ = [
     "last_nonzero_in_file",
     "relative_name",
     "scan_commitlog",
+    "scan_data_file",
     "scan_file",
+    "DataFileScan",
 ]

@@ -23,7 +23,8 @@ from formats.batchconsumequeue import (
     encode_unit,
 )
 from formats.errors import MqtoolError
-from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int, java_parse_long
+from formats.javaprops import java_parse_long
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.dispatch import DispatchRequest
 from store.log.mappedfile import offset_to_file_name

@@ -125,10 +125,12 @@ def build_staging(
     progress: Callable[[int], None] | None = None,
     lmq: LmqSettings | None = None,
     durable: bool = True,
+    commitlog: CommitLog | None = None,
 ) -> BuildResult:
     """Dispatch every live commitlog record into `staging/consumequeue` and `staging/index` (LMQ queues
     too, as `lmq` says; by default as the store's files show). `durable=False` (a dry run, whose staging is
-    thrown away) writes without fsync."""
+    thrown away) writes without fsync. `commitlog`: the store's (a DLedger one is dispatched as the broker
+    dispatches it, `store.dispatch.iter_dispatch`); by default `root/commitlog`."""
     cq_root = staging / "consumequeue"
     index_dir = staging / "index"
     staging.mkdir(parents=True, exist_ok=True)
@@ -143,7 +145,9 @@ def build_staging(
         lmq=lmq if lmq is not None else resolve_lmq_settings(root),
         durable=durable,
     )
-    commitlog = CommitLog.open(root)
+    owned = commitlog is None
+    if commitlog is None:
+        commitlog = CommitLog.open(root)
     try:
         min_offset = commitlog.min_offset
         result = BuildResult(staging, cq, index, min_offset, min_offset, "end", "")
@@ -170,7 +174,8 @@ def build_staging(
             progress(since_flush)
         _flush(dispatcher, result)
     finally:
-        commitlog.close()
+        if owned:
+            commitlog.close()
     result.warnings.extend(dispatcher.warnings)
     if cq:
         for (topic, queue_id), writer in dispatcher.queues.items():

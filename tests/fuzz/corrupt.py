@@ -32,6 +32,11 @@ File types (`KINDS`):
 * `rocksdb` (RocksDB-mode stores: `consumequeue/`, `config/consumerOffsets`, ... are RocksDB databases) —
   CURRENT missing or pointing nowhere, SST files truncated, bit-flipped or removed, MANIFEST truncated or
   garbage, the WAL with garbage appended, a database with other column families in its place.
+* `dledger` (stores with a DLedger commitlog, `dledger-<selfId>/`) — every field of the 48-byte entry headers
+  at interesting values and bit flips, pads garbled, removed, misplaced or with a wrong size, the message
+  inside an entry broken while its header stays right, data files truncated at and inside entries, grown,
+  removed, renamed or joined by stray files, index units with wrong fields, zeroed or missing, the index
+  file truncated or replaced, DLedger's `checkpoint` and `currterm` with garbage, odd numbers or missing.
 * `pop` (stores with a POP revive topic) — the `ck`, `ack` and `bAck` bodies of revive records garbled
   (cut, garbage, deep nesting, wrong types, numbers past their Java range, bitmaps wider than `n`, diff
   lists shorter or longer than `n`, long key names, whitespace, escapes, lone surrogates), their TAGS
@@ -56,7 +61,10 @@ TIMER_KINDS = ("timerlog", "timerwheel", "timercheck")
 ROCKSDB_KIND = "rocksdb"  # RocksDB-mode stores: the consume queue and config databases
 POP_KINDS = ("pop",)
 FILE_KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout")
-KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS)
+DLEDGER_KIND = (
+    "dledger"  # a DLedger commitlog's files: data entries and pads, index units, checkpoint, currterm
+)
+KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND)
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -199,6 +207,11 @@ class StoreLayout:
     timer_files: list[tuple[str, int]] = field(default_factory=list)  # timerlog/*, timerwheel, timercheck
     timer_units: int = 0  # units in the first timerlog file before the zeros
     timer_slots: list[int] = field(default_factory=list)  # indexes of the non-empty wheel slots
+    dledger_home: str = ""  # dledger-<selfId> when the store has a DLedger commitlog
+    dledger_data: list[tuple[str, int]] = field(default_factory=list)  # data files (relative path, size)
+    dledger_entries: list[tuple[str, int, int, int]] = field(default_factory=list)  # (file, pos, size, index)
+    dledger_pads: list[tuple[str, int]] = field(default_factory=list)  # (file, pos)
+    dledger_index: list[tuple[str, int]] = field(default_factory=list)  # index files
     cache: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # pristine bytes
 
     @property
@@ -328,6 +341,7 @@ def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> Stor
     if (root / "timerwheel").is_file():
         wheel = (root / "timerwheel").read_bytes()
         timer_slots = [i // 32 for i in range(0, len(wheel), 32) if wheel[i : i + 24].strip(b"\0")]
+    dledger = _map_dledger(root)
     all_files, all_dirs = [], []
     for dirpath, dirs, files in os.walk(root):
         rel = Path(dirpath).relative_to(root)
@@ -347,7 +361,38 @@ def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> Stor
         timer_files=timer_files,
         timer_units=timer_units,
         timer_slots=timer_slots,
+        **dledger,
     )
+
+
+def _map_dledger(root: Path) -> dict:
+    """The DLedger files of a pristine store: data files walked entry by entry (magic 1, size, index at +8,
+    a pad -1 ends a file), index files."""
+    homes = sorted(p.name for p in root.iterdir() if p.name.startswith("dledger-") and p.is_dir())
+    if not homes:
+        return {}
+    home = homes[0]
+    data = [(p, s) for p, s in _files(root, f"{home}/data") if Path(p).name.isdigit()]
+    entries, pads = [], []
+    for rel, size in data:
+        buf = (root / rel).read_bytes()
+        pos = 0
+        while pos + 8 <= size:
+            magic, length = _i32(buf, pos), _i32(buf, pos + 4)
+            if magic == -1:
+                pads.append((rel, pos))
+                break
+            if magic != 1 or length <= 48 or pos + length > size:
+                break
+            entries.append((rel, pos, length, struct.unpack_from(">q", buf, pos + 8)[0]))
+            pos += length
+    return {
+        "dledger_home": home,
+        "dledger_data": data,
+        "dledger_entries": entries,
+        "dledger_pads": pads,
+        "dledger_index": _files(root, f"{home}/index"),
+    }
 
 
 # --- interesting values ---------------------------------------------------------------------------
@@ -2266,6 +2311,230 @@ def pop_revive_offset(layout: StoreLayout, rng: random.Random) -> Corruption | N
               Op("replace", rel, data=data))  # fmt: skip
 
 
+# dledger --------------------------------------------------------------------------------------------
+
+DL_HEADER_FIELDS = (
+    ("magic", 0, 4), ("size", 4, 4), ("index", 8, 8), ("term", 16, 8), ("pos", 24, 8), ("channel", 32, 4),
+    ("chainCrc", 36, 4), ("bodyCrc", 40, 4), ("bodySize", 44, 4),
+)  # fmt: skip
+
+
+def _dl_entry(layout: StoreLayout, rng: random.Random) -> tuple[str, int, int, int] | None:
+    if not layout.dledger_entries:
+        return None
+    # the last entries more often: DLedger's recovery walks the last three files
+    entries = layout.dledger_entries
+    if rng.random() < 0.6:
+        return entries[-1 - rng.randrange(min(len(entries), 40))]
+    return rng.choice(entries)
+
+
+def dl_header_field(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    picked = _dl_entry(layout, rng)
+    if picked is None:
+        return None
+    rel, pos, size, index = picked
+    name, at, width = rng.choice(DL_HEADER_FIELDS)
+    base = int(Path(rel).name)
+    near = {"size": (size,), "index": (index, 0), "pos": (base + pos, 0), "bodySize": (size - 48,)}.get(
+        name, (0, 1)
+    )
+    value = interesting(rng, width, near)
+    return _c(DLEDGER_KIND, "dl_header_field", f"{rel} entry {index} {name} := {value.hex()}",
+              Op("write", rel, pos + at, value))  # fmt: skip
+
+
+def dl_header_bitflip(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    picked = _dl_entry(layout, rng)
+    if picked is None:
+        return None
+    rel, pos, _size, index = picked
+    header = _read(layout, rel)[pos : pos + 48]
+    return _c(DLEDGER_KIND, "dl_header_bitflip", f"{rel} entry {index}: header bits flipped",
+              Op("write", rel, pos, bitflip(header, rng, rng.randint(1, 3))))  # fmt: skip
+
+
+def dl_message(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """The record inside an entry broken, its header right: DLedger keeps the entry."""
+    picked = _dl_entry(layout, rng)
+    if picked is None:
+        return None
+    rel, pos, size, index = picked
+    at = pos + 48
+    choice = rng.randrange(5)
+    if choice == 0:  # TOTALSIZE
+        op = Op("write", rel, at, interesting(rng, 4, (size - 48,)))
+    elif choice == 1:  # MAGICCODE
+        op = Op("write", rel, at + 4, rng.choice((_pack(MAGIC_V2, 4), _pack(BLANK_MAGIC, 4), bytes(4),
+                                                   interesting(rng, 4))))  # fmt: skip
+    elif choice == 2:  # PHYSICALOFFSET field
+        op = Op("write", rel, at + 28, interesting(rng, 8, (int(Path(rel).name) + at,)))
+    elif choice == 3:  # a body or property byte
+        op = Op("write", rel, at + rng.randrange(90, max(91, size - 48)), bytes([rng.getrandbits(8)]))
+    else:  # the record zeroed
+        op = Op("write", rel, at, bytes(size - 48))
+    return _c(DLEDGER_KIND, "dl_message", f"{rel} entry {index}: its message broken ({choice})", op)
+
+
+def dl_pad(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    choice = rng.randrange(5)
+    if layout.dledger_pads and choice < 4:
+        rel, pos = rng.choice(layout.dledger_pads)
+        if choice == 0:
+            op = Op("write", rel, pos, interesting(rng, 4, (-1, 0, 1)))
+            what = "magic"
+        elif choice == 1:
+            op = Op("write", rel, pos + 4, interesting(rng, 4, (0, 8)))
+            what = "size"
+        elif choice == 2:
+            op = Op("write", rel, pos, bytes(8))
+            what = "zeroed"
+        else:
+            op = Op(
+                "write", rel, pos + 8 + rng.randrange(16), bytes(rng.getrandbits(8) or 1 for _ in range(8))
+            )
+            what = "garbage after it"
+        return _c(DLEDGER_KIND, "dl_pad", f"{rel} pad at {pos}: {what}", op)
+    picked = _dl_entry(layout, rng)
+    if picked is None:
+        return None
+    rel, pos, _size, index = picked
+    size = dict(layout.dledger_data)[rel]
+    return _c(DLEDGER_KIND, "dl_pad", f"{rel}: a pad in place of entry {index}",
+              Op("write", rel, pos, _pack(-1, 4) + _pack(rng.choice((size - pos, 8, 0, -1)), 4)))  # fmt: skip
+
+
+def dl_truncate(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    picked = _dl_entry(layout, rng)
+    if picked is None or not layout.dledger_data:
+        return None
+    rel, pos, size, index = picked
+    choice = rng.randrange(5)
+    if choice == 0:
+        at = pos
+    elif choice == 1:
+        at = pos + rng.randrange(1, 48)
+    elif choice == 2:
+        at = pos + rng.randrange(48, size)
+    elif choice == 3:
+        garbage = bytes(rng.getrandbits(8) for _ in range(rng.choice((1, 8, 48, 4096))))
+        return _c(DLEDGER_KIND, "dl_truncate", f"{rel} grown by garbage", Op("append", rel, data=garbage))
+    else:
+        at = 0
+    return _c(
+        DLEDGER_KIND,
+        "dl_truncate",
+        f"{rel} cut at {at} (entry {index} at {pos})",
+        Op("truncate", rel, size=at),
+    )
+
+
+def dl_index(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not layout.dledger_index or not layout.dledger_entries:
+        return None
+    rel = layout.dledger_index[0][0]
+    _file, _pos, _size, index = _dl_entry(layout, rng) or layout.dledger_entries[-1]
+    at = index * 32
+    choice = rng.randrange(6)
+    if choice == 0:
+        name, off, width = rng.choice((("magic", 0, 4), ("pos", 4, 8), ("size", 12, 4), ("index", 16, 8),
+                                       ("term", 24, 8)))  # fmt: skip
+        return _c(DLEDGER_KIND, "dl_index", f"{rel} unit {index} {name}",
+                  Op("write", rel, at + off, interesting(rng, width, (index, 0))))  # fmt: skip
+    if choice == 1:
+        return _c(DLEDGER_KIND, "dl_index", f"{rel} units from {index} zeroed",
+                  Op("write", rel, at, bytes(32 * rng.randint(1, 40))))  # fmt: skip
+    if choice == 2:
+        return _c(
+            DLEDGER_KIND,
+            "dl_index",
+            f"{rel} cut at {at}",
+            Op("truncate", rel, size=at + rng.choice((0, 7, 32))),
+        )
+    if choice == 3:
+        return _c(DLEDGER_KIND, "dl_index", f"{rel} removed", Op("remove", rel))
+    if choice == 4:
+        garbage = bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 31, 64, 4096))))
+        return _c(DLEDGER_KIND, "dl_index", f"{rel} replaced by garbage", Op("replace", rel, data=garbage))
+    garbage = bytes(rng.getrandbits(8) for _ in range(32))
+    return _c(
+        DLEDGER_KIND,
+        "dl_index",
+        f"{rel} a unit after the last entry",
+        Op("write", rel, (index + 1) * 32, garbage),
+    )
+
+
+_NUMBERS = ("0", "-1", "-2", "1", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+            "99999999999999999999", "abc", "", " ", "1e3", "0x10", "+5", "\\u0031", "١٢", "5 ")  # fmt: skip
+
+
+def _properties_text(rng: random.Random, keys: tuple[str, ...], near: int) -> bytes:
+    lines = []
+    for key in keys:
+        if rng.random() < 0.15:
+            continue
+        value = rng.choice((*_NUMBERS, str(near), str(near - 1), str(near + 1)))
+        sep = rng.choice(("=", ":", " ", "=", "="))
+        lines.append(f"{key}{sep}{value}")
+    if rng.random() < 0.2:
+        lines.append(rng.choice(("#comment", "!x", "garbage", "=", "committedIndex")))
+    rng.shuffle(lines)
+    text = "\n".join(lines) + rng.choice(("\n", "", "\r\n"))
+    return text.encode("utf-8")
+
+
+def dl_checkpoint(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not layout.dledger_home:
+        return None
+    home = layout.dledger_home
+    last = layout.dledger_entries[-1][3] if layout.dledger_entries else 0
+    name = rng.choice(("checkpoint", "checkpoint", "currterm"))
+    rel = f"{home}/{name}"
+    choice = rng.randrange(4)
+    if choice == 0:
+        keys = ("committedIndex", "endIndex") if name == "checkpoint" else ("currTerm", "voteLeader")
+        data = _properties_text(rng, keys, last if name == "checkpoint" else 0)
+        return _c(DLEDGER_KIND, "dl_checkpoint", f"{rel} := {data[:60]!r}", Op("replace", rel, data=data))
+    if choice == 1:
+        return _c(DLEDGER_KIND, "dl_checkpoint", f"{rel} removed", Op("remove", rel))
+    if choice == 2:
+        data = bytes(rng.getrandbits(8) for _ in range(rng.choice((1, 16, 300))))
+        return _c(DLEDGER_KIND, "dl_checkpoint", f"{rel} garbage", Op("replace", rel, data=data))
+    return _c(DLEDGER_KIND, "dl_checkpoint", f"{rel} a directory", Op("mkdir", rel))
+
+
+def dl_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    if not layout.dledger_data:
+        return None
+    home = layout.dledger_home
+    rel, size = rng.choice(layout.dledger_data)
+    name = Path(rel).name
+    choice = rng.randrange(7)
+    if choice == 0:
+        return _c(DLEDGER_KIND, "dl_files", f"{rel} removed", Op("remove", rel))
+    if choice == 1:
+        target = f"{home}/data/{int(name) + rng.choice((1, size, 2 * size * 10)):020d}"
+        return _c(DLEDGER_KIND, "dl_files", f"{rel} renamed to {target}", Op("rename", rel, target=target))
+    if choice == 2:
+        stray = f"{home}/data/{rng.choice(('x', '0000', name + '.bak'))}"
+        return _c(
+            DLEDGER_KIND,
+            "dl_files",
+            "a stray file in the data directory",
+            Op("replace", stray, data=bytes(8)),
+        )
+    if choice == 3:
+        last = max(int(Path(p).name) for p, _ in layout.dledger_data)
+        return _c(DLEDGER_KIND, "dl_files", "an empty data file after the last",
+                  Op("replace", f"{home}/data/{last + size:020d}", data=b""))  # fmt: skip
+    if choice == 4:
+        return _c(DLEDGER_KIND, "dl_files", f"{home}/data a file", Op("replace", f"{home}/data", data=b"x"))
+    if choice == 5:
+        return _c(DLEDGER_KIND, "dl_files", f"{rel} a directory", Op("mkdir", rel))
+    return _c(DLEDGER_KIND, "dl_files", f"{home}/index removed", Op("remove", f"{home}/index"))
+
+
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "commitlog": (
         cl_truncate_boundary,
@@ -2285,6 +2554,16 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "timerwheel": (tm_wheel_slot, tm_wheel_chain, tm_wheel_misplaced, tm_wheel_size),
     "timercheck": (tm_check, tm_check_read_time, tm_check_queue),
     "pop": (pop_bodies, pop_tags, pop_revive_offset),
+    "dledger": (
+        dl_header_field,
+        dl_header_bitflip,
+        dl_message,
+        dl_pad,
+        dl_truncate,
+        dl_index,
+        dl_checkpoint,
+        dl_files,
+    ),  # fmt: skip
     "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
     "layout": (
         lay_empty_file,

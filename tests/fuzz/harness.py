@@ -73,10 +73,15 @@ SAMPLES: dict[str, list[str]] = {
               "--max-hash-slot-num", "8", "--max-index-num", "30"],
     "small5": ["-n", "300", "--seed", "13", "--file-size", "65536", "--cq-file-size", "600",
                "--max-hash-slot-num", "64", "--max-index-num", "100"],
+    # DLedger commitlogs (sample create --dledger): the dledger corruptions
+    "dtiny5": ["-n", "60", "--seed", "14", "--file-size", "16384", "--cq-file-size", "200",
+               "--max-hash-slot-num", "16", "--max-index-num", "40", "--dledger", "1"],
+    "dtiny4": ["-n", "50", "--seed", "15", "--version", "4", "--file-size", "16384", "--cq-file-size", "120",
+               "--max-hash-slot-num", "8", "--max-index-num", "30", "--dledger", "1"],
 }  # fmt: skip
 GOLDEN_STORES = (
     "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb",
-    "store-rocksdb-v2", "store-pop",
+    "store-rocksdb-v2", "store-pop", "store-dledger-mixed", "store-dledger-crash",
 )  # fmt: skip
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown", "record")
@@ -121,10 +126,10 @@ class Base:
 
 def _find_targets(root: Path) -> Targets:
     from formats.message.commitlog import Message
-    from store.log.commitlog import CommitLog
+    from store.storedir import Store
 
-    with CommitLog.open(root) as cl:
-        msgs = [r for r in cl.iter_records() if isinstance(r, Message)]
+    with Store.open(root) as st:  # a DLedger store's messages too
+        msgs = [r for r in st.commitlog.iter_records() if isinstance(r, Message)]
     topic_msgs = [m for m in msgs if m.topic == "TopicTest"] or msgs
     with_key = [m for m in topic_msgs if m.keys] or topic_msgs
     m = with_key[len(with_key) // 2]
@@ -178,8 +183,14 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
                         hash_slot_num=int(opts["--max-hash-slot-num"]),
                         index_num=int(opts["--max-index-num"]),
                         version=int(opts.get("--version", 5)),
+                        dledger=opts.get("--dledger") == "1",
                     )
                 )
+            elif (GOLDEN / name / "store.tar.gz").exists():  # the DLedger fixtures (holes kept)
+                import tarfile
+
+                with tarfile.open(GOLDEN / name / "store.tar.gz") as tar:
+                    tar.extractall(directory, filter="data")
             else:
                 shutil.copytree(GOLDEN / name, path, ignore=shutil.ignore_patterns(*GOLDEN_SKIP))
             _open_tree(path)
@@ -195,7 +206,7 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL = KINDS
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 POP_READERS = frozenset(POP_KINDS)  # the revive topic's records and the revive group's offsets
 
@@ -350,6 +361,8 @@ COMMANDS: tuple[Command, ...] = (
 COMMANDS = tuple(
     Command(c.name, c.reads | {RDB} if c.reads & {CQ, CFG} else c.reads, c.argv) for c in COMMANDS
 )
+# on a DLedger store whatever reads the commitlog reads DLedger's files
+COMMANDS = tuple(Command(c.name, c.reads | {DL} if CL in c.reads else c.reads, c.argv) for c in COMMANDS)
 
 
 def read_commands(targets: Targets, kind: str, focus: str = "") -> list[tuple[str, list[str]]]:
@@ -933,8 +946,12 @@ class Fuzzer:
     ) -> None:
         self.bases = {b.name: b.path for b in bases}
         preload()
-        if warm:  # in the parent, so every forked worker starts warm (the POP kernels on the POP store)
-            warm_up([b for b in bases if not b.golden or b.name == "store-pop"] or bases[:1])
+        if warm:  # in the parent, so every forked worker starts warm (the POP kernels on the POP store, the
+            # classic and DLedger kernels on a store switched to DLedger)
+            warm_up(
+                [b for b in bases if not b.golden or b.name in ("store-pop", "store-dledger-mixed")]
+                or bases[:1]
+            )
         self.jobs = max(1, jobs)
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -1050,6 +1067,11 @@ def kind_applies(base: Base, kind: str) -> bool:
     base."""
     if kind in POP_READERS:
         return base.name == "store-pop"
+    dledger = bool(base.layout.dledger_entries)
+    if kind == DL:
+        return dledger
+    if kind == CL and dledger:
+        return bool(base.layout.records)  # the classic files of a store switched to DLedger
     rocksdb = bool(rocksdb_dirs(base.layout))
     if kind in (ROCKSDB_KIND, CQ):
         return rocksdb == (kind == ROCKSDB_KIND)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from .corrupt import (
     BROKER_CONF,
+    DLEDGER_KIND,
     KINDS,
     POP_KINDS,
     ROCKSDB_KIND,
@@ -60,9 +61,14 @@ ROCKSDB_BASES = ("store-rocksdb", "store-rocksdb-v2")  # RocksDB corruptions: th
 POP_BASES = ("store-pop",)  # the POP corruptions need a store where the real POP classes wrote
 
 
+DLEDGER_BASES = ("dtiny5", "dtiny4")  # sample create --dledger
+
+
 def bases_for(kind: str) -> tuple[str, ...]:
     if kind == ROCKSDB_KIND:
         return ROCKSDB_BASES
+    if kind == DLEDGER_KIND:
+        return DLEDGER_BASES
     return POP_BASES if kind in POP_KINDS else TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
@@ -80,7 +86,8 @@ def bases(workdir) -> dict[str, Base]:
     return {
         b.name: b
         for b in prepare_bases(
-            workdir / "bases", [*SAMPLE_BASES, "store-c", *TIMER_BASES, *ROCKSDB_BASES, *POP_BASES]
+            workdir / "bases",
+            [*SAMPLE_BASES, "store-c", *TIMER_BASES, *ROCKSDB_BASES, *POP_BASES, *DLEDGER_BASES],
         )
     }
 

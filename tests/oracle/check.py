@@ -22,15 +22,19 @@ DATA = REPO / "tests" / "data"
 OUT = REPO / "build" / "oracle" / "check"
 MQTOOL = REPO / ".venv" / "bin" / "mqtool"
 LOAD = REPO / "tests" / "oracle" / "run.sh"
-STORES = ("store-a", "store-49a", "store-c", "store-timer5", "store-timer-states", "store-lmq")
+# the DLedger fixtures (store.tar.gz): the appending commands refuse on them; the config writes and rebuilds
+# are judged by the oracle's DLedger load
+DLEDGER = ("store-dledger", "store-dledger-mixed", "store-dledger-multipath", "store-dledger-49")
+STORES = ("store-a", "store-49a", "store-c", "store-timer5", "store-timer-states", "store-lmq", *DLEDGER)
 # each store's topic and consumer group for the commands (store-lmq has no TopicTest nor groupA)
 TOPICS = {
     "store-timer5": "TimerTopic",
     "store-timer-states": "TimerTopic",
     "store-c": "OrderTopic",
     "store-lmq": "TopicA",
+    **{name: "TopicA" for name in DLEDGER},
 }
-GROUPS = {"store-lmq": "GID_plain"}
+GROUPS = {"store-lmq": "GID_plain", **{name: "GID_dledger" for name in DLEDGER}}
 CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
 
 
@@ -38,7 +42,7 @@ def oracles(store: str) -> list[str]:
     """The broker versions that judge a store: 5.3.3 always (a 4.9 store must survive an upgrade), and
     the 4.9.8 code for a store 4.9.8 wrote, when that oracle is built."""
     built49 = (CACHE / "build" / "4.9.8" / "classpath").exists()
-    return ["4.9.8", "5.3.3"] if store.endswith("49a") and built49 else ["5.3.3"]
+    return ["4.9.8", "5.3.3"] if store.endswith(("49a", "-49")) and built49 else ["5.3.3"]
 
 
 def commands(store: str) -> list[tuple[str, list[str]]]:
@@ -104,13 +108,39 @@ def commands(store: str) -> list[tuple[str, list[str]]]:
         ("rebuild cq", ["rebuild", "cq"]),
         ("rebuild index", ["rebuild", "index"]),
         ("rebuild all", ["rebuild", "all"]),
+        *([(FROM_SCRATCH, ["rebuild", "all"])] if store in DLEDGER else []),
     ]
 
 
+# a rebuild after consumequeue/ and index/ are removed: every unit and key from the DLedger entries
+FROM_SCRATCH = "rebuild all (no queues, no index)"
+
+
 def mqtool(root: Path, *args: str) -> subprocess.CompletedProcess:
+    conf = root / "broker.conf"  # the DLedger fixtures' settings (a multi-path data directory among them)
+    extra = ["--broker-config", str(conf)] if conf.exists() else []
     return subprocess.run(
-        [str(MQTOOL), "--store", str(root), "--format", "json", *args], capture_output=True, text=True
+        [str(MQTOOL), "--store", str(root), *extra, "--format", "json", *args], capture_output=True, text=True
     )
+
+
+def copy_golden(store: str, dest: Path) -> Path:
+    """A copy of a golden store at dest/<store> (a store.tar.gz unpacked, holes kept)."""
+    archive = DATA / store / "store.tar.gz"
+    if archive.exists():
+        import tarfile
+
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    else:
+        shutil.copytree(DATA / store, dest / store)
+    return dest / store
+
+
+def geometry_of(store: str) -> tuple[int, int]:
+    expected = json.loads((DATA / store / "expect.json").read_text())
+    settings = expected.get("geometry") or expected["config"]
+    return settings["maxHashSlotNum"], settings["maxIndexNum"]
 
 
 def mqtool_config(root: Path) -> dict:
@@ -209,11 +239,9 @@ def main(argv: list[str]) -> int:
     lines = []
     failed = 0
     for store in argv or STORES:
-        config = json.loads((DATA / store / "expect.json").read_text())["config"]
-        geometry = (config["maxHashSlotNum"], config["maxIndexNum"])
+        geometry = geometry_of(store)
         with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
-            root = Path(tmp) / store
-            shutil.copytree(DATA / store, root)
+            root = copy_golden(store, Path(tmp))
             ok, problems, got = judge_all(store, root, geometry, f"{store}-00-as-committed")
             lines.append(
                 f"{store:13} {'(as committed)':32} {'clean' if ok else 'NOT CLEAN: ' + '; '.join(problems)}"
@@ -227,6 +255,9 @@ def main(argv: list[str]) -> int:
                 status = "clean" if ok else "NOT CLEAN: " + "; ".join(problems)
                 lines.append(f"{store:13} {'(after the real recovery)':32} {status}")
             for i, (name, args) in enumerate(commands(store), 1):
+                if name == FROM_SCRATCH:
+                    shutil.rmtree(root / "consumequeue")
+                    shutil.rmtree(root / "index")
                 res = mqtool(root, *args, "--execute")
                 if res.returncode != 0:
                     why = (res.stderr.strip().splitlines() or ["?"])[-1][:150]
