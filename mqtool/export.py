@@ -270,11 +270,17 @@ def iter_export_batches(
     byte ranges (`store.log.ranges`, at most 64 MiB each) are decoded and turned into export rows by
     `jobs` worker processes, and consumed here in order (each becomes a batch: a Parquet row group)."""
     from formats.columnar.decoder import STATUS_NAMES, STATUS_OK
+    from store.log.dledger import DLedgerCommitLog
     from store.log.ranges import auto_range_size, byte_ranges, run_in_order, with_data, workers_for
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
         raise UsageError("--to-offset must be greater than --from-offset")
     commitlog = store.commitlog
+    if isinstance(commitlog, DLedgerCommitLog):  # DLedger's entry walk decides each file's end: one process
+        yield from _iter_entry_batches(
+            store, topic, from_offset, to_offset, with_body, check_crc, limit, summary, progress
+        )
+        return
     files = commitlog.files
     if not files:
         return
@@ -435,6 +441,56 @@ def export_schema(with_body: bool) -> pa.Schema:
     if with_body:
         fields.append(pa.field("body", pa.binary()))
     return pa.schema(fields)
+
+
+def _iter_entry_batches(
+    store: Store,
+    topic: str | None,
+    from_offset: int | None,
+    to_offset: int | None,
+    with_body: bool,
+    check_crc: bool,
+    limit: int | None,
+    summary: ExportSummary | None,
+    progress: Callable[[int], None] | None,
+) -> Iterator[pa.RecordBatch]:
+    """iter_export_batches over a DLedger commitlog: `store.log.scan.iter_batches` walks the classic part,
+    then each data file's entries, in one process."""
+    from store.log.scan import iter_batches
+
+    written = 0
+    for f, batch in iter_batches(
+        store.commitlog, from_offset, to_offset, check_crc=check_crc, with_body=with_body, progress=progress
+    ):
+        last = batch.num_rows - 1
+        status = batch.column("status").cast(pa.string())[last].as_py()
+        if summary is not None:
+            ok = batch.column("status").indices.to_numpy() == 0
+            summary.bytes_read += int(batch.column("totalSize").to_numpy()[ok].sum())
+            if status not in ("ok", "blank"):
+                phy = batch.column("physicalOffset")[last].as_py()
+                summary.stop = {
+                    "physicalOffset": phy,
+                    "status": status,
+                    "file": f.name,
+                    "position": phy - f.start_offset,
+                }
+        out = export_batch(batch, with_body=with_body, topic=topic)
+        if limit is not None and written + out.num_rows > limit:
+            out = out.slice(0, limit - written)
+        if out.num_rows:
+            written += out.num_rows
+            if summary is not None:
+                phys = out.column("physicalOffset")
+                summary.messages += out.num_rows
+                if summary.first_offset is None:
+                    summary.first_offset = phys[0].as_py()
+                summary.last_offset = phys[out.num_rows - 1].as_py()
+                for row in out.column("topic").value_counts().to_pylist():
+                    summary.topics[row["values"]] = summary.topics.get(row["values"], 0) + row["counts"]
+            yield out
+        if limit is not None and written >= limit:
+            return
 
 
 def export_range(

@@ -655,22 +655,31 @@ class DLedgerCommitLog(CommitLog):
             return
         yield EndOfData(data[-1].end_offset, "the last DLedger data file ends with a pad and no file follows")
 
-    def stop_record(self, from_offset: int | None = None, check_crc: bool = True) -> EndOfData | BadRecord:
+    # `jobs` is taken as CommitLog takes it; DLedger's walk runs in one process (each entry's checks need
+    # the previous entry's index and term)
+    def stop_record(
+        self, from_offset: int | None = None, check_crc: bool = True, *, jobs: int = 1
+    ) -> EndOfData | BadRecord:
         """Where DLedger's recovery ends the data, and why (`from_offset` is ignored: DLedger's recovery
         decides; the classic part ends at the divided offset)."""
         data = self.log.data_files
         if not data:
-            return self.classic.stop_record(from_offset, check_crc)
+            return self.classic.stop_record(from_offset, check_crc, jobs=jobs)
         r = self.log.recovery
         why = "the last data file ends with a pad" if r.reason == "last_pad" else ENTRY_REASONS[r.reason]
         return EndOfData(r.end, f"DLedger's recovery ends the data here: {why}")
 
     def walk_end(
-        self, from_offset: int | None = None, *, check_crc: bool = False, accept_v2: bool = True
+        self,
+        from_offset: int | None = None,
+        *,
+        check_crc: bool = False,
+        accept_v2: bool = True,
+        jobs: int = 1,
     ) -> WalkEnd:
         data = self.log.data_files
         if not data:
-            return self.classic.walk_end(from_offset, check_crc=check_crc, accept_v2=accept_v2)
+            return self.classic.walk_end(from_offset, check_crc=check_crc, accept_v2=accept_v2, jobs=jobs)
         r = self.log.recovery
         return WalkEnd(r.end, r.reason, self.last_record(), data[r.stop_file or 0], r.stop_position)
 
@@ -715,10 +724,10 @@ class DLedgerCommitLog(CommitLog):
                 return None
         return None
 
-    def last_record(self) -> RecordHead | None:
+    def last_record(self, *, jobs: int = 1) -> RecordHead | None:
         r = self.log.recovery
         if r.last_end < 0:
-            return self.classic.last_record()
+            return self.classic.last_record(jobs=jobs)
         data = self.log.data_files
         for f in reversed(data[: (r.stop_file or 0) + 1]):
             w = self._dledger_walk(f)
