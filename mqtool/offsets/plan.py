@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from formats.errors import MqtoolError
 from mqtool.timeparse import duration_text, format_time, now_ms, zone_label
-from store.queue.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
+from store.queue.consumequeue import Boundary, StoreTimeOf
+from store.queue.unitqueue import UnitQueue
 from store.version import BrokerVersion
 
 JAVA_LONG_MAX = 2**63 - 1
@@ -179,12 +180,12 @@ class ResetPlan:
 # --- one queue ------------------------------------------------------------------------------------
 
 
-def _queue_min(cq: ConsumeQueue, version: BrokerVersion) -> int:
+def _queue_min(cq: UnitQueue, version: BrokerVersion) -> int:
     return cq.min_offset_of(version.major)
 
 
 def offset_by_time(
-    cq: ConsumeQueue,
+    cq: UnitQueue,
     timestamp: int,
     version: BrokerVersion,
     store_time: StoreTimeOf,
@@ -201,7 +202,7 @@ def offset_by_time(
 
 
 def target_offset(
-    cq: ConsumeQueue,
+    cq: UnitQueue,
     target: ResetTarget,
     current: int | None,
     version: BrokerVersion,
@@ -224,7 +225,7 @@ def reset_row(
     group: str,
     topic: str,
     queue_id: int,
-    cq: ConsumeQueue,
+    cq: UnitQueue,
     current: int | None,
     requested: int,
     version: BrokerVersion,
@@ -232,7 +233,7 @@ def reset_row(
     plan: ResetPlan,
 ) -> ResetRow:
     low, high = _queue_min(cq, version), cq.max_offset
-    new = min(max(requested, low), high)
+    new = max(0, min(max(requested, low), high))  # an empty BatchCQ queue's min is -1: no offset is < 0
     if new != requested:
         side = f"below the min offset {low}" if requested < low else f"above the max offset {high}"
         plan.warnings.append(f"{topic}/{queue_id}: target {requested} is {side}: clamped to {new}")
@@ -244,15 +245,6 @@ def reset_row(
         new_offset=new,
         min_offset=low,
         max_offset=high,
-        new_offset_store_timestamp=_store_time_at(cq, new, store_time),
+        new_offset_store_timestamp=cq.store_time_at(new, store_time),
         requested_offset=requested,
     )
-
-
-def _store_time_at(cq: ConsumeQueue, queue_offset: int, store_time: StoreTimeOf) -> int | None:
-    """STORETIMESTAMP of the message at `queue_offset` (None at the max offset or when deleted)."""
-    unit = cq.unit(queue_offset)
-    if unit is None:
-        return None
-    t = store_time(unit.phy_offset, unit.size)
-    return t if t >= 0 else None

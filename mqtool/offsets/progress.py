@@ -210,36 +210,21 @@ def _load_model(store: Store, name: str, notes: list[str]):
 def _queue_row(
     store: Store, group: str, topic: str, queue_id: int, offset: int | None, store_time
 ) -> ProgressRow:
-    if queue_id in store.batch_consume_queues.queue_ids(topic):
-        return _batch_queue_row(store, group, topic, queue_id, offset)
-    cqs = store.consume_queues
-    if queue_id not in cqs.queue_ids(topic):
+    """One queue's row, read through the queue of the topic's type (`Store.open_queue`: ConsumeQueue,
+    RocksDB or BatchConsumeQueue, whose offsets count messages inside batches)."""
+    if queue_id not in store.queue_ids(topic):
         state = "no-queue" if offset is not None else "no-offset"
         return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
-    cq = cqs.open(topic, queue_id)  # closed here: an LMQ store may have 100,000+ queues
+    queue = store.open_queue(topic, queue_id)  # closed here: an LMQ store may have 100,000+ queues
     try:
 
         def time_at(queue_offset: int) -> int | None:
-            unit = cq.unit(queue_offset)
-            if unit is None:
-                return None
-            t = store_time(unit.phy_offset, unit.size)
-            return t if t > 0 else None
+            t = queue.store_time_at(queue_offset, store_time)
+            return t if t is not None and t > 0 else None
 
-        return _row(group, topic, queue_id, offset, cq.min_offset, cq.max_offset, time_at)
+        return _row(group, topic, queue_id, offset, queue.min_offset, queue.max_offset, time_at)
     finally:
-        cq.close()
-
-
-def _batch_queue_row(store: Store, group: str, topic: str, queue_id: int, offset: int | None) -> ProgressRow:
-    """A BatchCQ queue: offsets count messages inside batches; a unit carries its record's store time."""
-    bcq = store.batch_consume_queue(topic, queue_id)
-
-    def time_at(queue_offset: int) -> int | None:
-        unit = bcq.unit(queue_offset)
-        return unit.store_time if unit is not None and unit.store_time > 0 else None
-
-    return _row(group, topic, queue_id, offset, bcq.min_offset, bcq.max_offset, time_at)
+        queue.close()
 
 
 def _row(
@@ -310,8 +295,7 @@ def consumer_progress(
             chosen = list(topics)
         for t in sorted(chosen, key=_topic_order):
             offsets = topics[t]
-            queue_ids = set(offsets) | set(store.consume_queues.queue_ids(t))
-            queue_ids |= set(store.batch_consume_queues.queue_ids(t))
+            queue_ids = set(offsets) | set(store.queue_ids(t))
             config = topic_configs.get(t)
             if config is not None:
                 queue_ids |= set(range(max(config.read_queue_nums, 0)))

@@ -137,7 +137,7 @@ def plan_reset(
                 "(as the broker's server-side reset does)"
             )
         for queue_id in selected:
-            cq = store.consume_queue(topic, queue_id)
+            cq = store.queue(topic, queue_id)
             current = committed.get(queue_id)
             requested = target_offset(cq, target, current, version, times, cq_file_mtimes)
             if requested is None:
@@ -182,7 +182,8 @@ def _topics_for(
 
 
 def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: list[str]) -> list[int]:
-    """0 .. readQueueNums-1 of the topic config (as the broker's reset), else the consumequeue dirs."""
+    """0 .. readQueueNums-1 of the topic config (as the broker's reset), else the queue directories of
+    the topic's queue type (consumequeue/ or batchconsumequeue/)."""
     if store.layout.lmq.enable_lmq and is_lmq(topic):
         return [LMQ_QUEUE_ID]  # LmqTopicConfigManager.selectTopicConfig: one queue, never in topics.json
     config = catalog.topic_config(topic)
@@ -190,14 +191,15 @@ def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: lis
         if config.read_queue_nums <= 0:
             warnings.append(f"topic {topic} has readQueueNums {config.read_queue_nums}: no queue to reset")
         return list(range(max(0, config.read_queue_nums)))
-    ids = store.consume_queues.queue_ids(topic)
+    ids = store.queue_ids(topic)
+    where = "batchconsumequeue" if store.queue_type(topic) == "BatchCQ" else "consumequeue"
     if ids:
         warnings.append(
             f"topic {topic} is not in topics.json (the broker's reset would answer TOPIC_NOT_EXIST unless it "
-            f"creates the topic at start-up); using its consumequeue directories: queues {_ranges(ids)}"
+            f"creates the topic at start-up); using its {where} directories: queues {_ranges(ids)}"
         )
         return ids
-    raise ResetPlanError(f"topic {topic!r} does not exist: not in topics.json and no consumequeue/{topic}")
+    raise ResetPlanError(f"topic {topic!r} does not exist: not in topics.json and no {where}/{topic}")
 
 
 def _select_queues(
@@ -210,7 +212,7 @@ def _select_queues(
             why = (
                 f"readQueueNums is {config.read_queue_nums}"
                 if config is not None
-                else f"its consumequeue directories are {_ranges(topic_queues) or 'none'}"
+                else f"its queue directories are {_ranges(topic_queues) or 'none'}"
             )
             raise ResetPlanError(f"queue {q} is not a queue of topic {topic} ({why})")
     return wanted
@@ -313,7 +315,7 @@ def plan_from_file(
             _select_queues(w.topic, queues_of[w.topic], [w.queue_id], catalog)
         except ResetPlanError as exc:
             raise ResetPlanError(f"line {w.line}: {exc.message}", str(path)) from None
-        cq = store.consume_queue(w.topic, w.queue_id)
+        cq = store.queue(w.topic, w.queue_id)
         current = catalog.committed(w.topic, w.group).get(w.queue_id)
         plan.rows.append(reset_row(w.group, w.topic, w.queue_id, cq, current, w.offset, version, times, plan))
     _add_notes(plan)

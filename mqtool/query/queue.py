@@ -79,7 +79,7 @@ def query_by_queue_offset(
     """The message(s) at queue offsets [offset, offset+count) of topic/queueId (mqadmin queryMsgByOffset)."""
     if count <= 0:
         raise MqtoolError("--count must be positive")
-    if topic in store.batch_consume_queues.topics():
+    if store.queue_type(topic) == "BatchCQ":
         from mqtool.query.batch import query_batch_by_queue_offset
 
         return query_batch_by_queue_offset(store, topic, queue_id, offset, count=count)
@@ -180,7 +180,7 @@ def query_by_time(
         raise MqtoolError(f"--end {end} is before --begin {begin}")
     if skip < 0 or (max_num is not None and max_num <= 0):
         raise MqtoolError("--skip must be >= 0 and --max positive")
-    if topic in store.batch_consume_queues.topics():
+    if store.queue_type(topic) == "BatchCQ":
         from mqtool.query.batch import query_batch_by_time
 
         return query_batch_by_time(

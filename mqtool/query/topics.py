@@ -1,7 +1,7 @@
 """The topics a store knows, and the check every query makes of the topic it is given.
 
-A topic is known when it has a consume queue, a topic config, a committed offset, is a group's retry or DLQ
-topic, or is one of the broker's system topics. Nothing here writes into the store.
+A topic is known when it has a consume queue (or a BatchConsumeQueue), a topic config, a committed offset,
+is a group's retry or DLQ topic, or is one of the broker's system topics. Nothing here writes into the store.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def known_topics(store: Store) -> list[str]:
 
 
 def _known_topics(store: Store) -> list[str]:
-    topics = set(store.consume_queues.topics())
+    topics = set(store.consume_queues.topics()) | set(store.batch_consume_queues.topics())
     model = _config_model(store, "topics.json")
     if model is not None:
         topics.update(model.topic_config_table)
@@ -62,7 +62,7 @@ def _known_topics(store: Store) -> list[str]:
 
 def check_topic(store: Store, topic: str) -> None:
     """Raise UnknownTopicError unless the store knows `topic` (see known_topics)."""
-    if topic in store.consume_queues.topics():
+    if store.queue_ids(topic):
         return
     if topic not in known_topics(store):
         raise UnknownTopicError(
