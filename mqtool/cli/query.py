@@ -12,7 +12,7 @@ from mqtool.cli.options import FormatOpt, StoreOpt, TzOpt, new_app, session
 
 query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
 
-TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
+TIME_HELP = "epoch ms, 1795261179s, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
 
 BodyLimitOpt = Annotated[
     int | None,

@@ -24,6 +24,7 @@ from mqtool.offsets.plan import (
     ResetPlan,
     ResetPlanError,
     ResetTarget,
+    forward_warnings,
     reset_row,
     reset_target,
     target_offset,
@@ -144,6 +145,7 @@ def plan_reset(
                 plan.warnings.append(f"{topic}/{queue_id}: no committed offset to shift from: left out")
                 continue
             plan.rows.append(reset_row(group, topic, queue_id, cq, current, requested, version, times, plan))
+    plan.warnings.extend(forward_warnings(plan))
     _add_notes(plan)
     _pop_notes(store, plan)
     return plan
@@ -318,6 +320,7 @@ def plan_from_file(
         cq = store.queue(w.topic, w.queue_id)
         current = catalog.committed(w.topic, w.group).get(w.queue_id)
         plan.rows.append(reset_row(w.group, w.topic, w.queue_id, cq, current, w.offset, version, times, plan))
+    plan.warnings.extend(forward_warnings(plan))
     _add_notes(plan)
     _pop_notes(store, plan)
     return plan
