@@ -239,21 +239,31 @@ def _ranges(ids: Sequence[int]) -> str:
 
 def _pop_notes(store: Store, plan: ResetPlan) -> None:
     """What a reset leaves of a POP group's popped, unacked messages: the broker's server-side reset clears
-    only its in-memory in-flight counter (PopInflightMessageCounter.clearInFlightMessageNum); the
-    checkpoints stay in the revive topic and PopReviveService still revives those messages into the POP
-    retry topic when their invisible time passes."""
+    only its in-memory in-flight counter (PopInflightMessageCounter.clearInFlightMessageNum,
+    AdminBrokerProcessor.resetOffsetInner at rocketmq-all-5.3.3 broker/.../AdminBrokerProcessor.java:2100);
+    the checkpoints stay in the revive topic and PopReviveService still revives those messages into the
+    POP retry topic when their invisible time passes. An orderly pop has no checkpoint and no retry copy:
+    consumerOrderInfo.json keeps its unacked offsets, and until they are acked or visible again the queue's
+    other orderly pops are blocked (ConsumerOrderInfoManager.checkBlock -> OrderInfo.needBlock)."""
     from formats.pop.bodies import PopCheckPoint
     from mqtool.timeparse import now_ms
-    from store.pop.revive import pop_state, revive_targets, revive_topics
+    from store.pop.revive import pop_state, revive_targets
 
-    if not plan.rows or not revive_topics(store):
+    if not plan.rows:
         return
     wanted = {(r.group, r.topic, r.queue_id) for r in plan.rows}
-    held: dict[tuple[str, str], list] = {}
+    held: dict[tuple[str, str, bool], list] = {}
     for m in pop_state(store, now=now_ms()).messages:
         if m.state in ("in-flight", "overdue") and (m.group, m.topic, m.queue_id) in wanted:
-            held.setdefault((m.group, m.topic), []).append(m)
-    for (group, topic), messages in sorted(held.items()):
+            held.setdefault((m.group, m.topic, m.orderly), []).append(m)
+    for (group, topic, orderly), messages in sorted(held.items()):
+        if orderly:
+            plan.notes.append(
+                f"{group} pops {topic} orderly: {len(messages)} popped message(s) not acked yet stay in "
+                "consumerOrderInfo.json; the reset does not clear them, and until they are acked or visible "
+                f"again the queue's other orderly pops are blocked (mqtool pop list --group {group})"
+            )
+            continue
         retry = " or ".join(revive_targets(PopCheckPoint(topic=topic, cid=group)))
         plan.notes.append(
             f"{group} consumes {topic} by POP: {len(messages)} popped message(s) not acked yet stay in the "
