@@ -37,7 +37,8 @@ ScanOpt = Annotated[
     bool,
     typer.Option(
         "--scan",
-        help="Also search the part of the commitlog the index does not cover (read record by record).",
+        help="Also search the part of the commitlog the index does not cover (read record by record); the "
+        "whole commitlog for a topic the store does not know otherwise (a deleted topic).",
     ),
 ]
 

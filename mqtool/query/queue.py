@@ -24,11 +24,18 @@ class QueueOffsetError(MqtoolError):
 def _queue(store: Store, topic: str, queue_id: int):
     cqs = store.consume_queues
     if topic not in cqs.topics():
+        # without a queue the messages are only in the commitlog (a deleted topic's stay until retention)
+        elsewhere = (
+            f"; its messages, if any, are only in the commitlog: mqtool dump commitlog --topic {topic} lists "
+            "them, query key|id --scan searches them"
+        )
         if topic in known_topics(store):
             raise UnknownTopicError(
-                f"topic {topic!r} has no consume queues in this store", str(cqs.directory)
+                f"topic {topic!r} has no consume queues in this store{elsewhere}", str(cqs.directory)
             )
-        raise UnknownTopicError(f"unknown topic {topic!r}: no consume queue directory", str(cqs.directory))
+        raise UnknownTopicError(
+            f"unknown topic {topic!r}: no consume queue directory{elsewhere}", str(cqs.directory)
+        )
     ids = cqs.queue_ids(topic)
     if queue_id not in ids:
         raise QueueOffsetError(

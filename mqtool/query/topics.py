@@ -60,12 +60,30 @@ def _known_topics(store: Store) -> list[str]:
     return sorted(topics)
 
 
+def is_known_topic(store: Store, topic: str) -> bool:
+    """The store knows `topic` (see known_topics)."""
+    return bool(store.queue_ids(topic)) or topic in known_topics(store)
+
+
 def check_topic(store: Store, topic: str) -> None:
-    """Raise UnknownTopicError unless the store knows `topic` (see known_topics)."""
-    if store.queue_ids(topic):
-        return
-    if topic not in known_topics(store):
+    """Raise UnknownTopicError unless the store knows `topic`. A topic the broker deleted (deleteTopic drops
+    its config, offsets and queues) still has its messages in the commitlog until retention: the error
+    points at `--scan`, which searches the commitlog itself (the query commands that have it)."""
+    if not is_known_topic(store, topic):
         raise UnknownTopicError(
-            f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store",
+            f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store "
+            "(a deleted topic's messages stay in the commitlog until retention: --scan searches it)",
             str(store.root),
         )
+
+
+def unknown_topic_note(topic: str, found: int, start: int, end: int) -> str:
+    """What a scan of the commitlog told about a topic the store does not know otherwise."""
+    head = (
+        f"topic {topic} is not in this store's topic configs, consume queues or committed offsets (deleted, "
+        "or never created here)"
+    )
+    where = f"in the commitlog from {start} to {end}"
+    if found:
+        return f"{head}: {found} message(s) of {topic} {where}"
+    return f"{head}, and there is no message of {topic} {where} either: check the name"
