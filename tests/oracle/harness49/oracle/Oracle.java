@@ -3,6 +3,7 @@
  * Commands, as the 5.3.3 oracle's:
  *   recover STORE [SLOTS NUM]  run the real 4.9.8 recovery in place (load, start, clean shutdown)
  *   load STORE [SLOTS NUM]     open STORE with the real 4.9.8 DefaultMessageStore, recover, print one JSON object
+ *   queue-offsets STORE SLOTS NUM SPEC...  the real 4.9.8 min/max/by-time answers (QueueOffsets)
  */
 package oracle;
 
@@ -24,8 +25,11 @@ public final class Oracle {
             case "load":
                 rc = Judge.onCopy(args[1], (root, shown) -> Load.judge(root, shown, extra));
                 break;
+            case "queue-offsets":
+                rc = QueueOffsets.run(args[1], extra);
+                break;
             default:
-                System.err.println("unknown command " + args[0] + " (the 4.9.8 oracle has load and recover)");
+                System.err.println("unknown command " + args[0] + " (the 4.9.8 oracle has load, recover and queue-offsets)");
                 rc = 2;
         }
         System.exit(rc);
