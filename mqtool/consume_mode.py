@@ -103,21 +103,19 @@ class _Context:
         self.catalog = catalog
 
     def topic_exists(self, topic: str) -> bool:
-        return self.catalog.topic_config(topic) is not None or bool(
-            self.store.consume_queues.queue_ids(topic)
-        )
+        return self.catalog.topic_config(topic) is not None or bool(self.store.queue_ids(topic))
 
     def waiting(self, topic: str, group: str) -> int:
         """Sum over the topic's queues of maxOffset - the group's offset (from the min offset when
         the group has none, or when retention deleted past it)."""
         config = self.catalog.topic_config(topic)
-        queues = set(self.store.consume_queues.queue_ids(topic))
+        queues = set(self.store.queue_ids(topic))
         if config is not None:
             queues.update(range(max(0, config.read_queue_nums)))
         committed = self.catalog.committed(topic, group)
         total = 0
         for queue_id in sorted(queues):
-            cq = self.store.consume_queue(topic, queue_id)
+            cq = self.store.queue(topic, queue_id)
             low, high = cq.min_offset, cq.max_offset
             start = committed.get(queue_id)
             start = low if start is None else max(start, low)

@@ -70,6 +70,7 @@ class GroupPopStats:
     oldest_invisible_until: int | None = None  # of the in-flight ones
     oldest_overdue: int | None = None  # revive time of the oldest overdue one
     now: int = 0
+    orderly: bool = False  # pops orderly (consumerOrderInfo.json): no checkpoint, never revived
 
     @property
     def late_ms(self) -> int | None:
@@ -86,6 +87,7 @@ class GroupPopStats:
             "oldestInvisibleUntil": self.oldest_invisible_until,
             "oldestOverdue": self.oldest_overdue,
             "lateMs": self.late_ms,
+            "orderly": self.orderly,
         }
 
 
@@ -142,31 +144,31 @@ def _oldest(values: np.ndarray, where: np.ndarray) -> int | None:
 
 
 def summarize(cols: PopColumns) -> PopStats:
-    """Per group and per revive queue sums of the checkpoints' columns (store.pop_columns): a
-    checkpoint's unacked messages are all revived, in flight (before its revive time) or overdue."""
+    """Per group (`PopColumns.group_counts`: checkpoints, orderly pops and kvStore records alike) and per
+    revive queue sums of the checkpoints' columns (store.pop_columns): a checkpoint's unacked messages are
+    all revived, in flight (before its revive time) or overdue."""
     now = cols.now
+    groups = [
+        GroupPopStats(
+            name,
+            c.popped,
+            c.acked,
+            c.in_flight,
+            c.overdue,
+            c.revived,
+            c.oldest_invisible_until,
+            c.oldest_overdue,
+            now,
+            c.orderly,
+        )
+        for name, c in sorted(cols.group_counts().items())
+        if c.popped > 0
+    ]
     unacked = cols.unacked
     in_flight = ~cols.revived & np.asarray(np.asarray(cols.revive_time) > now, bool)
     overdue = ~cols.revived & ~in_flight
     held = unacked > 0
     times = np.asarray(cols.revive_time)
-    groups = []
-    names = np.array(cols.group, object)
-    for name in sorted(cols.groups()):
-        mine = names == name
-        groups.append(
-            GroupPopStats(
-                name,
-                int(cols.messages[mine].sum()),
-                int(cols.acked[mine].sum()),
-                int(unacked[mine & in_flight].sum()),
-                int(unacked[mine & overdue].sum()),
-                int(unacked[mine & cols.revived].sum()),
-                _oldest(times, mine & in_flight & held),
-                _oldest(times, mine & overdue & held),
-                now,
-            )
-        )
     queues = []
     for q in cols.queues:
         after = q.min_offset if q.revive_offset is None else max(q.min_offset, q.revive_offset + 1)

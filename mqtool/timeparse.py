@@ -3,6 +3,13 @@ durations as `90m`, `1d2h` or ISO-8601 (`PT2H`, `P1DT2H`: what kafka-consumer-gr
 
 Naive times are read in the chosen zone (`--tz`, default the machine's local zone), and every answer
 says which zone it used, so an operator never has to guess.
+
+A bare number is epoch milliseconds (mqadmin's `-s`) only where it cannot be mistaken: 12 digits or more
+(from 100000000000, 1973-03-03, up to before 10^15, the year 33658), or 0 (the epoch in any unit). A
+shorter one is most likely epoch seconds (1795261179 would be 1970-01-21 as milliseconds) and is refused
+with both readings named ("did you mean seconds? use 1795261179000 or 1795261179s"); a longer one is most
+likely microseconds. `1795261179s` and `1795261179000ms` name their unit; they too are refused before
+1973 (`90s` is more likely "90 seconds ago", written `-90s`), and so is a negative number.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ _ISO = re.compile(
 )
 _RELATIVE = re.compile(r"^(?:now)?\s*([+-])\s*(.+)$")
 _MQADMIN = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
+_EPOCH = re.compile(r"^(-?\d+)(s|ms)?$")
+EPOCH_MS_FLOOR = 10**11  # 1973-03-03 in ms; a smaller bare number is epoch seconds more likely than ms
+EPOCH_MS_CEILING = 10**15  # the year 33658 in ms; a larger bare number is microseconds more likely
 
 
 class TimeArgumentError(UsageError):
@@ -94,8 +104,9 @@ def parse_time(text: str, zone: tzinfo, *, now: int | None = None) -> int:
     lowered = raw.lower()
     if lowered == "now":
         return current
-    if re.fullmatch(r"-?\d+", raw):
-        return int(raw)  # epoch milliseconds (mqadmin's -s form)
+    epoch = _EPOCH.match(lowered)
+    if epoch:
+        return _epoch_ms(text, int(epoch.group(1)), epoch.group(2))
     relative = _RELATIVE.match(lowered)
     if relative and is_duration(relative.group(2)):
         delta = parse_duration(relative.group(2))
@@ -119,6 +130,31 @@ def parse_time(text: str, zone: tzinfo, *, now: int | None = None) -> int:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=zone)
     return _to_ms(dt)
+
+
+def _epoch_ms(text: str, value: int, unit: str | None) -> int:
+    """An epoch number -> ms: bare, milliseconds where no other unit is likely (see the module doc)."""
+    ms = value * 1000 if unit == "s" else value
+    if value < 0:
+        raise TimeArgumentError(
+            f"bad time {text!r}: an epoch time before 1970; for a time before now write -5m, -2h or now-1d"
+        )
+    if ms == 0 or (unit is not None and ms >= EPOCH_MS_FLOOR) or EPOCH_MS_FLOOR <= ms < EPOCH_MS_CEILING:
+        return ms
+    as_ms = f"{format_time(ms, UTC) if ms else '0'} UTC"
+    if unit is not None:
+        raise TimeArgumentError(
+            f"bad time {text!r}: that is {as_ms}, before 1973; for {value}{unit} ago write -{value}{unit}"
+        )
+    if ms >= EPOCH_MS_CEILING:
+        raise TimeArgumentError(
+            f"bad time {text!r}: as epoch milliseconds that is beyond the year 30000; did you mean "
+            f"microseconds? use {value // 1000}"
+        )
+    raise TimeArgumentError(
+        f"bad time {text!r}: as epoch milliseconds that is {as_ms}; did you mean seconds? use "
+        f"{value * 1000} or {value}s"
+    )
 
 
 def _to_ms(dt: datetime) -> int:

@@ -220,6 +220,37 @@ class Store:
 
         return batch_cq_topics(self)
 
+    # --- the queue of a topic, whatever its type (ConsumeQueueStore.findOrCreateConsumeQueue) -----
+
+    def queue_type(self, topic: str) -> str:
+        """`BatchCQ` or `SimpleCQ`: the kind of queue the broker opens for `topic`
+        (`ConsumeQueueStore.findOrCreateConsumeQueue` by `QueueTypeUtils.getCQType`; a RocksDB store's
+        `RocksDBConsumeQueueStore` opens every queue in RocksDB, a SimpleCQ here)."""
+        if not self.layout.consume_queues_in_rocksdb and topic in self.batch_cq_topics:
+            return "BatchCQ"
+        return "SimpleCQ"
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """The queue ids `topic` has in the queue store of its type (`queue_type`), ascending."""
+        if self.queue_type(topic) == "BatchCQ":
+            return self.batch_consume_queues.queue_ids(topic)
+        return self.consume_queues.queue_ids(topic)
+
+    def open_queue(self, topic: str, queue_id: int):
+        """The queue of (topic, queueId) whatever its type - a `ConsumeQueue`, `RocksDBConsumeQueue` (LMQ
+        queues are ConsumeQueues) or `BatchConsumeQueue` - with the reading interface they share
+        (`store.queue.unitqueue.UnitQueue`: min/max offsets, the store's search by time, the store time
+        at a queue offset). A new reader the caller closes (a store may hold 100,000+ queues)."""
+        if self.queue_type(topic) == "BatchCQ":
+            return self.batch_consume_queues.open(topic, queue_id)
+        return self.consume_queues.open(topic, queue_id)
+
+    def queue(self, topic: str, queue_id: int):
+        """`open_queue`, opened once per store and closed with it."""
+        if self.queue_type(topic) == "BatchCQ":
+            return self.batch_consume_queue(topic, queue_id)
+        return self.consume_queue(topic, queue_id)
+
     @cached_property
     def index_service(self):
         from store.index.indexservice import IndexService

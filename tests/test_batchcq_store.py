@@ -62,8 +62,8 @@ def test_offset_by_time_lower_and_upper(bcq_store, key):
     for ts, cq_lower, cq_upper, store_lower, store_upper in rows:
         assert cq.offset_in_queue_by_time(ts, "lower") == cq_lower, ts
         assert cq.offset_in_queue_by_time(ts, "upper") == cq_upper, ts
-        assert cq.offset_by_time(ts, "lower") == store_lower, ts
-        assert cq.offset_by_time(ts, "upper") == store_upper, ts
+        assert cq.offset_by_time(5, ts, None, "lower") == store_lower, ts
+        assert cq.offset_by_time(5, ts, None, "upper") == store_upper, ts
 
 
 def test_unit_bytes_round_trip(bcq_store):

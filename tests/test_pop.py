@@ -160,26 +160,33 @@ def test_a_store_without_pop_says_so(tmp_path: Path) -> None:
 
 
 def test_offsets_show_marks_pop_groups_with_their_popped_unacked_messages(state) -> None:
-    """A POP group's offset moved at pop time: offsets show adds what is popped and not acked (in flight or
-    overdue: the sum does not depend on the clock) and the lag that counts them as not consumed."""
-    proc = mqtool("offsets", "show", "-s", str(ROOT), "-f", "json")
-    assert proc.returncode == 0, proc.stderr
-    rows = json.loads(proc.stdout)
-    held: dict[tuple, int] = {}
+    """A POP group's offset moved at pop time: offsets show adds what is popped and not acked, in flight and
+    overdue as `pop stats` counts them at the same time, and the lag that counts them as not consumed; an
+    orderly group's lag counts them already (its offset stays at the first unacked message)."""
+    from mqtool.offsets.progress import consumer_progress
+    from store.pop.columns import pop_columns
+
+    with Store.open(ROOT) as st:
+        rows = [r.to_json() for r in consumer_progress(st, pop=pop_columns(st, now=state.now)).rows]
+    held: dict[tuple, dict[str, int]] = {}
     for m in state.messages:
-        if m.state in ("in-flight", "overdue") and not m.orderly:
-            held[(m.group, m.topic, m.queue_id)] = held.get((m.group, m.topic, m.queue_id), 0) + 1
-    pop_groups = {m.group for m in state.messages if not m.orderly}
-    assert held
+        if m.state in ("in-flight", "overdue"):
+            held.setdefault((m.group, m.topic, m.queue_id), {"in-flight": 0, "overdue": 0})[m.state] += 1
+    pop_groups = {m.group for m in state.messages}
+    orderly = {m.group for m in state.messages if m.orderly}
+    assert held and orderly == {"GID_ORDER"}
     for r in rows:
         if r["group"] in pop_groups and r["queueId"] is not None:
-            assert r["popInFlight"] == held.get((r["group"], r["topic"], r["queueId"]), 0)
-            assert r["lagWithInFlight"] == (None if r["lag"] is None else r["lag"] + r["popInFlight"])
+            mine = held.get((r["group"], r["topic"], r["queueId"]), {"in-flight": 0, "overdue": 0})
+            assert (r["popInFlight"], r["popOverdue"]) == (mine["in-flight"], mine["overdue"])
+            unacked = 0 if r["group"] in orderly else r["popInFlight"] + r["popOverdue"]
+            assert r["lagWithInFlight"] == (None if r["lag"] is None else r["lag"] + unacked)
         else:
             assert r["popInFlight"] is None and r["lagWithInFlight"] is None
-    # an orderly POP writes no checkpoint; its offset stays at the first unacked one (test_pop_order.py)
-    assert "GID_ORDER" not in pop_groups and "GID_ORDER" in {m.group for m in state.messages}
-    assert all(f"{g} consumes by POP" in proc.stderr for g in pop_groups)
+    proc = mqtool("offsets", "show", "-s", str(ROOT), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    (note,) = [line for line in proc.stderr.splitlines() if "note: POP groups" in line]
+    assert all(g in note for g in pop_groups - orderly)
 
 
 def test_offsets_reset_of_a_pop_group_says_its_unacked_messages_still_revive(state) -> None:

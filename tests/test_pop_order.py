@@ -99,8 +99,13 @@ def test_offsets_show_does_not_count_orderly_messages_twice() -> None:
     (row,) = [r for r in progress.rows if r.topic == "OrderTopic"]
     # the orderly pop committed its first offset, the ack the first unacked one: lag already counts them
     assert row.consumer_offset == real_offset == real_order_infos()["OrderTopic@GID_ORDER/0"]["nextOffset"]
-    assert row.pop_in_flight is None
-    assert any("GID_ORDER pops orderly" in n for n in progress.notes)
+    # popped and unacked, as pop stats counts them; lagWithInFlight adds nothing, lag counts them already
+    assert (
+        row.pop_in_flight + row.pop_overdue
+        == len(real_order_infos()["OrderTopic@GID_ORDER/0"]["offsetList"]) - 1
+    )
+    assert row.lag_with_in_flight == row.lag
+    assert any(n.startswith("orderly POP groups (GID_ORDER)") for n in progress.notes)
 
 
 BAD_FILES = ["{garbage", '{"table":{"T@G":{"x":{}}}}', '{"table":{"T@G":{0:{"o":"1"}}}}']
@@ -118,3 +123,16 @@ def test_a_bad_order_info_file_is_a_note_not_a_failure(tmp_path: Path, text: str
     problem = "orderly POP state: consumerOrderInfo.json cannot be decoded"
     assert any(n.startswith(problem) for n in state.notes)
     assert any(not m.orderly for m in state.messages)  # the checkpoints are still read
+
+
+def test_offsets_reset_of_an_orderly_group_does_not_promise_a_revive() -> None:
+    """An orderly pop has no checkpoint and no retry copy: the reset's note names consumerOrderInfo.json
+    and the block, not PopReviveService."""
+    from mqtool.offsets.reset import plan_offsets_reset
+
+    with Store.open(ROOT) as store:
+        plan = plan_offsets_reset(store, group="GID_ORDER", topics=["OrderTopic"], to_latest=True)
+    (note,) = [n for n in plan.notes if "GID_ORDER" in n]
+    unacked = len(real_order_infos()["OrderTopic@GID_ORDER/0"]["offsetList"]) - 1
+    assert f"{unacked} popped message(s) not acked yet stay in consumerOrderInfo.json" in note
+    assert "%RETRY%" not in note and "revive" not in note

@@ -181,7 +181,7 @@ def test_plan_reads_the_slots_the_broker_reads(name: str, ticks: int | None) -> 
     assert d.read_to == now // 1000 * 1000
     want = _expected_actions(name, d.read_from, d.read_to)
     assert [(x.slot_ms, x.unit.position, x.action) for x in d.deliveries] == want
-    assert plan.changes_anything == bool(want)
+    assert plan.changes_anything == (bool(want) or d.read_to != d.stored_read_time)
 
 
 def test_a_read_time_older_than_the_wheel_starts_where_recover_does() -> None:
@@ -234,7 +234,7 @@ def test_execute_writes_the_plan_moves_the_read_time_and_a_second_run_has_nothin
             before.last_timer_log_flush_pos,
         )
         again = plan_timer_replay(st, now=now + 60_000)
-        assert not again.changes_anything and again.to_write == []
+        assert again.to_write == [] and again.dequeue.slots_read == 0  # only the read time would move
         # every message the replay delivered is now `delivered`, pointing at the copy just written
         states = {
             (r.phy_offset, r.unit.position if r.unit else None): r
@@ -249,6 +249,37 @@ def test_execute_writes_the_plan_moves_the_read_time_and_a_second_run_has_nothin
     rebuild_matches(root)
     proc = mqtool("verify", "-s", str(root), "-f", "json")
     assert proc.returncode in (0, 1), proc.stderr
+
+
+@pytest.mark.parametrize("name", TIMER_STORES)
+def test_with_nothing_due_the_read_time_still_moves_to_the_slot_of_now(name: str, tmp_path: Path) -> None:
+    """The real dequeue moves currReadTimeMs one slot at a time across slots that hold no time of their own
+    (`moveReadTime` when `getSlot` answers timeMs -1, TimerMessageStore.java:917-920 at rocketmq-all-5.3.3)
+    until the slot of now (`currReadTimeMs >= currWriteTimeMs`, :913), and `prepareTimerCheckPoint` puts
+    it into timercheck (:1806): a replay with nothing due leaves the read time where a broker run would,
+    and writes no record."""
+    root = _copy(name, tmp_path)
+    first = _now_past_every_slot(name)
+    with Store.open(root) as st:
+        execute_timer_replay(st, plan_timer_replay(st, now=first), execute=True)
+    later = first + 90_000
+    with Store.open(root) as st:
+        end, before = st.commitlog.max_offset, read_timercheck(st)
+        plan = plan_timer_replay(st, now=later)
+        assert plan.to_write == [] and plan.dequeue.slots_read == 0
+        assert (plan.dequeue.read_from, plan.dequeue.read_to) == (first // 1000 * 1000, later // 1000 * 1000)
+        assert plan.changes_anything
+        result = execute_timer_replay(st, plan, execute=True)
+    assert result.executed and result.written == []
+    with Store.open(root) as st:
+        after = read_timercheck(st)
+        assert st.commitlog.max_offset == end
+    assert after.last_read_time_ms == later // 1000 * 1000
+    assert after.data_version[2] == before.data_version[2] + 1
+    assert (after.last_timer_queue_offset, after.last_timer_log_flush_pos) == (
+        before.last_timer_queue_offset,
+        before.last_timer_log_flush_pos,
+    )
 
 
 def test_the_cli_dry_run_writes_nothing_and_says_what_it_would_do(tmp_path: Path) -> None:

@@ -78,10 +78,8 @@ def _lag_rows(
         first_unconsumed = None
         if r.max_offset is not None and r.consumer_offset is not None and r.consumer_offset < r.max_offset:
             at = max(r.consumer_offset, r.min_offset or 0)
-            unit = store.consume_queue(r.topic, r.queue_id).unit(at)
-            if unit is not None:
-                t = store_time(unit.phy_offset, unit.size)
-                first_unconsumed = t if t > 0 else None
+            t = store.queue(r.topic, r.queue_id).store_time_at(at, store_time)
+            first_unconsumed = t if t is not None and t > 0 else None
         rows.append(
             {
                 "store": plan.label,

@@ -105,6 +105,7 @@ TABLES = {
         "oldestInvisibleUntil",
         "oldestOverdue",
         "lateMs",
+        "orderly",
         "reviveBacklog",
     ),
     "duplicates": ("store", "by", "topic", "key", "messages", "firstPhyOffset", "lastPhyOffset"),
@@ -198,7 +199,7 @@ def _table(rows: list[dict], columns: tuple[str, ...]):
             kind = pa.string()
         elif c == "share":
             kind = pa.float64()
-        elif c == "stuck":
+        elif c in ("stuck", "orderly"):
             kind = pa.bool_()
         else:
             kind = pa.int64()

@@ -23,6 +23,14 @@ def _change_text(row: ResetRow) -> str:
     return "=" if delta == 0 else f"{delta:+d}"
 
 
+def _flags_text(row: ResetRow) -> str:
+    """`forward` (the group skips messages), `clamped to min|max` (it cannot go where it was asked)."""
+    flags = ["forward"] if row.forward else []
+    if row.clamped_to is not None:
+        flags.append(f"clamped to {row.clamped_to}")
+    return ", ".join(flags)
+
+
 def _say(ctx: RenderContext, text: str, label: str = "note") -> None:
     """Human formats: stdout after the table; machine formats keep stdout clean (stderr)."""
     if ctx.machine:
@@ -38,7 +46,10 @@ def render_plan(plan: ResetPlan, ctx: RenderContext) -> None:
     if ctx.machine:
         emit_rows((r.to_dict() for r in plan.rows), plan_columns(plan), ctx)
     else:
-        rows = [{**r.to_dict(), "lag": _lag_text(r), "change": _change_text(r)} for r in plan.rows]
+        rows = [
+            {**r.to_dict(), "lag": _lag_text(r), "change": _change_text(r), "flags": _flags_text(r)}
+            for r in plan.rows
+        ]
         groups = ", ".join(plan.groups) or "-"
         what = f"from {plan.source}" if plan.target is None else plan.target.describe(ctx.zone)
         title = f"Offset reset plan for group {groups}: {what}"
@@ -82,7 +93,9 @@ def plan_columns(plan: ResetPlan) -> list[Column]:
         Column("minOffset", "min", "int", priority=3),
         Column("maxOffset", "max", "int", priority=2),
         Column("lag", "lag before -> after"),
+        Column("skippedMessages", "skips unconsumed", "int"),
     ]
     if plan.target is None or plan.target.kind == "time":
         columns.append(Column("newOffsetStoreTimestamp", "new offset stored at", "time"))
+    columns.append(Column("flags"))
     return columns

@@ -129,8 +129,8 @@ def offsets_reset(
         typer.Option(
             "--to-time",
             metavar="TIME",
-            help="Reset to a time (epoch ms, ISO-8601, yyyy-MM-dd#HH:mm:ss:SSS, now, -2h), searched as the "
-            "broker's getOffsetInQueueByTime does.",
+            help="Reset to a time (epoch ms, 1795261179s, ISO-8601, yyyy-MM-dd#HH:mm:ss:SSS, now, -2h), "
+            "searched as the broker's getOffsetInQueueByTime does.",
         ),
     ] = None,
     boundary: Annotated[
@@ -194,9 +194,11 @@ def offsets_reset(
 ) -> None:
     """Plan, and with --execute apply, a reset of consumer offsets (like mqadmin resetOffsetByTime and
     kafka-consumer-groups --reset-offsets): per queue the current and new offset, min, max, lag before
-    and after, and for time targets the store time of the message the new offset points at. Targets
-    outside [min, max] are clamped with a warning. Dry run unless --execute; never while a broker holds
-    the store lock."""
+    and after, for time targets the store time of the message the new offset points at, how many
+    unconsumed messages each move skips, and flags: forward (past the committed offset), clamped to min (a
+    target below the min offset, or a time before the queue's oldest message after retention) or to max.
+    Targets outside [min, max] are clamped with a warning. Dry run unless --execute; never while a broker
+    holds the store lock."""
     from mqtool.offsets import reset as ops
     from mqtool.offsets.apply import apply_plan
     from mqtool.offsets.plan_file import export_plan

@@ -22,8 +22,8 @@ def render_progress(progress: ConsumerProgress, ctx) -> None:
         Column("newestTimestamp", "newest", "time", priority=2),
     ]
     docs = [r.to_json() for r in progress.rows]
-    if any(r.pop_in_flight is not None for r in progress.rows):
-        columns.insert(7, Column("popInFlight", "POP in flight", "int", priority=2))
+    if any(r.pop_in_flight is not None for r in progress.rows):  # the columns the POP note names
+        columns[7:7] = [Column("popInFlight", kind="int"), Column("popOverdue", kind="int")]
     if ctx.machine:
         emit_rows(docs, columns, ctx)
         return

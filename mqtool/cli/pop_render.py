@@ -52,6 +52,7 @@ _GROUP_COLUMNS = [
     Column("oldestOverdue", "oldest overdue", kind="time"),
     Column("late"),
     Column("revived", kind="int"),
+    Column("orderly", kind="bool"),
 ]
 
 _QUEUE_COLUMNS = [

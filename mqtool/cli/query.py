@@ -16,7 +16,7 @@ query_app = new_app(
     "records one); a single message on a terminal is shown one field a line (--format record: any answer)."
 )
 
-TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
+TIME_HELP = "epoch ms, 1795261179s, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
 
 BodyLimitOpt = Annotated[
     int | None,
@@ -41,7 +41,8 @@ ScanOpt = Annotated[
     bool,
     typer.Option(
         "--scan",
-        help="Also search the part of the commitlog the index does not cover (read record by record).",
+        help="Also search the part of the commitlog the index does not cover (read record by record); the "
+        "whole commitlog for a topic the store does not know otherwise (a deleted topic).",
     ),
 ]
 

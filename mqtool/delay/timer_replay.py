@@ -7,7 +7,8 @@ the new timercheck read time; `execute_timer_replay` appends and dispatches them
 lastReadTimeMs, under the write safety rules. The broker then starts reading after those slots, so it
 does not deliver them again. A record already written (a run that stopped before it moved the read
 time) is recognised in its queue and not written twice. Messages not yet in the timerlog are left to the
-broker's enqueue, which delivers the due ones as soon as it starts.
+broker's enqueue, which delivers the due ones as soon as it starts. With nothing due the read time still
+moves up to the slot of `now`, as the broker's dequeue moves it across empty slots.
 """
 
 from __future__ import annotations
@@ -53,9 +54,12 @@ class TimerReplayPlan:
 
     @property
     def changes_anything(self) -> bool:
-        """Records to write, or slots read (their recalled, skipped or already written units): a read
-        time moved only across empty slots changes nothing the broker would do."""
-        return bool(self.to_write) or (self.dequeue.slots_read > 0 and self.dequeue.moves_read_time)
+        """Records to write, or a read time to move. With nothing due the broker's dequeue still moves its
+        read time slot by slot up to the slot of now (`moveReadTime` for a slot with no time of its own,
+        TimerMessageStore.java:917-920 at rocketmq-all-5.3.3) and timercheck holds it after the next
+        `prepareTimerCheckPoint` + flush, so the replay moves it too: the state is the broker's, not only
+        the deliveries."""
+        return bool(self.to_write) or self.dequeue.moves_read_time
 
     def to_json(self) -> dict[str, Any]:
         d = self.dequeue

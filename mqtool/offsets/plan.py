@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import tzinfo
+from datetime import UTC, tzinfo
 from typing import Any, Literal
 
 from formats.errors import MqtoolError, UsageError
 from mqtool.timeparse import duration_text, format_time, now_ms, zone_label
-from store.queue.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
+from store.queue.consumequeue import Boundary, StoreTimeOf
+from store.queue.unitqueue import UnitQueue
 from store.version import BrokerVersion
 
 JAVA_LONG_MAX = 2**63 - 1
@@ -132,6 +133,8 @@ class ResetRow:
     max_offset: int
     new_offset_store_timestamp: int | None
     requested_offset: int
+    target_timestamp: int | None = None  # the time searched, for a time target
+    clamped_to: str | None = None  # "min" or "max": the reset cannot go where it was asked (see `reset_row`)
 
     @property
     def changed(self) -> bool:
@@ -140,6 +143,19 @@ class ResetRow:
     @property
     def clamped(self) -> bool:
         return self.requested_offset != self.new_offset
+
+    @property
+    def forward(self) -> bool:
+        """The new offset is past the committed one: the group will not consume the messages between."""
+        return self.current_offset is not None and self.new_offset > self.current_offset
+
+    @property
+    def skipped_messages(self) -> int | None:
+        """Unconsumed messages the move skips: those still in the queue (at or past its min offset) from
+        the committed offset up to the new one; None without a committed offset."""
+        if self.current_offset is None:
+            return None
+        return max(0, self.new_offset - max(self.current_offset, self.min_offset))
 
     @property
     def lag_before(self) -> int | None:
@@ -162,6 +178,10 @@ class ResetRow:
             "requestedOffset": self.requested_offset,
             "lagBefore": self.lag_before,
             "lagAfter": self.lag_after,
+            "targetTimestamp": self.target_timestamp,
+            "forward": self.forward,
+            "skippedMessages": self.skipped_messages,
+            "clampedTo": self.clamped_to,
         }
 
 
@@ -191,12 +211,12 @@ class ResetPlan:
 # --- one queue ------------------------------------------------------------------------------------
 
 
-def _queue_min(cq: ConsumeQueue, version: BrokerVersion) -> int:
+def _queue_min(cq: UnitQueue, version: BrokerVersion) -> int:
     return cq.min_offset_of(version.major)
 
 
 def offset_by_time(
-    cq: ConsumeQueue,
+    cq: UnitQueue,
     timestamp: int,
     version: BrokerVersion,
     store_time: StoreTimeOf,
@@ -213,7 +233,7 @@ def offset_by_time(
 
 
 def target_offset(
-    cq: ConsumeQueue,
+    cq: UnitQueue,
     target: ResetTarget,
     current: int | None,
     version: BrokerVersion,
@@ -238,7 +258,7 @@ def reset_row(
     group: str,
     topic: str,
     queue_id: int,
-    cq: ConsumeQueue,
+    cq: UnitQueue,
     current: int | None,
     requested: int,
     version: BrokerVersion,
@@ -247,13 +267,30 @@ def reset_row(
     *,
     clamp: bool = True,
 ) -> ResetRow:
-    """The row of one queue; `requested` clamped into [min, max] with a warning unless `clamp` is off
-    (--to-current: kafka-consumer-groups keeps a committed offset as it is, out of range or not)."""
+    """The row of one queue: `requested` clamped into [min, max] with a warning unless `clamp` is off
+    (--to-current: kafka-consumer-groups keeps a committed offset as it is, out of range or not), and no
+    offset below 0 (an empty BatchCQ queue's min is -1); and whether the reset cannot go where it was
+    asked - `clamped_to` "min" when the target is below the min offset or is a time before the queue's
+    oldest message while retention deleted older ones (the by-time search answers the min offset itself),
+    "max" when it is above the max offset."""
     low, high = _queue_min(cq, version), cq.max_offset
-    new = min(max(requested, low), high) if clamp else requested
+    floor = max(low, 0)
+    new = min(max(requested, floor), high) if clamp else requested
+    clamped_to = None
     if new != requested:
-        side = f"below the min offset {low}" if requested < low else f"above the max offset {high}"
+        clamped_to = "min" if requested < floor else "max"
+        side = f"below the min offset {floor}" if requested < floor else f"above the max offset {high}"
         plan.warnings.append(f"{topic}/{queue_id}: target {requested} is {side}: clamped to {new}")
+    target = plan.target
+    at = cq.store_time_at(new, store_time)
+    when = target.value if target is not None and target.kind == "time" else None
+    if when is not None and clamped_to is None and new == low > 0 and at is not None and at > when:
+        clamped_to = "min"
+        plan.warnings.append(
+            f"{topic}/{queue_id}: the time is before the queue's oldest message (min offset {low}, stored "
+            f"{format_time(at, UTC)} UTC): the messages stored from the time up to it were deleted by "
+            "retention; the reset goes to the min offset"
+        )
     return ResetRow(
         group=group,
         topic=topic,
@@ -262,15 +299,30 @@ def reset_row(
         new_offset=new,
         min_offset=low,
         max_offset=high,
-        new_offset_store_timestamp=_store_time_at(cq, new, store_time),
+        new_offset_store_timestamp=at,
         requested_offset=requested,
+        target_timestamp=when,
+        clamped_to=clamped_to,
     )
 
 
-def _store_time_at(cq: ConsumeQueue, queue_offset: int, store_time: StoreTimeOf) -> int | None:
-    """STORETIMESTAMP of the message at `queue_offset` (None at the max offset or when deleted)."""
-    unit = cq.unit(queue_offset)
-    if unit is None:
-        return None
-    t = store_time(unit.phy_offset, unit.size)
-    return t if t >= 0 else None
+def forward_warnings(plan: ResetPlan) -> list[str]:
+    """What the queues a plan moves forward skip, per queue and in total, said once for the plan; for a
+    time target (`--to-time`, `--by-duration`) the forward moves are no rewind: the group's committed
+    offset is older than the time there."""
+    ahead = [r for r in plan.rows if r.forward]
+    if not ahead:
+        return []
+    total = sum(r.skipped_messages or 0 for r in ahead)
+    each = ", ".join(f"{r.topic}/{r.queue_id} {r.skipped_messages}" for r in ahead[:8])
+    more = f", and {len(ahead) - 8} more" if len(ahead) > 8 else ""
+    target = plan.target
+    if target is not None and target.kind == "time":
+        what = "--by-duration" if target.duration_ms is not None else "--to-time"
+        head = (
+            f"{what} moves {len(ahead)} of {len(plan.rows)} queue(s) forward, not back: the group's "
+            "committed offset there is older than the time"
+        )
+    else:
+        head = f"the reset moves {len(ahead)} of {len(plan.rows)} queue(s) forward"
+    return [f"{head}; it skips {total} unconsumed message(s) in total ({each}{more})"]

@@ -130,14 +130,21 @@ class ProgressRow:
     last_consumed_timestamp: int | None
     newest_timestamp: int | None
     state: str
-    pop_in_flight: int | None = None  # a POP group's popped, unacked messages here (None: no POP checkpoint)
+    # a POP group's popped, unacked messages here, as `pop stats` counts them (`PopColumns.queue_counts`):
+    # still invisible (in flight) and past their invisible time, not revived yet (overdue); None: no POP group
+    pop_in_flight: int | None = None
+    pop_overdue: int | None = None
+    pop_orderly: bool = False  # the group pops orderly: its offset stays at the first unacked message
 
     @property
     def lag_with_in_flight(self) -> int | None:
-        """`lag` counting a POP group's popped but unacked messages as not consumed."""
+        """`lag` counting a POP group's popped but unacked messages (in flight or overdue) as not consumed;
+        an orderly group's lag counts them already."""
         if self.pop_in_flight is None or self.lag is None:
             return None
-        return self.lag + self.pop_in_flight
+        if self.pop_orderly:
+            return self.lag
+        return self.lag + self.pop_in_flight + (self.pop_overdue or 0)
 
     @property
     def retry(self) -> bool:
@@ -165,6 +172,7 @@ class ProgressRow:
             "retry": self.retry,
             "deleted": self.deleted,
             "popInFlight": self.pop_in_flight,
+            "popOverdue": self.pop_overdue,
             "lagWithInFlight": self.lag_with_in_flight,
         }
 
@@ -210,36 +218,21 @@ def _load_model(store: Store, name: str, notes: list[str]):
 def _queue_row(
     store: Store, group: str, topic: str, queue_id: int, offset: int | None, store_time
 ) -> ProgressRow:
-    if queue_id in store.batch_consume_queues.queue_ids(topic):
-        return _batch_queue_row(store, group, topic, queue_id, offset)
-    cqs = store.consume_queues
-    if queue_id not in cqs.queue_ids(topic):
+    """One queue's row, read through the queue of the topic's type (`Store.open_queue`: ConsumeQueue,
+    RocksDB or BatchConsumeQueue, whose offsets count messages inside batches)."""
+    if queue_id not in store.queue_ids(topic):
         state = "no-queue" if offset is not None else "no-offset"
         return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
-    cq = cqs.open(topic, queue_id)  # closed here: an LMQ store may have 100,000+ queues
+    queue = store.open_queue(topic, queue_id)  # closed here: an LMQ store may have 100,000+ queues
     try:
 
         def time_at(queue_offset: int) -> int | None:
-            unit = cq.unit(queue_offset)
-            if unit is None:
-                return None
-            t = store_time(unit.phy_offset, unit.size)
-            return t if t > 0 else None
+            t = queue.store_time_at(queue_offset, store_time)
+            return t if t is not None and t > 0 else None
 
-        return _row(group, topic, queue_id, offset, cq.min_offset, cq.max_offset, time_at)
+        return _row(group, topic, queue_id, offset, queue.min_offset, queue.max_offset, time_at)
     finally:
-        cq.close()
-
-
-def _batch_queue_row(store: Store, group: str, topic: str, queue_id: int, offset: int | None) -> ProgressRow:
-    """A BatchCQ queue: offsets count messages inside batches; a unit carries its record's store time."""
-    bcq = store.batch_consume_queue(topic, queue_id)
-
-    def time_at(queue_offset: int) -> int | None:
-        unit = bcq.unit(queue_offset)
-        return unit.store_time if unit is not None and unit.store_time > 0 else None
-
-    return _row(group, topic, queue_id, offset, bcq.min_offset, bcq.max_offset, time_at)
+        queue.close()
 
 
 def _row(
@@ -313,8 +306,7 @@ def consumer_progress(
             chosen = list(topics)
         for t in sorted(chosen, key=_topic_order):
             offsets = topics[t]
-            queue_ids = set(offsets) | set(store.consume_queues.queue_ids(t))
-            queue_ids |= set(store.batch_consume_queues.queue_ids(t))
+            queue_ids = set(offsets) | set(store.queue_ids(t))
             config = topic_configs.get(t)
             if config is not None:
                 queue_ids |= set(range(max(config.read_queue_nums, 0)))
@@ -334,30 +326,41 @@ def consumer_progress(
 
 
 def _mark_pop_groups(store: Store, rows: list[ProgressRow], notes: list[str], pop: PopColumns | None) -> None:
-    """POP groups (checkpoints in the revive topic): their offset moves at pop time, so `lag` counts popped
-    messages as consumed; each row gets the popped-but-unacked count (`mqtool pop list`)."""
+    """POP groups (checkpoints in the revive topic, orderly pops, kvStore records): each of their rows gets
+    what the group holds there as `pop stats` counts it (`PopColumns.queue_counts`: in flight, overdue),
+    and the table one note per kind of group: a POP group's offset moves at pop time, so `lag` counts popped
+    messages as consumed; an orderly group's stays at the first unacked message, so `lag` counts them."""
     from mqtool.timeparse import now_ms
-    from store.pop.columns import pop_columns
+    from store.pop.columns import PopCounts, pop_columns
 
     if pop is None:
         pop = pop_columns(store, now=now_ms())
-    groups = pop.groups()
-    orderly = pop.orderly_groups()
-    held = pop.held()
+    counts = pop.queue_counts()
+    groups = pop.group_counts()
     for r in rows:
         if r.group in groups and r.topic is not None and r.queue_id is not None:
-            r.pop_in_flight = held.get((r.group, r.topic, r.queue_id), 0)
-    for g in sorted(groups & {r.group for r in rows}):
+            held = counts.get((r.group, r.topic, r.queue_id), PopCounts())
+            r.pop_in_flight, r.pop_overdue = held.in_flight, held.overdue
+            r.pop_orderly = groups[r.group].orderly
+    shown = {r.group for r in rows}
+    popping = sorted(g for g, c in groups.items() if g in shown and c.popped and not c.orderly)
+    orderly = sorted(g for g, c in groups.items() if g in shown and c.popped and c.orderly)
+    if popping:
         notes.append(
-            f"{g} consumes by POP: its offset moves when messages are popped, so lag counts popped "
-            "messages as consumed; popInFlight are popped and not acked yet (lagWithInFlight counts them as "
-            f"not consumed): mqtool pop list --group {g}"
+            f"POP groups ({_names(popping)}): the offset moves when messages are popped, so lag counts "
+            "popped messages as consumed; popInFlight and popOverdue are popped and not acked yet (still "
+            "invisible, or past their invisible time and not revived): mqtool pop list --group G"
         )
-    for g in sorted(orderly & {r.group for r in rows}):
+    if orderly:
         notes.append(
-            f"{g} pops orderly: its offset stays at the first unacked message, so lag already counts popped "
-            f"and unacked messages as not consumed: mqtool pop list --group {g}"
+            f"orderly POP groups ({_names(orderly)}): the offset stays at the first unacked message, so lag "
+            "already counts popped and unacked messages (popInFlight, popOverdue) as not consumed"
         )
+
+
+def _names(groups: list[str]) -> str:
+    shown = ", ".join(groups[:8])
+    return shown + (f" and {len(groups) - 8} more" if len(groups) > 8 else "")
 
 
 def _totals(rows: list[ProgressRow]) -> list[GroupTotal]:

@@ -25,6 +25,7 @@ from mqtool.offsets.plan import (
     ResetPlan,
     ResetPlanError,
     ResetTarget,
+    forward_warnings,
     reset_row,
     reset_target,
     target_offset,
@@ -145,6 +146,7 @@ def plan_reset(
                 topic_queues if chosen is None else _select_queues(topic, topic_queues, chosen, catalog)
             )
             _plan_topic(store, plan, g, topic, selected, catalog, version, times, cq_file_mtimes)
+    plan.warnings.extend(forward_warnings(plan))
     _add_notes(plan)
     _pop_notes(store, plan)
     return plan
@@ -171,7 +173,7 @@ def _plan_topic(
             "(as the broker's server-side reset does)"
         )
     for queue_id in queue_ids:
-        cq = store.consume_queue(topic, queue_id)
+        cq = store.queue(topic, queue_id)
         current = committed.get(queue_id)
         requested = target_offset(cq, target, current, version, times, cq_file_mtimes)
         if requested is None:
@@ -248,7 +250,8 @@ def _topics_for(catalog: StoreCatalog, group: str, topics: Sequence[str], all_to
 
 
 def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: list[str]) -> list[int]:
-    """0 .. readQueueNums-1 of the topic config (as the broker's reset), else the consumequeue dirs."""
+    """0 .. readQueueNums-1 of the topic config (as the broker's reset), else the queue directories of
+    the topic's queue type (consumequeue/ or batchconsumequeue/)."""
     if store.layout.lmq.enable_lmq and is_lmq(topic):
         return [LMQ_QUEUE_ID]  # LmqTopicConfigManager.selectTopicConfig: one queue, never in topics.json
     config = catalog.topic_config(topic)
@@ -256,14 +259,15 @@ def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: lis
         if config.read_queue_nums <= 0:
             warnings.append(f"topic {topic} has readQueueNums {config.read_queue_nums}: no queue to reset")
         return list(range(max(0, config.read_queue_nums)))
-    ids = store.consume_queues.queue_ids(topic)
+    ids = store.queue_ids(topic)
+    where = "batchconsumequeue" if store.queue_type(topic) == "BatchCQ" else "consumequeue"
     if ids:
         warnings.append(
             f"topic {topic} is not in topics.json (the broker's reset would answer TOPIC_NOT_EXIST unless it "
-            f"creates the topic at start-up); using its consumequeue directories: queues {_ranges(ids)}"
+            f"creates the topic at start-up); using its {where} directories: queues {_ranges(ids)}"
         )
         return ids
-    raise ResetPlanError(f"topic {topic!r} does not exist: not in topics.json and no consumequeue/{topic}")
+    raise ResetPlanError(f"topic {topic!r} does not exist: not in topics.json and no {where}/{topic}")
 
 
 def _select_queues(
@@ -276,7 +280,7 @@ def _select_queues(
             why = (
                 f"readQueueNums is {config.read_queue_nums}"
                 if config is not None
-                else f"its consumequeue directories are {_ranges(topic_queues) or 'none'}"
+                else f"its queue directories are {_ranges(topic_queues) or 'none'}"
             )
             raise ResetPlanError(f"queue {q} is not a queue of topic {topic} ({why})")
     return wanted
@@ -301,21 +305,31 @@ def _ranges(ids: Sequence[int]) -> str:
 
 def _pop_notes(store: Store, plan: ResetPlan) -> None:
     """What a reset leaves of a POP group's popped, unacked messages: the broker's server-side reset clears
-    only its in-memory in-flight counter (PopInflightMessageCounter.clearInFlightMessageNum); the
-    checkpoints stay in the revive topic and PopReviveService still revives those messages into the POP
-    retry topic when their invisible time passes."""
+    only its in-memory in-flight counter (PopInflightMessageCounter.clearInFlightMessageNum,
+    AdminBrokerProcessor.resetOffsetInner at rocketmq-all-5.3.3 broker/.../AdminBrokerProcessor.java:2100);
+    the checkpoints stay in the revive topic and PopReviveService still revives those messages into the
+    POP retry topic when their invisible time passes. An orderly pop has no checkpoint and no retry copy:
+    consumerOrderInfo.json keeps its unacked offsets, and until they are acked or visible again the queue's
+    other orderly pops are blocked (ConsumerOrderInfoManager.checkBlock -> OrderInfo.needBlock)."""
     from formats.pop.bodies import PopCheckPoint
     from mqtool.timeparse import now_ms
-    from store.pop.revive import pop_state, revive_targets, revive_topics
+    from store.pop.revive import pop_state, revive_targets
 
-    if not plan.rows or not revive_topics(store):
+    if not plan.rows:
         return
     wanted = {(r.group, r.topic, r.queue_id) for r in plan.rows}
-    held: dict[tuple[str, str], list] = {}
+    held: dict[tuple[str, str, bool], list] = {}
     for m in pop_state(store, now=now_ms()).messages:
         if m.state in ("in-flight", "overdue") and (m.group, m.topic, m.queue_id) in wanted:
-            held.setdefault((m.group, m.topic), []).append(m)
-    for (group, topic), messages in sorted(held.items()):
+            held.setdefault((m.group, m.topic, m.orderly), []).append(m)
+    for (group, topic, orderly), messages in sorted(held.items()):
+        if orderly:
+            plan.notes.append(
+                f"{group} pops {topic} orderly: {len(messages)} popped message(s) not acked yet stay in "
+                "consumerOrderInfo.json; the reset does not clear them, and until they are acked or visible "
+                f"again the queue's other orderly pops are blocked (mqtool pop list --group {group})"
+            )
+            continue
         retry = " or ".join(revive_targets(PopCheckPoint(topic=topic, cid=group)))
         plan.notes.append(
             f"{group} consumes {topic} by POP: {len(messages)} popped message(s) not acked yet stay in the "
@@ -380,9 +394,10 @@ def plan_from_file(
             _select_queues(w.topic, queues_of[w.topic], [w.queue_id], catalog)
         except ResetPlanError as exc:
             raise ResetPlanError(f"line {w.line}: {exc.message}", str(path)) from None
-        cq = store.consume_queue(w.topic, w.queue_id)
+        cq = store.queue(w.topic, w.queue_id)
         current = catalog.committed(w.topic, w.group).get(w.queue_id)
         plan.rows.append(reset_row(w.group, w.topic, w.queue_id, cq, current, w.offset, version, times, plan))
+    plan.warnings.extend(forward_warnings(plan))
     _add_notes(plan)
     _pop_notes(store, plan)
     return plan

@@ -76,7 +76,7 @@ def query_batch_by_queue_offset(
 def _units_in_time(cq: BatchConsumeQueue, begin: int, end: int) -> Iterator[tuple[int, int, int, int]]:
     """(storeTime, phyOffset, queueId, size) of the units from the broker's answer for `begin` on,
     stored in [begin, end]."""
-    start = cq.offset_by_time(begin, "lower")
+    start = cq.offset_by_time(5, begin, None, "lower")
     units = cq.units()
     keep = (
         (units["msgBaseOffset"] + units["batchSize"] > start)

@@ -24,7 +24,7 @@ from mqtool.query.index_lookup import (
     read_hits,
     scan_tail,
 )
-from mqtool.query.topics import check_topic
+from mqtool.query.topics import check_topic, is_known_topic, unknown_topic_note
 from store.index.indexservice import MAX_MSGS_NUM_BATCH
 from store.storedir import Store
 
@@ -45,6 +45,7 @@ class KeyQueryResult:
     scanned: ScanOutcome | None = None
     truncated: bool = False  # --max stopped the answer early
     scan_requested: bool = False
+    topic_note: str | None = None  # a topic only the commitlog knows: what the scan found of it
 
     @property
     def capped_like_broker(self) -> bool:
@@ -52,8 +53,11 @@ class KeyQueryResult:
         return self.hits.raw_hits > MAX_MSGS_NUM_BATCH
 
     def notes(self) -> list[str]:
-        return hit_notes(self.hits, self.capped_like_broker, self.truncated) + coverage_notes(
-            self.coverage, self.scanned, self.scan_requested
+        notes = [self.topic_note] if self.topic_note else []
+        return (
+            notes
+            + hit_notes(self.hits, self.capped_like_broker, self.truncated)
+            + coverage_notes(self.coverage, self.scanned, self.scan_requested)
         )
 
 
@@ -73,13 +77,17 @@ def query_by_key(
 
     Index hits are read newest first; `max_num` (None = no cap) bounds the confirmed messages. The
     answer is sorted by physical offset. `scan` searches the commitlog after the index end (or from
-    `scan_from`) too.
+    `scan_from`) too; for a topic the store does not know otherwise (a deleted topic's messages stay in the
+    commitlog and the index) the whole commitlog, and the answer says how many messages of it are there.
     """
     if not key:
         raise MqtoolError("empty key")
     if max_num is not None and max_num <= 0:
         raise UsageError("--max must be positive")
-    check_topic(store, topic)
+    requested = scan or scan_from is not None
+    known = is_known_topic(store, topic)
+    if not known and not requested:
+        check_topic(store, topic)
     raw = store.index_service.query_offset(topic, key, None, begin, end).phy_offsets
     hits = HitReport(raw_hits=len(raw))
     seen: set[int] = set()
@@ -88,18 +96,26 @@ def query_by_key(
     )
     coverage = index_coverage(store)
     outcome = None
-    if scan or scan_from is not None:
-        outcome = scan_tail(
-            store,
-            coverage,
-            scan_from,
-            lambda m: m.topic == topic and begin <= m.store_timestamp <= end and _has_key(m, key),
-            advance,
-        )
+    topic_note = None
+    if requested:
+        of_topic = 0
+
+        def match(m: Message) -> bool:
+            nonlocal of_topic
+            if m.topic != topic:
+                return False
+            of_topic += 1
+            return begin <= m.store_timestamp <= end and _has_key(m, key)
+
+        start = scan_from if scan_from is not None or known else store.commitlog.min_offset
+        outcome = scan_tail(store, coverage, start, match, advance)
         if outcome is not None:
             found.extend(m for m in outcome.messages if m.physical_offset not in seen)
+            if not known:
+                topic_note = unknown_topic_note(topic, of_topic, outcome.start, outcome.end)
     found.sort(key=lambda m: m.physical_offset)
     if max_num is not None and len(found) > max_num:
         found, truncated = found[-max_num:], True
-    requested = scan or scan_from is not None
-    return KeyQueryResult(topic, key, begin, end, found, hits, coverage, outcome, truncated, requested)
+    return KeyQueryResult(
+        topic, key, begin, end, found, hits, coverage, outcome, truncated, requested, topic_note
+    )

@@ -23,7 +23,7 @@ from mqtool.query.index_lookup import (
     read_hits,
     scan_tail,
 )
-from mqtool.query.topics import check_topic, known_topics
+from mqtool.query.topics import check_topic, is_known_topic, known_topics, unknown_topic_note
 from store.storedir import Store
 
 
@@ -43,9 +43,11 @@ class IdQueryResult:
     coverage: IndexCoverage | None
     scanned: ScanOutcome | None = None
     scan_requested: bool = False
+    topic_note: str | None = None  # --topic that only the commitlog knows: what the scan found of it
 
     def notes(self) -> list[str]:
-        notes = [self.offset_note] if self.offset_note else []
+        notes = [self.topic_note] if self.topic_note else []
+        notes += [self.offset_note] if self.offset_note else []
         if self.kind == "uniqKey":
             where = (
                 f"topic {self.topics_searched[0]}"
@@ -84,9 +86,11 @@ def query_by_id(
     advance: Callable[[int], None] | None = None,
 ) -> IdQueryResult:
     """The message(s) an offsetMsgId or UNIQ_KEY names (`MQAdminImpl.viewMessage`, `queryMessageByUniqKey`),
-    sorted by store time."""
+    sorted by store time. With `scan`, a `topic` the store does not know otherwise (a deleted topic) is
+    searched in the whole commitlog, as `query_by_key` does."""
     ident = normalize_msg_id(msg_id)
-    if topic is not None:
+    known = topic is None or is_known_topic(store, topic)
+    if not known and not scan:
         check_topic(store, topic)
     decoded = decode_offset_msg_id(ident)
     commitlog = store.commitlog
@@ -119,16 +123,23 @@ def query_by_id(
     found, _ = read_hits(store, raw, lambda m: m.uniq_key == ident, hits, None, seen)
     coverage = index_coverage(store)
     outcome = None
+    topic_note = None
     if scan:
-        outcome = scan_tail(
-            store,
-            coverage,
-            None,
-            lambda m: m.uniq_key == ident and (topic is None or m.topic == topic),
-            advance,
-        )
+        of_topic = 0
+
+        def match(m: Message) -> bool:
+            nonlocal of_topic
+            if topic is not None and m.topic != topic:
+                return False
+            of_topic += 1
+            return m.uniq_key == ident
+
+        start = None if known else store.commitlog.min_offset
+        outcome = scan_tail(store, coverage, start, match, advance)
         if outcome is not None:
             found.extend(m for m in outcome.messages if m.physical_offset not in seen)
+            if not known:
+                topic_note = unknown_topic_note(topic, of_topic, outcome.start, outcome.end)
     if not found and offset_msg is not None and (topic is None or offset_msg.topic == topic):
         found = [offset_msg]  # shown with the host-mismatch note
         kind = "offsetMsgId"
@@ -137,4 +148,6 @@ def query_by_id(
         if found and offset_msg is None:
             offset_note = None  # a UNIQ_KEY, as expected: no need to explain the offset reading
     found.sort(key=lambda m: (m.store_timestamp, m.physical_offset))
-    return IdQueryResult(ident, kind, found, decoded, offset_note, topics, hits, coverage, outcome, scan)
+    return IdQueryResult(
+        ident, kind, found, decoded, offset_note, topics, hits, coverage, outcome, scan, topic_note
+    )

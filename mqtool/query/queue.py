@@ -24,11 +24,18 @@ class QueueOffsetError(MqtoolError):
 def _queue(store: Store, topic: str, queue_id: int):
     cqs = store.consume_queues
     if topic not in cqs.topics():
+        # without a queue the messages are only in the commitlog (a deleted topic's stay until retention)
+        elsewhere = (
+            f"; its messages, if any, are only in the commitlog: mqtool dump commitlog --topic {topic} lists "
+            "them, query key|id --scan searches them"
+        )
         if topic in known_topics(store):
             raise UnknownTopicError(
-                f"topic {topic!r} has no consume queues in this store", str(cqs.directory)
+                f"topic {topic!r} has no consume queues in this store{elsewhere}", str(cqs.directory)
             )
-        raise UnknownTopicError(f"unknown topic {topic!r}: no consume queue directory", str(cqs.directory))
+        raise UnknownTopicError(
+            f"unknown topic {topic!r}: no consume queue directory{elsewhere}", str(cqs.directory)
+        )
     ids = cqs.queue_ids(topic)
     if queue_id not in ids:
         raise QueueOffsetError(
@@ -79,7 +86,7 @@ def query_by_queue_offset(
     """The message(s) at queue offsets [offset, offset+count) of topic/queueId (mqadmin queryMsgByOffset)."""
     if count <= 0:
         raise UsageError("--count must be positive")
-    if topic in store.batch_consume_queues.topics():
+    if store.queue_type(topic) == "BatchCQ":
         from mqtool.query.batch import query_batch_by_queue_offset
 
         return query_batch_by_queue_offset(store, topic, queue_id, offset, count=count)
@@ -180,7 +187,7 @@ def query_by_time(
         raise UsageError(f"--end {end} is before --begin {begin}")
     if skip < 0 or (max_num is not None and max_num <= 0):
         raise UsageError("--skip must be >= 0 and --max positive")
-    if topic in store.batch_consume_queues.topics():
+    if store.queue_type(topic) == "BatchCQ":
         from mqtool.query.batch import query_batch_by_time
 
         return query_batch_by_time(

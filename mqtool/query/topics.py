@@ -1,7 +1,7 @@
 """The topics a store knows, and the check every query makes of the topic it is given.
 
-A topic is known when it has a consume queue, a topic config, a committed offset, is a group's retry or DLQ
-topic, or is one of the broker's system topics. Nothing here writes into the store.
+A topic is known when it has a consume queue (or a BatchConsumeQueue), a topic config, a committed offset,
+is a group's retry or DLQ topic, or is one of the broker's system topics. Nothing here writes into the store.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def known_topics(store: Store) -> list[str]:
 
 
 def _known_topics(store: Store) -> list[str]:
-    topics = set(store.consume_queues.topics())
+    topics = set(store.consume_queues.topics()) | set(store.batch_consume_queues.topics())
     model = _config_model(store, "topics.json")
     if model is not None:
         topics.update(model.topic_config_table)
@@ -59,12 +59,30 @@ def _known_topics(store: Store) -> list[str]:
     return sorted(topics)
 
 
+def is_known_topic(store: Store, topic: str) -> bool:
+    """The store knows `topic` (see known_topics)."""
+    return bool(store.queue_ids(topic)) or topic in known_topics(store)
+
+
 def check_topic(store: Store, topic: str) -> None:
-    """Raise UnknownTopicError unless the store knows `topic` (see known_topics)."""
-    if topic in store.consume_queues.topics():
-        return
-    if topic not in known_topics(store):
+    """Raise UnknownTopicError unless the store knows `topic`. A topic the broker deleted (deleteTopic drops
+    its config, offsets and queues) still has its messages in the commitlog until retention: the error
+    points at `--scan`, which searches the commitlog itself (the query commands that have it)."""
+    if not is_known_topic(store, topic):
         raise UnknownTopicError(
-            f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store",
+            f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store "
+            "(a deleted topic's messages stay in the commitlog until retention: --scan searches it)",
             str(store.root),
         )
+
+
+def unknown_topic_note(topic: str, found: int, start: int, end: int) -> str:
+    """What a scan of the commitlog told about a topic the store does not know otherwise."""
+    head = (
+        f"topic {topic} is not in this store's topic configs, consume queues or committed offsets (deleted, "
+        "or never created here)"
+    )
+    where = f"in the commitlog from {start} to {end}"
+    if found:
+        return f"{head}: {found} message(s) of {topic} {where}"
+    return f"{head}, and there is no message of {topic} {where} either: check the name"

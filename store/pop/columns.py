@@ -58,6 +58,36 @@ class QueueSummary:
 
 
 @dataclass
+class PopCounts:
+    """What one POP group holds in one queue (or over all of them) at `now`: every popped message is acked,
+    revived (copied into the retry topic), in flight (unacked, invisible until after `now`) or overdue
+    (unacked, its invisible time passed, not revived yet); orderly pops count the same (never revived)."""
+
+    popped: int = 0
+    acked: int = 0
+    in_flight: int = 0
+    overdue: int = 0
+    revived: int = 0
+    oldest_invisible_until: int | None = None  # of the in-flight ones
+    oldest_overdue: int | None = None  # the revive (visible-again) time of the oldest overdue one
+    orderly: bool = False  # popped orderly (consumerOrderInfo.json): its offset stays at the first unacked
+
+    def add(self, other: PopCounts) -> None:
+        self.popped += other.popped
+        self.acked += other.acked
+        self.in_flight += other.in_flight
+        self.overdue += other.overdue
+        self.revived += other.revived
+        self.oldest_invisible_until = _earliest(self.oldest_invisible_until, other.oldest_invisible_until)
+        self.oldest_overdue = _earliest(self.oldest_overdue, other.oldest_overdue)
+        self.orderly = self.orderly or other.orderly
+
+
+def _earliest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+@dataclass
 class PopColumns:
     """One row per checkpoint the revive service pairs (as `pop_state(...).checkpoints`, in that order)."""
 
@@ -83,14 +113,73 @@ class PopColumns:
     def _orderly(self) -> np.ndarray:
         return self.orderly if len(self.orderly) == len(self.group) else np.zeros(len(self.group), bool)
 
-    def held(self) -> dict[tuple[str, str, int], int]:
-        """Popped and not acked yet (in flight or overdue, not revived) per group, topic and queue; orderly
-        pops left out (their group's offset stays at the first unacked message)."""
-        out: dict[tuple[str, str, int], int] = {}
-        rows = np.flatnonzero(~self.revived & (self.unacked > 0) & ~self._orderly())
-        for i, n in zip(rows.tolist(), self.unacked[rows].tolist(), strict=True):
-            key = (self.group[i], self.topic[i], int(self.queue_id[i]))
-            out[key] = out.get(key, 0) + n
+    def queue_counts(self) -> dict[tuple[str, str, int], PopCounts]:
+        """The one computation of what POP groups hold at `now`, per (group, topic, queueId): `pop stats`
+        sums it per group, `offsets show` puts it on each queue's row; `pop list`'s states follow the same
+        rule message by message (`store.pop.revive.pop_state`). A row's unacked messages are revived when
+        its checkpoint is behind the revive offset, else in flight while its revive time is after `now`,
+        else overdue."""
+        n = len(self.group)
+        if n == 0:
+            return {}
+        times = np.asarray(self.revive_time)
+        unacked = self.unacked
+        in_flight = ~self.revived & np.asarray(times > self.now, bool)
+        overdue = ~self.revived & ~in_flight
+        held = unacked > 0
+        orderly = self._orderly()
+        group_code = pc.dictionary_encode(pa.array(self.group, pa.string()))
+        topic_code = pc.dictionary_encode(pa.array(self.topic, pa.string()))
+        key = np.stack(
+            [
+                group_code.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                topic_code.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                np.asarray(self.queue_id, np.int64),
+            ],
+            axis=1,
+        )
+        keys, inverse = np.unique(key, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+
+        def total(values: np.ndarray) -> list[int]:
+            out = np.zeros(len(keys), np.int64)
+            np.add.at(out, inverse, values.astype(np.int64))
+            return out.tolist()
+
+        def earliest(where: np.ndarray) -> list[int | None]:
+            if times.dtype != object:  # the columnar path: int64 revive times
+                out = np.full(len(keys), np.iinfo(np.int64).max, np.int64)
+                np.minimum.at(out, inverse[where], times[where].astype(np.int64))
+                seen = np.zeros(len(keys), bool)
+                seen[inverse[where]] = True
+                return [int(t) if ok else None for t, ok in zip(out.tolist(), seen.tolist(), strict=True)]
+            found: list[int | None] = [None] * len(keys)  # the reference's Python ints (beyond a long)
+            for k, t in zip(inverse[where].tolist(), times[where].tolist(), strict=True):
+                found[k] = int(t) if found[k] is None else min(found[k], int(t))
+            return found
+
+        columns = (
+            total(self.messages),
+            total(self.acked),
+            total(np.where(in_flight, unacked, 0)),
+            total(np.where(overdue, unacked, 0)),
+            total(np.where(self.revived, unacked, 0)),
+            earliest(in_flight & held),
+            earliest(overdue & held),
+            total(orderly),
+        )
+        groups = group_code.dictionary.to_pylist()
+        topics = topic_code.dictionary.to_pylist()
+        return {
+            (groups[g], topics[t], q): PopCounts(p, a, f, o, r, until, since, bool(order))
+            for (g, t, q), p, a, f, o, r, until, since, order in zip(keys.tolist(), *columns, strict=True)
+        }
+
+    def group_counts(self) -> dict[str, PopCounts]:
+        """`queue_counts` summed per group."""
+        out: dict[str, PopCounts] = {}
+        for (group, _topic, _queue), counts in sorted(self.queue_counts().items()):
+            out.setdefault(group, PopCounts()).add(counts)
         return out
 
     def groups(self) -> set[str]:
@@ -528,4 +617,4 @@ def _add_queue_notes(
         out.queues.append(QueueSummary(q, *bounds[q], offsets.get(q), timer_count))
 
 
-__all__ = ["PopColumns", "QueueSummary", "pop_columns"]
+__all__ = ["PopColumns", "PopCounts", "QueueSummary", "pop_columns"]

@@ -4,8 +4,9 @@
 sees it after `load()`, `recover()` and `correctMinOffset()` at start-up. A unit covers the queue offsets
 [msgBaseOffset, msgBaseOffset + batchSize); `unit(offset)` is the broker's `get(offset)` (the unit whose
 batch holds the offset, found by the first base offset of each file and then a search of the file);
-`offset_by_time` is `getOffsetInQueueByTime` with its quirks (the last unit's base offset for times past
-a file's last unit, -1 where its search finds nothing) and the store's clamp into [min, max].
+`offset_in_queue_by_time` is `getOffsetInQueueByTime` with its quirks (the last unit's base offset for
+times past a file's last unit, -1 where its search finds nothing), `offset_by_time` the store's answer
+(clamped into [min, max]) with the reading interface every queue kind shares (`store.queue.unitqueue`).
 `BatchConsumeQueueStore` lists and opens the queues of a store.
 """
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 
@@ -33,7 +34,13 @@ from formats.batchconsumequeue import (
 from formats.errors import FormatError
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
-from store.queue.consumequeue import Boundary, ConsumeQueueStore, read_commitlog_min_offset
+from store.queue.consumequeue import (
+    Boundary,
+    BrokerQueryError,
+    ConsumeQueueStore,
+    StoreTimeOf,
+    read_commitlog_min_offset,
+)
 
 UNIT = BCQ_STORE_UNIT_SIZE
 
@@ -246,10 +253,40 @@ class BatchConsumeQueue:
         index = _search_right(times, timestamp, boundary)
         return -1 if index < 0 else int(units[index]["msgBaseOffset"])
 
-    def offset_by_time(self, timestamp: int, boundary: Boundary = "lower") -> int:
-        """`DefaultMessageStore.getOffsetInQueueByTime`: the queue's answer clamped into [min, max]."""
-        found = self.offset_in_queue_by_time(timestamp, boundary)
+    def offset_by_time(
+        self,
+        major: int,
+        timestamp: int,
+        store_time_of: StoreTimeOf | None = None,
+        boundary: Boundary | None = None,
+        recorded_mtimes: Mapping[str, int] | None = None,
+    ) -> int:
+        """`DefaultMessageStore.getOffsetInQueueByTime`: the queue's answer clamped into [min, max] (as
+        `ConsumeQueue.offset_by_time`; units carry their store time, so `store_time_of` is not needed)."""
+        _refuse_v4(self, major)
+        found = self.offset_in_queue_by_time(timestamp, boundary or "lower")
         return min(max(found, self.min_offset), self.max_offset)
+
+    def min_offset_of(self, major: int) -> int:
+        """`getMinOffsetInQueue` (5.x only: a 4.9.x broker has no BatchConsumeQueue)."""
+        _refuse_v4(self, major)
+        return self.min_offset
+
+    def store_time_at(self, queue_offset: int, store_time_of: StoreTimeOf | None = None) -> int | None:
+        """The store time of the batch holding `queue_offset` in [min, max) (its unit's), else None."""
+        if not self.min_offset <= queue_offset < self.max_offset:
+            return None
+        unit = self.unit(queue_offset)
+        return None if unit is None else unit.store_time
+
+
+def _refuse_v4(queue: BatchConsumeQueue, major: int) -> None:
+    if major == 4:
+        raise BrokerQueryError(
+            f"{queue.topic}/{queue.queue_id} is a BatchConsumeQueue: BatchCQ topics came with 5.0, a 4.9.x "
+            "broker has no such queue (drop --broker-version 4)",
+            str(queue.directory),
+        )
 
 
 def _search_right(times: list[int], timestamp: int, boundary: Boundary) -> int:

@@ -309,6 +309,14 @@ class ConsumeQueue:
         """The min offset a broker of major version `major` reports (4.x: `min_offset_v4`)."""
         return self.min_offset_v4 if major == 4 else self.min_offset
 
+    def store_time_at(self, queue_offset: int, store_time_of: StoreTimeOf) -> int | None:
+        """STORETIMESTAMP of the message at `queue_offset` (None outside [min, max) or when deleted)."""
+        unit = self.unit(queue_offset)
+        if unit is None:
+            return None
+        stamp = store_time_of(unit.phy_offset, unit.size)
+        return stamp if stamp >= 0 else None
+
 
 _QUEUE_ID = re.compile(r"(0|[1-9][0-9]*)")
 

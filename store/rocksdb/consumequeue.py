@@ -150,6 +150,13 @@ class RocksDBConsumeQueue:
     def min_offset_of(self, major: int) -> int:
         return self.min_offset
 
+    def store_time_at(self, queue_offset: int, store_time_of: StoreTimeOf | None = None) -> int | None:
+        """The store time of the unit at `queue_offset` in [min, max) (the value's own), else None."""
+        if not self.min_offset <= queue_offset < self.max_offset:
+            return None
+        found = self._get(queue_offset)
+        return None if found is None else found[3]
+
     @cached_property
     def max_phy_offset(self) -> int | None:
         """`getMaxPhyOffsetInConsumeQueue(topic, queueId)`: the "max" entry's physical offset."""

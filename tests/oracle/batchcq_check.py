@@ -64,8 +64,8 @@ def reader_against(root: Path, judged: dict) -> list[str]:
             mine = (
                 cq.offset_in_queue_by_time(ts, "lower"),
                 cq.offset_in_queue_by_time(ts, "upper"),
-                cq.offset_by_time(ts, "lower"),
-                cq.offset_by_time(ts, "upper"),
+                cq.offset_by_time(5, ts, None, "lower"),
+                cq.offset_by_time(5, ts, None, "upper"),
             )
             if mine != (cq_lower, cq_upper, lower, upper):
                 problems.append(

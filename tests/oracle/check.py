@@ -3,9 +3,22 @@ judged by RocketMQ 5.3.3's own store code (`tests/oracle/run.sh load`), and a 4.
 when that oracle is built (`make oracle-build-49`): it must load, recover without
 truncating, walk without CRC errors, hold ConsumeQueue units equal to what the dispatcher computes (before
 and after the real recovery), find every index key, and its managers must read back the config files as
-mqtool reads them. Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer`
-against the real TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes
-build/oracle/check/."""
+mqtool reads them.
+
+Each offset an `offsets reset --execute` wrote is also judged against what the real classes compute for
+the same request (`run.sh queue-offsets`: the real DefaultMessageStore's getMinOffsetInQueue,
+getMaxOffsetInQueue and getOffsetInQueueByTime with the request's BoundaryType, on the queue the broker
+opens for the topic - a BatchConsumeQueue for a BatchCQ topic), not against mqtool: earliest is the real
+min, latest the real max, a time (`--to-time`, `--by-duration`: the time the plan searched,
+`targetTimestamp`) the real search's answer, `--shift-by N` the committed offset the real manager loaded
+before plus N; each clamped into the real [min, max] (and not below 0) as the planner documents. A 4.9
+store is judged by the 4.9.8 answers when that oracle is built (mqtool plans it with 4.9's search).
+store-batchcq, which `load` cannot open (its queues need topics.json's queue types), runs the offset
+commands only and is judged by `queue-offsets` alone: it must load, and the real manager must read the
+offsets mqtool reads and expects.
+
+Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer` against the real
+TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
 
 from __future__ import annotations
 
@@ -25,16 +38,28 @@ LOAD = REPO / "tests" / "oracle" / "run.sh"
 # the DLedger fixtures (store.tar.gz): the appending commands refuse on them; the config writes and rebuilds
 # are judged by the oracle's DLedger load
 DLEDGER = ("store-dledger", "store-dledger-mixed", "store-dledger-multipath", "store-dledger-49")
-STORES = ("store-a", "store-49a", "store-c", "store-timer5", "store-timer-states", "store-lmq", *DLEDGER)
+STORES = (
+    "store-a",
+    "store-49a",
+    "store-c",
+    "store-timer5",
+    "store-timer-states",
+    "store-lmq",
+    "store-batchcq",
+    *DLEDGER,
+)
 # each store's topic and consumer group for the commands (store-lmq has no TopicTest nor groupA)
 TOPICS = {
     "store-timer5": "TimerTopic",
     "store-timer-states": "TimerTopic",
     "store-c": "OrderTopic",
     "store-lmq": "TopicA",
+    "store-batchcq": "BatchTopicA",
     **{name: "TopicA" for name in DLEDGER},
 }
-GROUPS = {"store-lmq": "GID_plain", **{name: "GID_dledger" for name in DLEDGER}}
+GROUPS = {"store-lmq": "GID_plain", "store-batchcq": "GID_batch", **{name: "GID_dledger" for name in DLEDGER}}
+NEW_GROUP_STORES = ("store-timer5", "store-timer-states", "store-c", "store-batchcq")
+OFFSETS_ONLY = ("store-batchcq",)  # `load` cannot open it: judged by `queue-offsets` alone
 CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
 
 
@@ -45,30 +70,27 @@ def oracles(store: str) -> list[str]:
     return ["4.9.8", "5.3.3"] if store.endswith(("49a", "-49")) and built49 else ["5.3.3"]
 
 
-def commands(store: str) -> list[tuple[str, list[str]]]:
-    """The write commands, in the order they run on one copy of the store."""
+def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | None]]:
+    """The write commands, in the order they run on one copy of the store, each with the request an
+    `offsets reset` makes (judged against the real classes' answers), None for the other commands."""
     topic, group = TOPICS.get(store, "TopicTest"), GROUPS.get(store, "groupA")
-    new_group = ["--allow-new-group"] if store in ("store-timer5", "store-timer-states", "store-c") else []
+    new_group = ["--allow-new-group"] if store in NEW_GROUP_STORES else []
+    reset = ["offsets", "reset", "--group", group, "--topic", topic]
     lmq = (
         [
             (
                 "offsets reset LMQ --to-earliest",
                 ["offsets", "reset", "--group", "%LMQ%GID_room0", "--topic", "%LMQ%hot", "--to-earliest"],
+                {"kind": "earliest"},
             )
         ]
         if store == "store-lmq"
         else []
     )
-    return [
+    offsets = [
         *lmq,
-        (
-            "offsets reset --to-earliest",
-            ["offsets", "reset", "--group", group, "--topic", topic, "--to-earliest", *new_group],
-        ),
-        (
-            "offsets reset --shift-by 7",
-            ["offsets", "reset", "--group", group, "--topic", topic, "--shift-by", "7", *new_group],
-        ),
+        ("offsets reset --to-earliest", [*reset, "--to-earliest", *new_group], {"kind": "earliest"}),
+        ("offsets reset --shift-by 7", [*reset, "--shift-by", "7", *new_group], {"kind": "shift", "by": 7}),
         (
             "offsets reset --by-duration 1d",
             [
@@ -82,7 +104,24 @@ def commands(store: str) -> list[tuple[str, list[str]]]:
                 "1d",
                 "--allow-new-group",
             ],
+            {"kind": "time", "boundary": "lower"},
         ),
+        (
+            "offsets reset --to-time mid",
+            [*reset, "--to-time", str(mid_time), *new_group],
+            {"kind": "time", "boundary": "lower", "at": mid_time},
+        ),
+        (
+            "offsets reset --to-time mid upper",
+            [*reset, "--to-time", str(mid_time), "--boundary", "upper", *new_group],
+            {"kind": "time", "boundary": "upper", "at": mid_time},
+        ),
+        ("offsets reset --to-latest", [*reset, "--to-latest", *new_group], {"kind": "latest"}),
+    ]
+    if store in OFFSETS_ONLY:
+        return offsets
+    return [
+        *offsets,
         (
             "consume-mode set POP",
             [
@@ -97,23 +136,31 @@ def commands(store: str) -> list[tuple[str, list[str]]]:
                 "--pop-share-queue-num",
                 "4",
             ],
+            None,
         ),
         (
             "consume-mode set PULL",
             ["consume-mode", "set", "--topic", topic, "--group", group, "--mode", "PULL"],
+            None,
         ),
-        ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"]),
-        ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"]),
-        ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"]),
-        ("rebuild cq", ["rebuild", "cq"]),
-        ("rebuild index", ["rebuild", "index"]),
-        ("rebuild all", ["rebuild", "all"]),
-        *([(FROM_SCRATCH, ["rebuild", "all"])] if store in DLEDGER else []),
+        ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"], None),
+        ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"], None),
+        ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"], None),
+        ("rebuild cq", ["rebuild", "cq"], None),
+        ("rebuild index", ["rebuild", "index"], None),
+        ("rebuild all", ["rebuild", "all"], None),
+        *([(FROM_SCRATCH, ["rebuild", "all"], None)] if store in DLEDGER else []),
     ]
 
 
 # a rebuild after consumequeue/ and index/ are removed: every unit and key from the DLedger entries
 FROM_SCRATCH = "rebuild all (no queues, no index)"
+
+
+def mid_store_time(root: Path) -> int:
+    """A time among the store's messages (halfway between its first and last store time), to reset to."""
+    info = json.loads(mqtool(root, "info").stdout)["commitlog"]
+    return (info["firstStoreTimestamp"] + info["lastStoreTimestamp"]) // 2
 
 
 def mqtool(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -223,6 +270,106 @@ def judge(
     return not problems, problems, got
 
 
+def value_oracle(store: str) -> str:
+    """The broker version whose answers judge the offsets mqtool planned for `store` (its own: mqtool plans
+    a 4.9 store with 4.9's search)."""
+    return oracles(store)[0]
+
+
+def queue_offsets(root: Path, geometry: tuple[int, int], specs: list[str], version: str, label: str) -> dict:
+    """`run.sh queue-offsets`: the real store's answers for queues `specs` (TOPIC/QID and @TIME)."""
+    run = subprocess.run(
+        [str(LOAD), "queue-offsets", str(root), *map(str, geometry), *specs],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ORACLE_VERSION": version},
+    )
+    (OUT / f"{label}-queue-offsets.json").write_text(run.stdout)
+    try:
+        return json.loads(run.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"queue-offsets failed: {run.stderr.strip().splitlines()[-1:]}") from None
+
+
+def expected_offset(request: dict, before: int | None, real: dict, when: int | None) -> int | None:
+    """The offset the request asks for, from the real queue's answers; None: no row expected (a shift
+    without a committed offset)."""
+    low, high = real["minOffset"], real["maxOffset"]
+    kind = request["kind"]
+    if kind == "earliest":
+        want = low
+    elif kind == "latest":
+        want = high
+    elif kind == "shift":
+        if before is None:
+            return None
+        want = before + request["by"]
+    else:
+        lower, upper = real["byTime[lower,upper]"][str(when)]
+        want = lower if request["boundary"] == "lower" else upper
+    return min(max(want, low, 0), high)
+
+
+def judge_values(
+    store: str,
+    root: Path,
+    geometry: tuple[int, int],
+    label: str,
+    request: dict,
+    planned: list[dict],
+    before: dict,
+) -> tuple[list[str], dict, int]:
+    """Each offset of `planned` (mqtool's JSON rows) as the real manager now loads it, against the real
+    classes' answer for the request. Returns the problems, the `queue-offsets` answer and how many offsets
+    were judged."""
+    specs = sorted({f"{r['topic']}/{r['queueId']}" for r in planned})
+    times = sorted({t for t in [request.get("at"), *(r.get("targetTimestamp") for r in planned)] if t})
+    got = queue_offsets(root, geometry, specs + [f"@{t}" for t in times], value_oracle(store), label)
+    problems = [] if got.get("loaded") else ["queue-offsets: the store did not load"]
+    _, after = broker_offsets(got.get("config", {}))
+    table = after.get("offsetTable", {})
+    judged = 0
+    for r in planned:
+        key, q = f"{r['topic']}@{r['group']}", str(r["queueId"])
+        real = got["queues"][f"{r['topic']}/{r['queueId']}"]
+        when = request.get("at") or r.get("targetTimestamp")  # --by-duration: the time the plan searched
+        if request["kind"] == "time" and (when is None or r.get("targetTimestamp", when) != when):
+            searched = r.get("targetTimestamp")
+            problems.append(
+                f"{key} queue {q}: "
+                + (
+                    "the plan does not say which time it searched"
+                    if when is None
+                    else f"the plan searched {searched}, not {when}"
+                )
+            )
+            continue
+        want = expected_offset(request, before.get(key, {}).get(q), real, when)
+        written = table.get(key, {}).get(q)
+        judged += 1
+        if written != want:
+            problems.append(
+                f"{key} queue {q}: the broker loads {written}, the real {real['type']} answers {want} "
+                f"(min {real['minOffset']}, max {real['maxOffset']})"
+            )
+    if not planned and request["kind"] != "shift":
+        problems.append("the plan has no row")
+    return problems, got, judged
+
+
+def judge_offsets_only(root: Path, geometry: tuple[int, int], label: str) -> tuple[bool, list[str], dict]:
+    """A store `load` cannot open (store-batchcq): it must load with `queue-offsets`, no config from a
+    `.bak`, and the real manager must read the offsets mqtool reads."""
+    got = queue_offsets(root, geometry, [], "5.3.3", label)
+    problems = [] if got.get("loaded") else ["did not load"]
+    offsets_file, offsets = broker_offsets(got["config"])
+    if offsets["source"] == "bak":
+        problems.append("a config file was read from its .bak")
+    if offsets["offsetTable"] != mqtool_config(root)["consumerOffset"]:
+        problems.append(f"{offsets_file}: the broker's manager reads other offsets than mqtool")
+    return not problems, problems, got
+
+
 def judge_all(
     store: str, root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False
 ) -> tuple[bool, list[str], dict]:
@@ -233,28 +380,40 @@ def judge_all(
     return all(ok for _, ok, _, _ in results), problems, results[-1][3]
 
 
+def judge_step(
+    store: str, root: Path, geometry: tuple[int, int], label: str, torn: bool = False
+) -> tuple[bool, list[str], dict]:
+    """`judge_all`, or for a store `load` cannot open `judge_offsets_only`."""
+    if store in OFFSETS_ONLY:
+        return judge_offsets_only(root, geometry, label)
+    return judge_all(store, root, geometry, label, torn)
+
+
 def main(argv: list[str]) -> int:
     """`check.py [STORE ...]`: the named golden stores (default: all of STORES)."""
     OUT.mkdir(parents=True, exist_ok=True)
     lines = []
     failed = 0
+    judged_values = 0
     for store in argv or STORES:
         geometry = geometry_of(store)
+        offsets_only = store in OFFSETS_ONLY
         with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
             root = copy_golden(store, Path(tmp))
-            ok, problems, got = judge_all(store, root, geometry, f"{store}-00-as-committed")
+            ok, problems, got = judge_step(store, root, geometry, f"{store}-00-as-committed")
             lines.append(
                 f"{store:13} {'(as committed)':32} {'clean' if ok else 'NOT CLEAN: ' + '; '.join(problems)}"
             )
-            torn = bool(got and got["commitlog"]["truncated"])
+            torn = bool(got and got.get("commitlog", {}).get("truncated"))
             if (root / "abort").exists():  # a crashed store: let the real broker recover it first
                 subprocess.run(
                     [str(LOAD), "recover", str(root), *map(str, geometry)], check=True, capture_output=True
                 )
-                ok, problems, got = judge_all(store, root, geometry, f"{store}-00-recovered", torn)
+                ok, problems, got = judge_step(store, root, geometry, f"{store}-00-recovered", torn)
                 status = "clean" if ok else "NOT CLEAN: " + "; ".join(problems)
                 lines.append(f"{store:13} {'(after the real recovery)':32} {status}")
-            for i, (name, args) in enumerate(commands(store), 1):
+            real_offsets = broker_offsets(got.get("config", {}))[1].get("offsetTable", {}) if got else {}
+            for i, (name, args, request) in enumerate(commands(store, mid_store_time(root)), 1):
                 if name == FROM_SCRATCH:
                     shutil.rmtree(root / "consumequeue")
                     shutil.rmtree(root / "index")
@@ -263,12 +422,28 @@ def main(argv: list[str]) -> int:
                     why = (res.stderr.strip().splitlines() or ["?"])[-1][:150]
                     lines.append(f"{store:13} {name:32} refused (exit {res.returncode}): {why}")
                     continue
-                ok, problems, got = judge_all(store, root, geometry, f"{store}-{i:02d}", torn)
+                label = f"{store}-{i:02d}"
+                ok, problems, got = judge_step(store, root, geometry, label, torn)
+                values = ""
+                if request is not None:
+                    value_problems, answers, n = judge_values(
+                        store, root, geometry, label, request, json.loads(res.stdout), real_offsets
+                    )
+                    judged_values += n
+                    problems += value_problems
+                    ok = ok and not value_problems
+                    values = f", {n} offsets as the real {value_oracle(store)} classes answer"
+                    got = got or answers
+                real_offsets = broker_offsets(got.get("config", {}))[1].get("offsetTable", {})
                 units = got.get("consumeQueues", {}).get("afterLoad", {}).get("units")
-                judges = " (4.9.8 and 5.3.3)" if len(oracles(store)) > 1 else ""
+                judges = " (4.9.8 and 5.3.3)" if len(oracles(store)) > 1 and not offsets_only else ""
                 summary = (
-                    f"clean{judges}: {got['messages']} records, {units} CQ units,"
-                    f" {got['index']['keysChecked']} index keys"
+                    (
+                        f"clean{judges}: {got['messages']} records, {units} CQ units,"
+                        f" {got['index']['keysChecked']} index keys{values}"
+                        if not offsets_only
+                        else f"loads{values}"
+                    )
                     if ok
                     else "FAILED: " + "; ".join(problems)
                 )
@@ -277,6 +452,7 @@ def main(argv: list[str]) -> int:
             print("\n".join(line for line in lines if line.startswith(store)), flush=True)
     (OUT / "summary.txt").write_text("\n".join(lines) + "\n")
     print(f"\n{failed} executed command(s) left a store the real broker code does not read back cleanly")
+    print(f"{judged_values} written offsets judged against the real classes' answers")
     import timer_replay_check  # imports this module back, so only here
 
     timer = [s for s in argv or timer_replay_check.STORES if s in timer_replay_check.STORES]

@@ -28,6 +28,13 @@ Judged:
 (a) and (b) count only messages whose TIMER_OUT_MS is before both runs' final read time: a message falling
 due between B's end and A's end is delivered by A only (listed, not judged).
 
+Then the case with nothing due, on two copies (C, D) of the store B's broker left (it delivered everything
+due): `mqtool delay replay --timer --execute --now T'` on C, then the broker runs on C and on D. Judged:
+(f) mqtool wrote no record and left lastReadTimeMs at T' cut to the precision, where the real dequeue
+moves it across slots without a time of their own (`moveReadTime`, TimerMessageStore.java:917-920 at
+rocketmq-all-5.3.3) up to the slot of now; and the broker's deliveries after it are the same on C as on D
+(moving the read time skipped nothing the broker would deliver).
+
 Only meaningful within 7 days of the fixtures' slots (written 2026-11-24 23:46 and 2026-11-26 03:47 /
 04:52 UTC): the broker's recover() moves an older read time up to now - 7 days and never reads the slots
 before it, so from then on A skips what mqtool would deliver (the check then reports the difference).
@@ -204,16 +211,68 @@ def judge_store(store: str, tmp: Path) -> tuple[bool, list[str]]:
         problems.append(f"(e) lastReadTimeMs: expected {read}, got {b['timercheckBefore']['lastReadTimeMs']}")
     delivery_problems, delivery_summary = judge_deliveries(a, b, mqtool_end)
     record_problems, matched = judge_records(ours, a["records"])
-    problems += delivery_problems + record_problems
+    nothing_due_problems, nothing_due_summary = judge_nothing_due(store, tmp, b_root, geometry)
+    problems += delivery_problems + record_problems + nothing_due_problems
     wheel = sum(1 for r in ours if r["topic"] == WHEEL_TOPIC)
     first = " (recovered with the timer off first)" if crashed else ""
     line = (
         f"{store}{first}: mqtool wrote {len(ours)} records"
         f" ({len(ours) - wheel} deliveries, {wheel} roll re-puts),"
         f" {matched} equal to the broker's; then B's broker wrote {len(b['records']) - len(ours)},"
-        f" A's broker {len(a['records'])}; {delivery_summary}"
+        f" A's broker {len(a['records'])}; {delivery_summary}; {nothing_due_summary}"
     )
     return not problems, [line] + [f"  {p}" for p in problems]
+
+
+def judge_nothing_due(
+    store: str, tmp: Path, b_root: Path, geometry: tuple[int, int]
+) -> tuple[list[str], str]:
+    """(f) on copies of the store B's broker left, where nothing is due: mqtool's replay, then both runs."""
+    config = json.loads((check.DATA / store / "expect.json").read_text())["config"]
+    c_root, d_root = tmp / "C" / store, tmp / "D" / store
+    for root in (c_root, d_root):
+        shutil.copytree(b_root, root)
+    time.sleep(3)  # a few slots pass since B's broker stopped
+    start_phy = oracle("load", str(c_root), *map(str, geometry))["commitlog"]["maxPhyOffsetAfter"]
+    now = int(time.time()) * 1000
+    conf = str(c_root / "broker.conf")
+    replay = check.mqtool(
+        c_root, "delay", "replay", "--timer", "--execute", "--now", str(now), "--broker-config", conf
+    )
+    (check.OUT / f"timer-replay-{store}-nothing-due-mqtool.json").write_text(replay.stdout)
+    if replay.returncode != 0:
+        return [
+            f"(f) mqtool refused (exit {replay.returncode}): {replay.stderr.strip()[-200:]}"
+        ], "(f) refused"
+    doc = json.loads(replay.stdout)
+    problems = []
+    wrote = [d for d in doc["deliveries"] if d["action"] in ("deliver", "roll")]
+    if wrote:
+        problems.append(
+            f"(f) {len(wrote)} record(s) written with nothing due (slots {doc['readTimeStart']}..)"
+        )
+    c = oracle("timer-run", str(c_root), str(start_phy))
+    d = oracle("timer-run", str(d_root), str(start_phy))
+    for name, got in (("C", c), ("D", d)):
+        (check.OUT / f"timer-replay-{store}-nothing-due-{name}.json").write_text(json.dumps(got, indent=1))
+    precision = config["timerPrecisionMs"]
+    read = now // precision * precision
+    left = c["timercheckBefore"]["lastReadTimeMs"]
+    if left != read:
+        problems.append(f"(f) lastReadTimeMs after a replay with nothing due: expected {read}, got {left}")
+    cutoff = min(c["timercheck"]["lastReadTimeMs"], d["timercheck"]["lastReadTimeMs"])
+    got, want = deliveries(c["records"], cutoff), deliveries(d["records"], cutoff)
+    problems += [
+        f"(f) {k}: the broker delivered {got[k]} time(s) after mqtool's replay, {want[k]} without it"
+        for k in sorted(set(got) | set(want))
+        if got[k] != want[k]
+    ]
+    summary = (
+        f"nothing due: mqtool wrote {len(wrote)} records and moved the read time from "
+        f"{doc['readTimeFrom']} to {left}; then the broker delivered {sum(got.values())} (C) and "
+        f"{sum(want.values())} (D) messages due before {cutoff}"
+    )
+    return problems, summary
 
 
 def main(argv: list[str]) -> int:

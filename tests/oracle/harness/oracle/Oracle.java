@@ -10,6 +10,7 @@
  *   make-big DIR [MESSAGES [PRODUCERS [IPV6_PER_MILLE [TOPICS]]]]  a ~1.3 GB store (1.6 M messages by
  *                            default) through the real put path; PRODUCERS 0: a born host per message
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
+ *   queue-offsets STORE SLOTS NUM SPEC...  the real min/max/by-time answers of queues TOPIC/QID at times @T (QueueOffsets)
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  *   batchcq-store DIR [SEED] a 5.x store with BatchCQ topics (inner-batch records) and an ordinary one (BatchStore)
  *   batchcq-load STORE       on a copy: load and start with topics.json, print every BatchConsumeQueue (BatchStore)
@@ -111,6 +112,9 @@ public final class Oracle {
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "queue-offsets":
+                rc = QueueOffsets.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             default:
                 System.err.println("unknown command " + args[0]);

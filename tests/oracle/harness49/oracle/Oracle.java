@@ -3,6 +3,7 @@
  * Commands, as the 5.3.3 oracle's:
  *   recover STORE [SLOTS NUM]  run the real 4.9.8 recovery in place (load, start, clean shutdown)
  *   load STORE [SLOTS NUM]     open STORE with the real 4.9.8 DefaultMessageStore, recover, print one JSON object
+ *   queue-offsets STORE SLOTS NUM SPEC...  the real 4.9.8 min/max/by-time answers (QueueOffsets)
  *   dledger-store DIR [SEED]   a store of a 4.9.8 DLedger broker (DLedgerFixture49; DLedgerFixture's plain shape)
  *   dledger-read STORE         what the real 4.9.8 and DLedger classes read from a copy of STORE (DLedgerFixture49)
  */
@@ -26,6 +27,9 @@ public final class Oracle {
             case "load":
                 rc = Judge.onCopy(args[1], (root, shown) -> Load.judge(root, shown, extra));
                 break;
+            case "queue-offsets":
+                rc = QueueOffsets.run(args[1], extra);
+                break;
             case "dledger-store": {
                 long seed = 20261126L;
                 for (int i = 2; i < args.length; i++) {
@@ -45,7 +49,8 @@ public final class Oracle {
                 rc = DLedgerFixture49.read(args[1]);
                 break;
             default:
-                System.err.println("unknown command " + args[0] + " (the 4.9.8 oracle has load, recover, dledger-store, dledger-read)");
+                System.err.println("unknown command " + args[0]
+                    + " (the 4.9.8 oracle has load, recover, queue-offsets, dledger-store, dledger-read)");
                 rc = 2;
         }
         System.exit(rc);
