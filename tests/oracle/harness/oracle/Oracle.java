@@ -17,6 +17,8 @@
  *   rocksdb-v2-store DIR [SEED] a configManagerVersion=v2 store: topics, groups, offsets in config/rdb (RocksDBV2Fixture)
  *   rocksdb-v2-read STORE    what the real v2 config managers read from STORE (RocksDBV2Fixture)
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
+ *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
+ *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
  */
 package oracle;
 
@@ -82,6 +84,12 @@ public final class Oracle {
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "trace-bodies":
+                rc = TraceBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 200);
+                break;
+            case "trace-decode":
+                rc = TraceBodies.decodeFile(args[1]);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

@@ -3,6 +3,7 @@
  * Commands, as the 5.3.3 oracle's:
  *   recover STORE [SLOTS NUM]  run the real 4.9.8 recovery in place (load, start, clean shutdown)
  *   load STORE [SLOTS NUM]     open STORE with the real 4.9.8 DefaultMessageStore, recover, print one JSON object
+ *   trace-bodies SEED [COUNT], trace-decode FILE  the real 4.9.8 TraceDataEncoder (harness/oracle/TraceBodies)
  */
 package oracle;
 
@@ -20,6 +21,12 @@ public final class Oracle {
         switch (args[0]) {
             case "recover":
                 rc = Load.recover(args[1], extra);
+                break;
+            case "trace-bodies":
+                rc = TraceBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 200);
+                break;
+            case "trace-decode":
+                rc = TraceBodies.decodeFile(args[1]);
                 break;
             case "load":
                 rc = Judge.onCopy(args[1], (root, shown) -> Load.judge(root, shown, extra));
