@@ -81,6 +81,14 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh lmq-store build/oracle/store-lmq 20261126
 	find tests/data/store-lmq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-lmq && cp -r build/oracle/store-lmq/. tests/data/store-lmq/
+	tests/oracle/run.sh trace-bodies 20261127 150 > tests/data/trace-bodies-5.3.3.json
+	[ ! -f "$${MQTOOL_ORACLE_CACHE:-$$HOME/.cache/mqtool-oracle}/build/4.9.8/classpath" ] || \
+		ORACLE_VERSION=4.9.8 tests/oracle/run.sh trace-bodies 20261127 150 > tests/data/trace-bodies-4.9.8.json
+	rm -rf build/oracle/store-trace-a build/oracle/store-trace-b
+	tests/oracle/run.sh trace-store build/oracle/store-trace-a build/oracle/store-trace-b 20261127
+	for s in store-trace-a store-trace-b; do \
+		find tests/data/$$s -mindepth 1 ! -name README.md -delete 2>/dev/null || true; \
+		mkdir -p tests/data/$$s && cp -r build/oracle/$$s/. tests/data/$$s/; done
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

@@ -19,6 +19,7 @@
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
  *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
+ *   trace-store DIR_A DIR_B [SEED]  two broker stores with traced messages and their trace messages (TraceStore)
  */
 package oracle;
 
@@ -87,6 +88,9 @@ public final class Oracle {
                 break;
             case "trace-bodies":
                 rc = TraceBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 200);
+                break;
+            case "trace-store":
+                TraceStore.write(args[1], args[2], args.length > 3 ? Long.parseLong(args[3]) : 20261127L);
                 break;
             case "trace-decode":
                 rc = TraceBodies.decodeFile(args[1]);

@@ -5,6 +5,8 @@
  *   load:      ConsumerOffsetManager and MessageRequestModeManager (the three-argument constructor).
  *   pop-store: the POP processors, PopBufferMergeService, PopReviveService, the config managers, EscapeBridge
  *              and the broker's put hooks (HookUtils), wired by oracle.PopStore.
+ *   trace-store: ScheduleMessageService, the transactional message service and the netty settings its bridge
+ *              reads, the processors oracle.TraceStore sends to (recall, end transaction).
  * A getter whose part was not wired returns null; getBrokerOuterAPI and getTopicRouteInfoManager always do
  * (a lone master never escapes to another broker).
  */
@@ -57,6 +59,9 @@ public class BrokerController {
     public EscapeBridge escapeBridge;
     public ExecutorService pullMessageExecutor;
     public long shouldStartTime;
+    public org.apache.rocketmq.broker.schedule.ScheduleMessageService scheduleMessageService;
+    public org.apache.rocketmq.remoting.netty.NettyServerConfig nettyServerConfig;
+    public org.apache.rocketmq.broker.transaction.TransactionalMessageService transactionalMessageService;
 
     public BrokerController(BrokerConfig brokerConfig, MessageStoreConfig messageStoreConfig, MessageStore store) {
         this.brokerConfig = brokerConfig;
@@ -100,7 +105,32 @@ public class BrokerController {
     }
 
     public org.apache.rocketmq.broker.schedule.ScheduleMessageService getScheduleMessageService() {
-        return null;  // no delay-level message is put: HookUtils never reaches it
+        return scheduleMessageService;  // null unless wired (trace-store): HookUtils reaches it for delay levels
+    }
+
+    public org.apache.rocketmq.remoting.netty.NettyServerConfig getNettyServerConfig() {
+        return nettyServerConfig;
+    }
+
+    public org.apache.rocketmq.broker.transaction.TransactionalMessageService getTransactionalMessageService() {
+        return transactionalMessageService;
+    }
+
+    /** The transaction check's (AbstractTransactionalMessageCheckListener): never runs in the oracle. */
+    public org.apache.rocketmq.broker.client.ProducerManager getProducerManager() {
+        throw new UnsupportedOperationException("no producers in the oracle");
+    }
+
+    public org.apache.rocketmq.broker.client.net.Broker2Client getBroker2Client() {
+        throw new UnsupportedOperationException("no clients in the oracle");
+    }
+
+    public org.apache.rocketmq.remoting.RemotingServer getRemotingServer() {
+        throw new UnsupportedOperationException("no network in the oracle");
+    }
+
+    public long getMinBrokerIdInGroup() {
+        return brokerConfig.getBrokerId();  // a lone master
     }
 
     public BrokerOuterAPI getBrokerOuterAPI() {
