@@ -22,6 +22,7 @@ from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
+from mqtool.cli.trace import dump_trace, trace
 from mqtool.cli.txn import txn_app
 from mqtool.cli.verify import export, verify
 from mqtool.cli.write import rebuild, sample_app
@@ -53,6 +54,8 @@ app.add_typer(pop_app, name="pop")
 app.command()(verify)
 app.command()(export)
 app.command()(audit)
+app.command()(trace)
+dump_app.command("trace")(dump_trace)
 
 
 def _print_version(value: bool) -> None:
