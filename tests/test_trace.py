@@ -266,7 +266,8 @@ def test_spark_tasks_give_the_same_report(spark) -> None:
     query = TraceQuery([STORES["broker-a"], STORES["broker-b"]], msg_id=uniq, now=1)
     with spark_runner() as runner:
         on_spark = trace(query, runner).to_json()
-    local = trace(TraceQuery([STORES["broker-a"], STORES["broker-b"]], msg_id=uniq, now=1), inline_runner).to_json()
+    again = TraceQuery([STORES["broker-a"], STORES["broker-b"]], msg_id=uniq, now=1)
+    local = trace(again, inline_runner).to_json()
     for doc in (on_spark, local):
         for s in doc["stores"]:
             s["seconds"] = 0
