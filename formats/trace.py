@@ -37,6 +37,7 @@ decoding gives one context per record. The trace message's KEYS are every bean's
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -303,9 +304,26 @@ def _recall(f: _Fields) -> TraceContext:
     )
 
 
+def _java_utf8_replace(exc: UnicodeError) -> tuple[str, int]:
+    """The JDK's `new String(bytes, UTF_8)` replaces an ill-formed sequence with one U+FFFD per maximal
+    subpart, as Python does, except an encoded surrogate (ED A0..BF [80..BF]): Java reads it as a
+    well-formed 3-byte sequence, finds a surrogate and writes one U+FFFD for all of it (or for the 2 bytes
+    of a truncated one); Python, one per byte (checked on OpenJDK 17, tests/fuzz/trace_bodies.py)."""
+    assert isinstance(exc, UnicodeDecodeError)
+    data, start = exc.object, exc.start
+    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
+        third = start + 2 < len(data) and 0x80 <= data[start + 2] <= 0xBF
+        return "\ufffd", start + (3 if third else 2)
+    return "\ufffd", exc.end
+
+
+codecs.register_error("mqtool-java-utf8", _java_utf8_replace)
+
+
 def body_text(body: bytes) -> str:
-    """The body as the reader turns it into a String (`new String(body, UTF_8)`: bad bytes become U+FFFD)."""
-    return body.decode("utf-8", errors="replace")
+    """The body as the reader turns it into a String (`new String(body, UTF_8)`: ill-formed bytes become
+    U+FFFD as the JDK replaces them)."""
+    return body.decode("utf-8", errors="mqtool-java-utf8")
 
 
 def _record_starts(raw: bytes) -> list[int]:

@@ -109,7 +109,10 @@ def trace(
         path = write_html(report, html, s.ctx.zone)
         sys.stderr.write(f"mqtool: note: wrote {path}\n")
     if report.failed:
-        raise typer.Exit(1)
+        first = report.failed[0]
+        raise MqtoolError(
+            f"{len(report.failed)} of {len(report.stores)} stores could not be read (the others were): {first.error}"
+        )
 
 
 def _default_store() -> str:

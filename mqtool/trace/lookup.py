@@ -37,13 +37,9 @@ from mqtool.query.key import query_by_key
 from mqtool.query.msgid import query_by_id
 from mqtool.query.topics import UnknownTopicError
 from mqtool.trace.records import TraceRecordRow, store_label, trace_hits, trace_topics
-from mqtool.transactions.listing import list_transactions
-from store.broker.schedule import delay_levels, load_delay_progress
 from store.broker.transaction import CHECK_MAX_TIME_TOPIC, PROPERTY_PRODUCER_GROUP
-from store.pop.revive import PROPERTY_FIRST_POP_TIME, REVIVE_TOPIC_PREFIX, pop_state, revive_topics
+from store.pop.revive import PROPERTY_FIRST_POP_TIME, REVIVE_TOPIC_PREFIX
 from store.storedir import Store
-from store.timer.messages import timer_messages
-from store.timer.timerstore import TimerStore, message_deliver_ms
 
 PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"  # MessageConst.PROPERTY_RETRY_TOPIC
 PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"  # MessageConst.PROPERTY_ORIGIN_MESSAGE_ID
@@ -240,7 +236,8 @@ def resolve_ids(
 
 
 class _Lazy:
-    """Store-wide facts read at most once per lookup, and only when a record needs them."""
+    """Store-wide facts read at most once per lookup, and only when a record needs them (their modules too:
+    a lookup that meets no delay, timer, transaction or POP record does not import them)."""
 
     def __init__(self, store: Store, now: int) -> None:
         self.store, self.now = store, now
@@ -251,6 +248,9 @@ class _Lazy:
 
     def timer_state(self, phy: int) -> str | None:
         if self._timer is None:
+            from store.timer.messages import timer_messages
+            from store.timer.timerstore import TimerStore
+
             rows = timer_messages(self.store, TimerStore.open(self.store), now=self.now)
             self._timer = {r.phy_offset: r for r in rows}
         row = self._timer.get(phy)
@@ -258,11 +258,15 @@ class _Lazy:
 
     def transaction(self, msg: Message):
         if self._txn is None:
+            from mqtool.transactions.listing import list_transactions
+
             self._txn = list_transactions(self.store, now=self.now)
         return self._txn.find(msg.queue_offset, msg.queue_id)
 
     def popped(self, topic: str, queue_id: int, queue_offset: int) -> list[dict[str, Any]]:
         if self._pop is None:
+            from store.pop.revive import pop_state, revive_topics
+
             self._pop = pop_state(self.store, now=self.now).messages if revive_topics(self.store) else []
         return [
             p.to_json()
@@ -272,6 +276,8 @@ class _Lazy:
 
     def delay(self):
         if self._delay is None:
+            from store.broker.schedule import delay_levels, load_delay_progress
+
             self._delay = (delay_levels(self.store), load_delay_progress(self.store))
         return self._delay
 
@@ -328,6 +334,8 @@ def _facts(rec: StoreRecord, msg: Message, lazy: _Lazy, committed) -> StoreRecor
             rec.state = "delivered" if done is not None and done > msg.queue_offset else "pending"
         elif rec.role in ("timer", "recall"):
             rec.state = lazy.timer_state(msg.physical_offset)
+            from store.timer.timerstore import message_deliver_ms
+
             rec.deliver_timestamp = message_deliver_ms(msg)
         elif rec.role == "half":
             txn = lazy.transaction(msg)

@@ -27,7 +27,6 @@ from formats.trace import (
 )
 from mqtool.query.key import query_by_key
 from mqtool.query.topics import known_topics
-from store.broker.messagerebuild import read_message_or_none
 from store.storedir import Store
 
 
@@ -78,6 +77,16 @@ class TraceRecordRow:
         if self.error is not None:
             doc["error"] = self.error
         return doc
+
+
+def _message_at(store: Store, phy: int, size: int) -> Message | None:
+    """The message a ConsumeQueue unit points at, or None where the broker finds none."""
+    if phy < store.commitlog.min_offset:
+        return None
+    try:
+        return store.commitlog.read_message_at(phy, size)
+    except MqtoolError:
+        return None
 
 
 def store_label(store: Store) -> str:
@@ -138,7 +147,7 @@ def trace_rows(
     for trace_topic in trace_topics(store, extra_topics):
         for queue_id in store.consume_queues.queue_ids(trace_topic):
             for _q, phy, size, _tags in store.consume_queue(trace_topic, queue_id).units().tolist():
-                msg = read_message_or_none(store, phy, size)
+                msg = _message_at(store, phy, size)
                 if msg is None:
                     continue
                 for r in message_rows(store, msg, trace_topic, version=version, label=label):

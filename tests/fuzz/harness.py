@@ -53,6 +53,7 @@ from .corrupt import (
     POP_KINDS,
     ROCKSDB_KIND,
     TIMER_KINDS,
+    TRACE_KINDS,
     Corruption,
     StoreLayout,
     apply_op,
@@ -76,7 +77,7 @@ SAMPLES: dict[str, list[str]] = {
 }  # fmt: skip
 GOLDEN_STORES = (
     "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb",
-    "store-rocksdb-v2", "store-pop",
+    "store-rocksdb-v2", "store-pop", "store-trace-b",
 )  # fmt: skip
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown")
@@ -184,9 +185,10 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, TRACE = KINDS
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 POP_READERS = frozenset(POP_KINDS)  # the revive topic's records and the revive group's offsets
+TRACE_READERS = frozenset(TRACE_KINDS)  # the trace topic's records
 
 
 @dataclass(frozen=True)
@@ -297,6 +299,12 @@ COMMANDS: tuple[Command, ...] = (
         lambda t, k, f: ["delay", "stats", "--now", str(t.end)],
     ),
     Command("txn list", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["txn", "list", "--now", str(t.end)]),
+    Command("dump trace", frozenset({CL, CQ, CFG, LAY, TRACE}), lambda t, k, f: ["dump", "trace"]),
+    Command(
+        "trace",
+        frozenset({CL, CQ, IX, CFG, LAY, POP, TRACE, *TIMER}),
+        lambda t, k, f: ["trace", t.uniq, "--workers", "1", "--now", str(t.end)],
+    ),
     Command("verify", ALL, lambda t, k, f: ["verify"]),
     Command("rebuild (dry run)", frozenset({CL, CQ, IX, CP, LAY}), lambda t, k, f: ["rebuild", "all"]),
     Command(
@@ -1035,6 +1043,8 @@ def kind_applies(base: Base, kind: str) -> bool:
     base."""
     if kind in POP_READERS:
         return base.name == "store-pop"
+    if kind in TRACE_READERS:
+        return base.name.startswith("store-trace")
     rocksdb = bool(rocksdb_dirs(base.layout))
     if kind in (ROCKSDB_KIND, CQ):
         return rocksdb == (kind == ROCKSDB_KIND)

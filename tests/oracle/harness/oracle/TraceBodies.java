@@ -10,8 +10,8 @@
  *   body decoded by the real TraceDataEncoder.decoderFromTraceDataString(new String(body, UTF_8)), read back
  *   through the getters; plus hand-written bodies (old and future field counts, unknown types, numbers the
  *   parsers refuse, booleans in other cases). Prints one JSON object.
- *   trace-decode FILE: FILE holds one base64 body per line; prints, for each, what the real decoder returns
- *   (or the exception it throws).
+ *   trace-decode FILE: FILE holds one base64 body per line (an empty line is the empty body); prints, for each,
+ *   what the real decoder returns (or the exception it throws).
  * Compiles against both versions: the enums are read through values() (4.9.8 has no Recall, no Order_Msg).
  */
 package oracle;
@@ -298,9 +298,7 @@ public final class TraceBodies {
     public static int decodeFile(String file) throws Exception {
         List<Object> out = new ArrayList<>();
         for (String line : Files.readAllLines(Path.of(file), StandardCharsets.US_ASCII)) {
-            if (!line.isEmpty()) {
-                out.add(decode(Base64.getDecoder().decode(line.trim())));
-            }
+            out.add(decode(Base64.getDecoder().decode(line.trim())));  // an empty line: the empty body
         }
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("rocketmq", version());
