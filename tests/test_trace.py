@@ -272,3 +272,23 @@ def test_spark_tasks_give_the_same_report(spark) -> None:
         for s in doc["stores"]:
             s["seconds"] = 0
     assert on_spark == local and len(on_spark["messages"][0]["events"]) == 15
+    # query key --spark: the same per-store answers
+    from mqtool.trace.keys import query_key_stores
+
+    both = [STORES["broker-a"], STORES["broker-b"]]
+    with spark_runner() as runner:
+        keyed = query_key_stores(both, "TraceTopic", "order-2", begin=0, end=2**63 - 1, runner=runner)
+    assert [[m.uniq_key for m in r.messages] for r in keyed] == [[], [uniq]]
+
+
+def test_query_key_over_several_stores() -> None:
+    both = ["-s", str(STORES["broker-a"]), "-s", str(STORES["broker-b"])]
+    proc = run_mqtool("query", "key", "TraceTopic", "order-2", *both, "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    docs = json.loads(proc.stdout)
+    assert [(d["store"], d["uniqKey"]) for d in docs] == [
+        (LABELS["broker-b"], HISTORY["retried-to-dlq"]["uniqKey"])
+    ]
+    assert docs[0]["consumedBy"] == {"GID_notrace": True, "GID_ok": True, "GID_retry": True}
+    refused = run_mqtool("query", "key", "TraceTopic", "order-2", *both, "--scan")
+    assert refused.returncode == 1 and "read one store" in refused.stderr

@@ -109,9 +109,9 @@ def trace(
         path = write_html(report, html, s.ctx.zone)
         sys.stderr.write(f"mqtool: note: wrote {path}\n")
     if report.failed:
-        first = report.failed[0]
+        count, first = len(report.failed), report.failed[0]
         raise MqtoolError(
-            f"{len(report.failed)} of {len(report.stores)} stores could not be read (the others were): {first.error}"
+            f"{count} of {len(report.stores)} stores could not be read (the others were): {first.error}"
         )
 
 

@@ -120,3 +120,40 @@ def render_records(rows: Iterable[TraceRecordRow], ctx: RenderContext) -> int:
     return emit_rows(
         (r.to_json() for r in rows), _RECORD_COLUMNS, ctx, title=None if ctx.machine else "Trace records"
     )
+
+
+_KEY_COLUMNS = [
+    Column("store", max_width=30),
+    Column("physicalOffset", "phyOffset", "int"),
+    Column("topic", max_width=32),
+    Column("queueId", "queue", "int"),
+    Column("queueOffset", "queueOffset", "int"),
+    Column("storeTimestamp", "storeTime", "time"),
+    Column("keys", max_width=30),
+    Column("uniqKey"),
+    Column("tags", max_width=20),
+    Column("consumed", "consumed", max_width=40),
+]
+
+
+def render_key_results(results, ctx: RenderContext, *, body_limit: int | None, title: str) -> list[str]:
+    """`query key` over several stores: one table (or document list) of every store's messages, notes per
+    store; returns the errors of the stores that could not be read."""
+    from mqtool.trace.keys import documents
+
+    docs = documents(results, body_limit)
+    if not ctx.machine:
+        short = _short([r.store for r in results])
+        for d in docs:
+            d["store"] = short.get(d["store"], d["store"])
+            d["consumed"] = " ".join(f"{g}:{'yes' if c else 'no'}" for g, c in d["consumedBy"].items())
+    emit_rows(docs, _KEY_COLUMNS, ctx, title=None if ctx.machine else title)
+    failed = []
+    for r in results:
+        for n in r.notes:
+            _note(f"{r.store}: {n}")
+        if r.error:
+            failed.append(f"{r.store}: {r.error}")
+    if not docs:
+        _note("no message found")
+    return failed

@@ -109,21 +109,22 @@ def run_lookup(task: Lookup) -> StoreFindings:
     return found
 
 
-Runner = Callable[[list[Lookup]], list[StoreFindings]]
+# runner(fn, tasks) -> [fn(task) for task in tasks], wherever it runs them (in order)
+Runner = Callable[[Callable[[Any], Any], list[Any]], list[Any]]
 
 
-def inline_runner(tasks: list[Lookup]) -> list[StoreFindings]:
-    return [run_lookup(t) for t in tasks]
+def inline_runner(fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
+    return [fn(t) for t in tasks]
 
 
 def process_runner(workers: int) -> Runner:
     """Tasks in `workers` forked processes (forked: they start with this interpreter's modules loaded)."""
 
-    def run(tasks: list[Lookup]) -> list[StoreFindings]:
+    def run(fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
         if len(tasks) <= 1 or workers <= 1:
-            return inline_runner(tasks)
+            return inline_runner(fn, tasks)
         with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=get_context("fork")) as pool:
-            return list(pool.map(run_lookup, tasks, chunksize=max(1, len(tasks) // (workers * 2))))
+            return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // (workers * 2))))
 
     return run
 
@@ -170,7 +171,7 @@ def trace(query: TraceQuery, runner: Runner | None = None) -> TraceReport:
         Lookup(str(loc), msg_id=msg_id, key=query.key, topic=query.topic, broker_config=config, **common)
         for loc in locations
     ]
-    findings = run(first)
+    findings = run(run_lookup, first)
     ids = list(dict.fromkeys(i for f in findings for i in f.ids))
     second = []
     for task, f in zip(first, findings, strict=True):
@@ -178,7 +179,7 @@ def trace(query: TraceQuery, runner: Runner | None = None) -> TraceReport:
         if f.error is None and missing:
             second.append((f, Lookup(task.location, ids=tuple(missing), broker_config=config, **common)))
     if second:
-        for (f, _task), more in zip(second, run([t for _, t in second]), strict=True):
+        for (f, _task), more in zip(second, run(run_lookup, [t for _, t in second]), strict=True):
             _merge(f, more)
     query.stats = {
         "stores": len(locations),

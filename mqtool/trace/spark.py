@@ -1,17 +1,19 @@
-"""`mqtool trace --spark`: the per-store lookups as Spark tasks, one task per store, for fleets whose stores
-one machine cannot hold. The session is the audit's (`mqtool.audit.spark.start_session`: reuse the active
-one, take spark-submit's, or start one on `--master`); a task opens its store by path or URL as the audit's
-executors do (`store.io.remote`: the small files fetched, the commitlog read by ranged reads) and returns
-the store's findings (`mqtool.trace.fleet.run_lookup`), which the driver joins as without Spark.
+"""`mqtool trace --spark` and `mqtool query key --spark`: the per-store lookups as Spark tasks, one task per
+store, for fleets whose stores one machine cannot hold. The session is the audit's
+(`mqtool.audit.spark.start_session`: reuse the active one, take spark-submit's, or start one on `--master`);
+a task opens its store by path or URL as the audit's executors do (`store.io.remote`: the small files
+fetched, the commitlog read by ranged reads) and returns what one store answers
+(`mqtool.trace.fleet.run_lookup`, `mqtool.trace.keys.run_key_lookup`), which the driver joins as without
+Spark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from mqtool.trace.fleet import Lookup, Runner, run_lookup
-from mqtool.trace.lookup import StoreFindings
+from mqtool.trace.fleet import Runner
 
 
 @contextmanager
@@ -20,7 +22,7 @@ def spark_runner(master: str = "local[*]", app_name: str = "mqtool trace") -> It
     started here)."""
     state: dict = {}
 
-    def run(tasks: list[Lookup]) -> list[StoreFindings]:
+    def run(fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
         if not tasks:
             return []
         if "session" not in state:
@@ -28,7 +30,7 @@ def spark_runner(master: str = "local[*]", app_name: str = "mqtool trace") -> It
 
             state["session"], state["started"] = start_session(master, app_name=app_name)
         sc = state["session"].sparkContext
-        return sc.parallelize(tasks, len(tasks)).map(run_lookup).collect()
+        return sc.parallelize(tasks, len(tasks)).map(fn).collect()
 
     try:
         yield run
