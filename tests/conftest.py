@@ -9,9 +9,9 @@ from mqtool.cli.options import GLOBALS
 
 @pytest.fixture(autouse=True)
 def _fresh_cli_globals():
-    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = None
+    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = GLOBALS.broker_config = None
     yield
-    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = None
+    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = GLOBALS.broker_config = None
 
 
 @pytest.fixture(scope="session")

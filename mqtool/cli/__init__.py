@@ -19,7 +19,7 @@ from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.offsets import offsets_app
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
 from mqtool.cli.trace import dump_trace, trace
@@ -72,12 +72,13 @@ def _main(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    broker_config: BrokerConfigOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
     ] = False,
 ) -> None:
-    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz = store, fmt, tz
+    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.broker_config = store, fmt, tz, broker_config
 
 
 def main() -> None:

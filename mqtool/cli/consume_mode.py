@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 consume_mode_app = new_app("Consume mode per topic/group (PULL or POP), as mqadmin setConsumeMode sets it.")
 
@@ -26,6 +26,7 @@ def show(
     group: Annotated[str | None, typer.Option("--group", "-g", help="Only this consumer group.")] = None,
     topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")] = None,
     broker_version: BrokerVersionOpt = None,
+    broker_config: BrokerConfigOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -38,7 +39,7 @@ def show(
     from mqtool import consume_mode
 
     s = session(store, fmt, tz)
-    with s.open_store() as st:
+    with s.open_store(broker_config) as st:
         modes = consume_mode.consume_modes(st, group, topic, broker_version=broker_version)
         from mqtool.cli import consume_mode_render
 
@@ -65,6 +66,7 @@ def set_mode(
         bool, typer.Option("--allow-new-group", help="Accept a group that is not in subscriptionGroup.json.")
     ] = False,
     broker_version: BrokerVersionOpt = None,
+    broker_config: BrokerConfigOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -75,7 +77,7 @@ def set_mode(
     from mqtool import consume_mode
 
     s = session(store, fmt, tz)
-    with s.open_store() as st:
+    with s.open_store(broker_config) as st:
         change = consume_mode.set_consume_mode(
             st,
             topic,

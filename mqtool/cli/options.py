@@ -6,6 +6,7 @@ same everywhere and are documented once. Global options given before the command
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -60,6 +61,7 @@ class Globals:
     store: Path | str | None = None
     fmt: str | None = None
     tz: str | None = None
+    broker_config: Path | None = None
 
 
 GLOBALS = Globals()
@@ -82,10 +84,18 @@ class Session:
         from store.config.brokerconf import load_broker_config
         from store.storedir import Store
 
+        broker_config = broker_config or GLOBALS.broker_config
         config = load_broker_config(broker_config) if broker_config else None
         if url_ok:
-            return Store.open_location(self.store_path, config)
-        return Store.open(self.store_path, config)
+            store = Store.open_location(self.store_path, config)
+        else:
+            store = Store.open(self.store_path, config)
+        for part in store.layout.kind.unsupported_reads():
+            sys.stderr.write(
+                f"mqtool: warning: this store has a {part.name} ({part.evidence}), which mqtool does not "
+                f"read exactly: {part.note}\n"
+            )
+        return store
 
 
 def session(store: Path | str | None, fmt: str | None, tz: str | None) -> Session:

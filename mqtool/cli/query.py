@@ -168,7 +168,12 @@ def _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_lim
     s = session(None, fmt, tz)
     t_begin, t_end = _times(s.ctx, begin, end)
     locations = stores or [GLOBALS.store or _default_store()]
-    kw = {"begin": t_begin or 0, "end": LONG_MAX if t_end is None else t_end, "max_num": max_num}
+    kw = {
+        "begin": t_begin or 0,
+        "end": LONG_MAX if t_end is None else t_end,
+        "max_num": max_num,
+        "broker_config": GLOBALS.broker_config,
+    }
     if spark:
         from mqtool.trace.spark import spark_runner
 

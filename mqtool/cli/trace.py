@@ -94,7 +94,7 @@ def trace(
         topic=topic,
         now=resolve_now(now, s.ctx.zone),
         extra_topics=tuple(trace_topic or ()),
-        broker_config=broker_config,
+        broker_config=broker_config or GLOBALS.broker_config,
         workers=workers,
     )
     if spark:

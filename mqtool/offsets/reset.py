@@ -30,6 +30,7 @@ from mqtool.offsets.plan import (
 )
 from mqtool.offsets.plan_file import read_plan_file
 from mqtool.offsets.progress import is_system_group, store_time_of
+from mqtool.safety import refuse_unsupported_layout
 from store.config.configfile import LoadedConfig
 from store.queue.consumequeue import StoreTimeOf
 from store.queue.lmq import is_lmq
@@ -112,6 +113,7 @@ def plan_reset(
     consumequeue/ -> epoch ms, like store-49a's `cqFileLastModified`) replaces the files' own mtimes in
     the 4.9.x time search. Read-only.
     """
+    refuse_unsupported_layout(store, "config")
     catalog = StoreCatalog.load(store)
     version = store.layout.broker_version(broker_version)
     plan = ResetPlan([], target, version)
@@ -297,6 +299,7 @@ def plan_from_file(
     store_time: StoreTimeOf | None = None,
 ) -> ResetPlan:
     """A plan from a CSV plan file (see `read_plan_file`), validated against the store as `plan_reset`."""
+    refuse_unsupported_layout(store, "config")
     wanted = read_plan_file(path, default_group)
     catalog = StoreCatalog.load(store)
     version = store.layout.broker_version(broker_version)

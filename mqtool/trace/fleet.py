@@ -78,6 +78,14 @@ class Lookup:
     broker_config: str | None = None
 
 
+def layout_notes(store) -> list[str]:
+    """The parts of the store's layout mqtool does not read exactly (as every command warns of them)."""
+    return [
+        f"this store has a {p.name} ({p.evidence}), which mqtool does not read exactly: {p.note}"
+        for p in store.layout.kind.unsupported_reads()
+    ]
+
+
 def run_lookup(task: Lookup) -> StoreFindings:
     """Open the store and look the query up; a store that cannot be read gives findings with its error."""
     from store.config.brokerconf import load_broker_config
@@ -98,6 +106,7 @@ def run_lookup(task: Lookup) -> StoreFindings:
                 extra_topics=task.extra_topics,
             )
             found.store = label
+            found.notes += layout_notes(store)
             for r in found.records:
                 r.store = label
             for t in found.traces:

@@ -13,7 +13,7 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from formats.message.commitlog import Message
-from mqtool.trace.fleet import Runner, expand_locations, label_of, process_runner
+from mqtool.trace.fleet import Runner, expand_locations, label_of, layout_notes, process_runner
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ def run_key_lookup(task: KeyLookup) -> StoreKeyResult:
     try:
         config = load_broker_config(Path(task.broker_config)) if task.broker_config else None
         with Store.open_location(task.location, config) as store:
+            out.notes += layout_notes(store)
             try:
                 result = query_by_key(
                     store, task.topic, task.key, begin=task.begin, end=task.end, max_num=task.max_num
