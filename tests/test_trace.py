@@ -292,3 +292,67 @@ def test_query_key_over_several_stores() -> None:
     assert docs[0]["consumedBy"] == {"GID_notrace": True, "GID_ok": True, "GID_retry": True}
     refused = run_mqtool("query", "key", "TraceTopic", "order-2", *both, "--scan")
     assert refused.returncode == 1 and "read one store" in refused.stderr
+
+
+# --- the audit's trace section -----------------------------------------------------------------------------
+
+
+def _true_trace_counts() -> dict[tuple[str, str, str], tuple[int, int, list[int]]]:
+    """(store, type, group) -> (records, failed, costs) from what the real decoder read (expect.json)."""
+    out: dict[tuple[str, str, str], tuple[int, int, list[int]]] = {}
+    for t in EXPECT["traceMessages"]:
+        for c in t["decoded"]:
+            key = (t["broker"], c["traceType"], c["groupName"])
+            records, failed, costs = out.get(key, (0, 0, []))
+            has_cost = c["traceType"] in ("Pub", "SubAfter")
+            out[key] = (
+                records + 1,
+                failed + (has_cost and not c["success"]),
+                costs + [c["costTime"]] * has_cost,
+            )
+    return out
+
+
+def test_audit_trace_rows_count_records_failures_and_cost_percentiles() -> None:
+    import numpy as np
+
+    from mqtool.audit.trace_stats import trace_rows
+
+    stores = [(name, Store.open(path)) for name, path in STORES.items()]
+    rows, notes = trace_rows(stores)
+    assert notes == []
+    got: dict[tuple[str, str, str], list[dict]] = {}
+    for r in rows:
+        got.setdefault((r["store"], r["traceType"], r["group"]), []).append(r)
+    truth = _true_trace_counts()
+    assert set(got) == set(truth)
+    for key, (records, failed, costs) in truth.items():
+        assert sum(r["records"] for r in got[key]) == records, key
+        assert sum(r["failed"] for r in got[key]) == failed, key
+        if len(got[key]) == 1 and costs:
+            r = got[key][0]
+            assert [r["costP50"], r["costP90"], r["costP99"], r["costMax"]] == [
+                *np.percentile(costs, [50, 90, 99], method="inverted_cdf").astype(int).tolist(),
+                max(costs),
+            ]
+    # consume records take the topic of their msgId's Pub record on the other broker; the untraced
+    # producer's message has none anywhere
+    untraced = HISTORY["untraced-producer"]["uniqKey"]
+    unknown = sum(r["records"] for r in rows if r["topic"] is None)
+    assert unknown == len([x for x in _true_traces(untraced)])
+
+
+def test_the_audit_has_the_trace_section(spark, tmp_path) -> None:
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
+    from mqtool.audit.trace_stats import trace_rows
+
+    out = tmp_path / "audit"
+    stores = [str(STORES["broker-a"]), str(STORES["broker-b"])]
+    doc = run_audit(AuditOptions(stores=stores, output=out, checks=False), spark=spark).document
+    expected, _ = trace_rows([(s, Store.open(s)) for s in stores])
+    assert doc["trace"] == expected and expected
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out / "trace.parquet").num_rows == len(expected)
+    assert "Message trace" in (out / "report.html").read_text()
