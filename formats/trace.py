@@ -32,7 +32,8 @@ contextCode 0, timeStamp the decoding time, requestId a new unique id, storeHost
 and its SubAfter encoder on the cloud channel ends the record without U+0002 (the next record runs on).
 A SubBefore/SubAfter context holds one bean per consumed message and is written as one record per bean;
 decoding gives one context per record. The trace message's KEYS are every bean's msgId and keys
-(`TraceTransferBean.transKey`, `trace_keys`), so the index finds trace records by the traced message's id.
+(`TraceTransferBean.transKey`, `trace_message_keys`), so the index finds trace records by the traced message's
+id.
 """
 
 from __future__ import annotations
@@ -506,21 +507,6 @@ def encode_body(contexts: list[TraceContext], *, cloud: bool = False, version: s
     in UTF-8 (lone surrogates as '?', as `String.getBytes(UTF_8)` writes them)."""
     text = "".join(encode_context(c, cloud=cloud, version=version) for c in contexts)
     return text.encode("utf-8", errors="replace")
-
-
-def trace_keys(contexts: list[TraceContext]) -> list[str]:
-    """`TraceTransferBean.transKey` of each context, merged in order without repeats: every bean's msgId and
-    each of its space-separated keys (`keys.split(" ")`, Java's regex split: empty strings between separators
-    stay, trailing ones go). The trace message's KEYS joins them with a space in HashSet order
-    (`formats.javahash.java_hashmap_order`)."""
-    out: dict[str, None] = {}
-    for ctx in contexts:
-        for b in ctx.trace_beans:
-            out[_java_text(b.msg_id)] = None
-            if b.keys:
-                for key in java_split(b.keys, KEY_SEPARATOR):
-                    out[key] = None
-    return list(out)
 
 
 def trace_message_keys(contexts: list[TraceContext]) -> str:
