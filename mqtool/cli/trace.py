@@ -11,7 +11,7 @@ import typer
 
 from formats.errors import MqtoolError
 from mqtool.cli.delay import NowOpt, resolve_now
-from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, StoreLocation, StoreOpt, TzOpt, session
+from mqtool.cli.options import GLOBALS, FormatOpt, StoreLocation, StoreOpt, TzOpt, session
 
 TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
 
@@ -68,7 +68,6 @@ def trace(
     master: Annotated[
         str, typer.Option("--master", help="With --spark: the Spark master URL (as for the audit).")
     ] = "local[*]",
-    broker_config: BrokerConfigOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
 ) -> None:
@@ -94,7 +93,7 @@ def trace(
         topic=topic,
         now=resolve_now(now, s.ctx.zone),
         extra_topics=tuple(trace_topic or ()),
-        broker_config=broker_config or GLOBALS.broker_config,
+        broker_config=GLOBALS.broker_config,  # the global --broker-config, as for query
         workers=workers,
     )
     if spark:
