@@ -86,7 +86,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
             emit_table(
                 queues,
                 [
-                    Column("topic", max_width=60),
+                    Column("topic", kind="name", max_width=60),
                     Column("queueId", "queue", "int"),
                     Column("minOffset", "min", "int"),
                     Column("maxOffset", "max", "int"),
@@ -95,7 +95,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 ]
                 if any("error" in q for q in queues)
                 else [
-                    Column("topic", max_width=60),
+                    Column("topic", kind="name", max_width=60),
                     Column("queueId", "queue", "int"),
                     Column("minOffset", "min", "int"),
                     Column("maxOffset", "max", "int"),
@@ -125,7 +125,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
             emit_table(
                 configs,
                 [
-                    Column("file"),
+                    Column("file", kind="name"),
                     Column("size", kind="int"),
                     Column("bak"),
                     Column("loadedFrom"),
@@ -159,7 +159,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
 
 
 INDEX_HEADER_COLUMNS = [
-    Column("file"),
+    Column("file", kind="token", priority=0),
     Column("beginTimestamp", "begin", "time"),
     Column("endTimestamp", "end", "time"),
     Column("beginPhyOffset", "beginPhyOffset", "int"),
@@ -177,7 +177,7 @@ def render_batch_queues(rows: Any, ctx: RenderContext) -> None:
         emit_fields([("batch queues", rows["error"], "text")], ctx)
         return
     columns = [
-        Column("topic", max_width=60),
+        Column("topic", kind="name", max_width=60),
         Column("queueId", "queue", "int"),
         Column("minOffset", "min", "int"),
         Column("maxOffset", "max", "int"),

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import FormatOpt, StoreLocation, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import FormatOpt, RecordOpt, StoreLocation, StoreOpt, TzOpt, WideOpt, new_app, session
 
 query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
 
@@ -101,7 +101,7 @@ def query_key(
     ] = None,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
-    stores: Annotated[
+    store: Annotated[
         list[str] | None,
         typer.Option(
             "--store",
@@ -120,6 +120,8 @@ def query_key(
     ] = "local[*]",
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Messages with this key, from the index files (newest first, as the broker walks them), each
     confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
@@ -130,11 +132,11 @@ def query_key(
     from mqtool.query.key import query_by_key
     from mqtool.render import progress
 
-    if spark or (stores and len(stores) > 1):
-        _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, stores, spark,
-                          master, fmt, tz)  # fmt: skip
+    if spark or (store and len(store) > 1):
+        _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, store, spark,
+                          master, fmt, tz, wide, record)  # fmt: skip
         return
-    s = session(stores[0] if stores else None, fmt, tz)
+    s = session(store[0] if store else None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
         with progress(None, "scanning the commitlog") as advance:
@@ -153,7 +155,7 @@ def query_key(
 
 
 def _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, stores, spark,
-                      master, fmt, tz) -> None:  # fmt: skip
+                      master, fmt, tz, wide, record) -> None:  # fmt: skip
     """`query key` over several stores, or with --spark (mqtool.trace.keys)."""
     from formats.errors import MqtoolError
     from formats.indexfile import LONG_MAX
@@ -165,7 +167,7 @@ def _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_lim
         raise MqtoolError(
             "--scan, --scan-from and --export read one store: give one --store, without --spark"
         )
-    s = session(None, fmt, tz)
+    s = session(None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     locations = stores or [GLOBALS.store or _default_store()]
     kw = {
@@ -216,6 +218,8 @@ def query_id(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """The message an offsetMsgId names (store host + physical offset; a host that is not this store's
     is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
@@ -223,7 +227,7 @@ def query_id(
     from mqtool.query.msgid import query_by_id
     from mqtool.render import progress
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
@@ -243,12 +247,14 @@ def query_offset(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
     offsets outside [minOffset, maxOffset) are explained."""
     from mqtool.query.queue import query_by_queue_offset
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
@@ -279,12 +285,14 @@ def query_time(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Messages of a topic stored between two times, oldest first, read through the ConsumeQueue
     (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max."""
     from mqtool.query.queue import query_by_time
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
         result = query_by_time(

@@ -11,7 +11,7 @@ import typer
 
 from formats.errors import MqtoolError
 from mqtool.cli.delay import NowOpt, resolve_now
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreLocation, StoreOpt, TzOpt, session
+from mqtool.cli.options import GLOBALS, FormatOpt, RecordOpt, StoreLocation, StoreOpt, TzOpt, WideOpt, session
 
 TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
 
@@ -40,7 +40,7 @@ def trace(
         str | None, typer.Option("--key", "-k", help="Instead of an id: a key of the message (with --topic).")
     ] = None,
     topic: Annotated[str | None, typer.Option("--topic", "-t", help="The topic of --key.")] = None,
-    stores: Annotated[
+    store: Annotated[
         list[str] | None,
         typer.Option(
             "--store",
@@ -70,6 +70,8 @@ def trace(
     ] = "local[*]",
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """One message's whole history across broker stores, in time order: its trace records (Pub with
     producer group, client host and cost; SubBefore/SubAfter per consumer group with cost and success;
@@ -83,11 +85,10 @@ def trace(
     from mqtool.trace.fleet import TraceQuery
     from mqtool.trace.fleet import trace as run_trace
 
-    s = session(None, fmt, tz)
-    if not stores:
-        stores = [GLOBALS.store] if GLOBALS.store is not None else [_default_store()]
+    s = session(None, fmt, tz, wide, record, csv=False)  # a timeline, a groups table, the stores read
+    stores = list(store) if store else [GLOBALS.store if GLOBALS.store is not None else _default_store()]
     query = TraceQuery(
-        list(stores),
+        stores,
         msg_id=msg_id,
         key=key,
         topic=topic,
@@ -156,6 +157,8 @@ def dump_trace(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Every message trace record of the store's trace topics (RMQ_SYS_TRACE_TOPIC, rmq_sys_TRACE_DATA_*,
     --trace-topic), decoded as the client's TraceDataEncoder reads it: type, time, group, topic, msgId,
@@ -165,7 +168,7 @@ def dump_trace(
     from mqtool.timeparse import parse_time
     from mqtool.trace.records import trace_rows
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     t_begin = parse_time(begin, s.ctx.zone) if begin is not None else None
     t_end = parse_time(end, s.ctx.zone) if end is not None else None
     if t_begin is not None and t_end is not None and t_begin > t_end:
