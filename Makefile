@@ -90,6 +90,14 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh subscriptions build/oracle/subscriptions > tests/data/subscriptions/expect.json
 	cp build/oracle/subscriptions/config/subscriptionGroup.json build/oracle/subscriptions/config/subscriptionGroup.json.bak \
 	   build/oracle/subscriptions/config/consumerFilter.json tests/data/subscriptions/config/
+	tests/oracle/run.sh trace-bodies 20261127 150 > tests/data/trace-bodies-5.3.3.json
+	[ ! -f "$${MQTOOL_ORACLE_CACHE:-$$HOME/.cache/mqtool-oracle}/build/4.9.8/classpath" ] || \
+		ORACLE_VERSION=4.9.8 tests/oracle/run.sh trace-bodies 20261127 150 > tests/data/trace-bodies-4.9.8.json
+	rm -rf build/oracle/store-trace-a build/oracle/store-trace-b
+	tests/oracle/run.sh trace-store build/oracle/store-trace-a build/oracle/store-trace-b 20261127
+	for s in store-trace-a store-trace-b; do \
+		find tests/data/$$s -mindepth 1 ! -name README.md -delete 2>/dev/null || true; \
+		mkdir -p tests/data/$$s && cp -r build/oracle/$$s/. tests/data/$$s/; done
 
 # The DLedger fixtures (tests/oracle/DLEDGER.md): store-dledger, -mixed, -multipath, -crash (5.3.3) and
 # store-dledger-49 (4.9.8), each packed as tests/data/<name>/store.tar.gz with expect.json and write.json.

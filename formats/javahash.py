@@ -37,14 +37,17 @@ def tags_code(tags: str | None) -> int:
     return java_string_hash(tags) if tags else 0
 
 
-def _hashmap_spread(key: str) -> int:
-    """`HashMap.hash(key)`: the String hash with its high half folded in, as an unsigned int."""
+def _hashmap_spread(key: str | None) -> int:
+    """`HashMap.hash(key)`: the String hash with its high half folded in, as an unsigned int (0 for null)."""
+    if key is None:
+        return 0
     h = java_string_hash(key) & 0xFFFFFFFF
     return h ^ (h >> 16)
 
 
 def java_hashmap_order(keys, initial_capacity: int = 16, *, exact: bool = True) -> list[str]:
-    """Iteration order of a `java.util.HashMap(initial_capacity)` (or HashSet) after `put`ting `keys`.
+    """Iteration order of a `java.util.HashMap(initial_capacity)` (or HashSet) after `put`ting `keys` (None
+    stands for a null key).
 
     Buckets in index order, each bucket in insertion order; a resize (size > 0.75 * capacity, or a bin
     of 9 nodes in a table smaller than 64, both possibly in one put) splits every bucket into its low
@@ -56,8 +59,8 @@ def java_hashmap_order(keys, initial_capacity: int = 16, *, exact: bool = True) 
     while capacity < max(1, initial_capacity):
         capacity <<= 1
     threshold = int(capacity * 0.75)
-    buckets: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
-    present: set[str] = set()
+    buckets: list[list[tuple[int, str | None]]] = [[] for _ in range(capacity)]
+    present: set[str | None] = set()
 
     def resize() -> None:
         nonlocal capacity, threshold, buckets

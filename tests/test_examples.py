@@ -59,6 +59,8 @@ OTHER_STORES = {
     "dump timercheck": "store-timer5",
     "pop list": "store-pop",
     "pop stats": "store-pop",
+    "dump trace": "store-trace-a",
+    "trace": "store-trace-a",
 }
 TIMER_EXAMPLE = "mqtool delay list --timer"
 

@@ -59,6 +59,8 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "export": ("store-a", ["--output", "{tmp}"]),
     "rebuild": ("store-a", ["cq"]),
     "sample create": ("", ["{tmp}/new", "-n", "40"]),
+    "trace": ("store-trace-b", ["FD00000000000000000000000000000212CA4E0E2F2A88D24EBF0002", "--now", NOW]),
+    "dump trace": ("store-trace-a", []),
 }
 ELSEWHERE = {"audit"}  # tests/test_audit.py: test_every_format_is_honoured_or_refused
 
@@ -72,6 +74,7 @@ CSV_REFUSED = {
     "txn commit",
     "txn rollback",
     "txn resolve",
+    "trace",
 }
 
 

@@ -4,7 +4,7 @@ single-process library while the executors scan: consumer lag per group and queu
 ScheduleMessageService level (`mqtool.delay.delay_stats`), the 5.x timer wheel's backlog
 (`mqtool.delay.timer.timer_summary`), POP groups (`mqtool.pop.pop_stats`) and transaction states
 (`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats`,
-`pop stats` and `txn list` print.
+`pop stats` and `txn list` print; and the message trace summary (`mqtool.audit.trace_stats`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     document["timer"] = timer
     document["pop"] = pop
     document["transactions"] = txns
+    from mqtool.audit.trace_stats import trace_rows
+
+    document["trace"], more = trace_rows([(plan.label, plan.store) for plan in plans])
+    notes.extend(more)
 
 
 def _pop_columns(plan: StorePlan, now: int) -> PopColumns | None:

@@ -110,6 +110,20 @@ TABLES = {
     ),
     "duplicates": ("store", "by", "topic", "key", "messages", "firstPhyOffset", "lastPhyOffset"),
     "retry": ("store", "group", "topic", "kind", "reconsumeTimes", "messages"),
+    "trace": (
+        "store",
+        "traceType",
+        "topic",
+        "group",
+        "records",
+        "failed",
+        "costP50",
+        "costP90",
+        "costP99",
+        "costMax",
+        "firstTimeStamp",
+        "lastTimeStamp",
+    ),
     "transactions": (
         "store",
         "queueId",
@@ -136,7 +150,7 @@ _STRING_COLUMNS = {
     "cqError",
     "realTopic",
 }
-_STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key", "states"}
+_STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key", "states", "traceType"}
 
 
 # --- the output directory ----------------------------------------------------------------------------
@@ -250,6 +264,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "timer",
         "pop",
         "transactions",
+        "trace",
         "duplicates",
         "retry",
         "topics",

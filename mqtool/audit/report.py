@@ -3,7 +3,7 @@
 One file, no network, no JavaScript: inline CSS and inline SVG plots drawn here from the audit document
 (`mqtool.audit`): message rate per topic over time, consumer lag per group, disk used per topic, body
 size distribution, problems by kind, then the tables (stores, problems, queues, lag, delay backlog, the
-5.x timer wheel, transactions, duplicates, retry/DLQ). It opens in any browser offline.
+5.x timer wheel, transactions, message trace, duplicates, retry/DLQ). It opens in any browser offline.
 """
 
 from __future__ import annotations
@@ -419,6 +419,27 @@ def render_html(doc: dict[str, Any]) -> str:
                 ("bornTimestamp", "born", "time"),
             ],
             empty="no transaction half queue",
+        )
+    )
+    parts.append("<h2>Message trace</h2>")
+    parts.append(
+        table(
+            doc.get("trace", []),
+            [
+                ("store", "store", "text"),
+                ("traceType", "type", "text"),
+                ("topic", "topic", "text"),
+                ("group", "group", "text"),
+                ("records", "records", "int"),
+                ("failed", "failed", "int"),
+                ("costP50", "cost p50 ms", "int"),
+                ("costP90", "p90", "int"),
+                ("costP99", "p99", "int"),
+                ("costMax", "max", "int"),
+                ("firstTimeStamp", "first", "time"),
+                ("lastTimeStamp", "last", "time"),
+            ],
+            empty="no trace topic (RMQ_SYS_TRACE_TOPIC) or no trace record",
         )
     )
     parts.append("<h2>Duplicates</h2>")

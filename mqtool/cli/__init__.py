@@ -24,6 +24,7 @@ from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
+from mqtool.cli.trace import dump_trace, trace
 from mqtool.cli.txn import txn_app
 from mqtool.cli.verify import export, verify
 from mqtool.cli.write import rebuild, sample_app
@@ -56,6 +57,8 @@ app.add_typer(pop_app, name="pop")
 app.command()(verify)
 app.command()(export)
 app.command()(audit)
+app.command()(trace)
+dump_app.command("trace")(dump_trace)
 add_examples(app)
 app.info.epilog += "\n\n" + help_summary()
 

@@ -164,6 +164,24 @@ def render_audit(result: AuditResult, ctx) -> None:
             title="Transactions (half messages)",
             empty="(no transaction half queue)",
         )
+        if doc.get("trace"):
+            emit_table(
+                doc["trace"],
+                [
+                    Column("store", max_width=24),
+                    Column("traceType", "type"),
+                    Column("topic", max_width=30),
+                    Column("group", max_width=30),
+                    Column("records", kind="int"),
+                    Column("failed", kind="int"),
+                    Column("costP50", "cost p50 ms", "int"),
+                    Column("costP90", "p90", "int"),
+                    Column("costP99", "p99", "int"),
+                    Column("costMax", "max", "int"),
+                ],
+                ctx,
+                title="Message trace (records per type, topic and group; cost in ms)",
+            )
         emit_table(
             [
                 d

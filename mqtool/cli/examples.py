@@ -69,6 +69,23 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         E("mqtool dump config consumerOffset", "consumerOffset.json as the broker loads it."),
         E("mqtool dump config topics --bak", "The .bak copy the broker falls back to."),
     ),
+    "dump trace": (
+        E(
+            "mqtool dump trace --type Pub",
+            "Every Pub record of the message trace topic: who sent what, when.",
+        ),
+        E("mqtool -f json dump trace --group GID_ok", "A consumer group's trace records as JSON."),
+    ),
+    "trace": (
+        E(
+            "mqtool trace FD00000000000000000000000000000212CA4E0E2F2A88D24E0A0000",
+            "One message's whole history (sent, delayed, consumed, retried, dead-lettered) on this store.",
+        ),
+        E(
+            "mqtool trace --key order-1 --topic TraceTopic",
+            "The messages with a key, each with its history (--store repeated: every broker of a cluster).",
+        ),
+    ),
     "query key": (
         E("mqtool query key TopicTest order-548", "Every message of TopicTest with the key order-548."),
         E(
@@ -222,7 +239,9 @@ def examples_text(examples: tuple[Example, ...], width: int = 78) -> str:
     lines: list[str] = []
     for example in examples:
         lines.append(example.command)
-        lines += textwrap.wrap(example.what, width - 4, initial_indent="    ", subsequent_indent="    ")
+        lines += textwrap.wrap(
+            example.what, width - 4, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False
+        )
     return "\n".join(lines)
 
 

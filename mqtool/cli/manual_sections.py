@@ -50,6 +50,12 @@ ENVIRONMENT = (
     ),
     Entry("COLUMNS", "The width table output fits in, instead of the terminal's (--wide: no limit)."),
     Entry(
+        "MQTOOL_KERNELS",
+        "How the decoder's compiled kernels load: aot (the extension pip install built; an error when it is "
+        "missing or older than the sources), jit (numba compiles them on first use and caches them), or "
+        "unset: the extension when it is current, else numba.",
+    ),
+    Entry(
         "MQTOOL_SPARK_CDS",
         "0 (or off, no, false) keeps the audit's driver JVM off its class-data archive and writes none "
         "(start-up is ~4 s slower).",

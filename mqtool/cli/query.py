@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt, new_app, session
+from mqtool.cli.options import FormatOpt, RecordOpt, StoreLocation, StoreOpt, TzOpt, WideOpt, new_app, session
 
 query_app = new_app(
     "Find messages by key, msgId / unique key, queue offset or time — with the broker down. Each message "
@@ -110,7 +110,23 @@ def query_key(
     ] = None,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
-    store: StoreOpt = None,
+    store: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store",
+            "-s",
+            click_type=StoreLocation(),
+            help="Store root directory; repeat for several stores (a directory of stores and URLs too), "
+            "each answering on its own. Default: $MQTOOL_STORE, else ~/store.",
+            show_default=False,
+        ),
+    ] = None,
+    spark: Annotated[
+        bool, typer.Option("--spark", help="Look the key up in each store as a Spark task (one per store).")
+    ] = False,
+    master: Annotated[
+        str, typer.Option("--master", help="With --spark: the Spark master URL (as for the audit).")
+    ] = "local[*]",
     fmt: FormatOpt = None,
     tz: TzOpt = None,
     wide: WideOpt = False,
@@ -118,12 +134,18 @@ def query_key(
 ) -> None:
     """Messages with this key, from the index files (newest first, as the broker walks them), each
     confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
-    and an index that stops before the end of the commitlog is reported (--scan searches the rest)."""
+    and an index that stops before the end of the commitlog is reported (--scan searches the rest).
+    Several stores (or --spark) are read each on its own, in worker processes or as Spark tasks; each
+    message is shown with its store."""
     from formats.indexfile import LONG_MAX
     from mqtool.query.key import query_by_key
     from mqtool.render import progress
 
-    s = session(store, fmt, tz, wide, record)
+    if spark or (store and len(store) > 1):
+        _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, store, spark,
+                          master, fmt, tz, wide, record)  # fmt: skip
+        return
+    s = session(store[0] if store else None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
         with progress(None, "scanning the commitlog") as advance:
@@ -139,6 +161,50 @@ def query_key(
                 advance=advance,
             )
         _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", fmt)
+
+
+def _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, stores, spark,
+                      master, fmt, tz, wide, record) -> None:  # fmt: skip
+    """`query key` over several stores, or with --spark (mqtool.trace.keys)."""
+    from formats.errors import MqtoolError
+    from formats.indexfile import LONG_MAX
+    from mqtool.cli.options import GLOBALS
+    from mqtool.cli.trace_render import render_key_results
+    from mqtool.trace.keys import query_key_stores
+
+    if scan or scan_from is not None or export is not None:
+        raise MqtoolError(
+            "--scan, --scan-from and --export read one store: give one --store, without --spark"
+        )
+    s = session(None, fmt, tz, wide, record)
+    t_begin, t_end = _times(s.ctx, begin, end)
+    locations = stores or [GLOBALS.store or _default_store()]
+    kw = {
+        "begin": t_begin or 0,
+        "end": LONG_MAX if t_end is None else t_end,
+        "max_num": max_num,
+        "broker_config": GLOBALS.broker_config,
+    }
+    if spark:
+        from mqtool.trace.spark import spark_runner
+
+        with spark_runner(master, app_name="mqtool query key") as runner:
+            results = query_key_stores(locations, topic, key, runner=runner, **kw)
+    else:
+        results = query_key_stores(locations, topic, key, **kw)
+    failed = render_key_results(results, s.ctx, body_limit=body_limit, title=f"Key {key!r} in {topic}")
+    if failed:
+        raise MqtoolError(
+            f"{len(failed)} of {len(results)} stores could not be read (the others were): {failed[0]}"
+        )
+
+
+def _default_store() -> str:
+    import os
+
+    from store.storedir import resolve_store_root
+
+    return os.environ.get("MQTOOL_STORE") or str(resolve_store_root(None))
 
 
 @query_app.command("id")

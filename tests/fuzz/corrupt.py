@@ -42,6 +42,11 @@ File types (`KINDS`):
   lists shorter or longer than `n`, long key names, whitespace, escapes, lone surrogates), their TAGS
   swapped or removed (each such record rewritten whole, with its CRC, after the last record and its
   ConsumeQueue unit pointed at it), and the revive group's offsets beyond or before the revive queues.
+* `trace` (stores with a trace topic, store-trace-b) — trace message bodies mutated as
+  `tests/fuzz/trace_bodies.py` mutates them (separators cut, added, moved; edge values in fields; record
+  types swapped; records repeated or dropped; invalid UTF-8), recompressed when the record is compressed or
+  left as garbage under the compressed flag, and their KEYS removed or changed (each record rewritten whole
+  after the last record, its ConsumeQueue unit pointed at the copy).
 """
 
 from __future__ import annotations
@@ -60,11 +65,12 @@ from pathlib import Path
 TIMER_KINDS = ("timerlog", "timerwheel", "timercheck")
 ROCKSDB_KIND = "rocksdb"  # RocksDB-mode stores: the consume queue and config databases
 POP_KINDS = ("pop",)
+TRACE_KINDS = ("trace",)
 FILE_KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "layout")
 DLEDGER_KIND = (
     "dledger"  # a DLedger commitlog's files: data entries and pads, index units, checkpoint, currterm
 )
-KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND)
+KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND, *TRACE_KINDS)
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -2535,6 +2541,61 @@ def dl_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     return _c(DLEDGER_KIND, "dl_files", f"{home}/index removed", Op("remove", f"{home}/index"))
 
 
+# trace: the trace topic's records -----------------------------------------------------------------------
+
+TRACE_TOPIC = b"RMQ_SYS_TRACE_TOPIC"
+COMPRESSED_FLAG = 0x1
+
+
+def _trace_records(layout: StoreLayout) -> list[Record]:
+    out = []
+    for r in _messages(layout):
+        at, n = r.fields["topic"]
+        if _read(layout, r.file)[at : at + n] == TRACE_TOPIC:
+            out.append(r)
+    return out
+
+
+def trace_bodies(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    import zlib
+
+    from .trace_bodies import mutate
+
+    records = _trace_records(layout)
+    if not records:
+        return None
+    changes, what = [], []
+    for r in rng.sample(records, min(len(records), rng.choice((1, 1, 2)))):
+        stored = _field_bytes(layout, r, "body")
+        at, _n = r.fields["sysFlag"]
+        compressed = struct.unpack_from(">i", _read(layout, r.file), at)[0] & COMPRESSED_FLAG
+        if compressed and rng.random() < 0.3:
+            changes.append((r, stored[: rng.randrange(len(stored) + 1)] + b"\x00garbage", None))
+            what.append("compressed body garbled")
+            continue
+        body = zlib.decompress(stored) if compressed else stored
+        new = mutate(body, rng)
+        changes.append((r, zlib.compress(new, 5) if compressed else new, None))
+        what.append(f"body := {new[:40]!r}")
+    return _c("trace", "bodies", "trace message " + "; ".join(what), *_rewrite_records(layout, changes))
+
+
+def trace_keys(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    records = _trace_records(layout)
+    if not records:
+        return None
+    r = rng.choice(records)
+    props = _field_bytes(layout, r, "properties")
+    keys = rng.choice((None, b"", b" ", b"x y", b"\xff", b" ".join([b"k"] * 500)))
+    parts = [p for p in props.split(b"\x02") if p and not p.startswith(b"KEYS\x01")]
+    if keys is not None:
+        parts.insert(rng.randrange(len(parts) + 1), b"KEYS\x01" + keys)
+    new = b"\x02".join(parts) + b"\x02"
+    return _c(
+        "trace", "keys", f"trace message KEYS := {keys!r:.40}", *_rewrite_records(layout, [(r, None, new)])
+    )
+
+
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "commitlog": (
         cl_truncate_boundary,
@@ -2564,6 +2625,7 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
         dl_checkpoint,
         dl_files,
     ),  # fmt: skip
+    "trace": (trace_bodies, trace_keys),
     "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
     "layout": (
         lay_empty_file,

@@ -53,6 +53,7 @@ from .corrupt import (
     POP_KINDS,
     ROCKSDB_KIND,
     TIMER_KINDS,
+    TRACE_KINDS,
     Corruption,
     StoreLayout,
     apply_op,
@@ -81,14 +82,14 @@ SAMPLES: dict[str, list[str]] = {
 }  # fmt: skip
 GOLDEN_STORES = (
     "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb",
-    "store-rocksdb-v2", "store-pop", "store-dledger-mixed", "store-dledger-crash",
+    "store-rocksdb-v2", "store-pop", "store-dledger-mixed", "store-dledger-crash", "store-trace-b",
 )  # fmt: skip
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown", "record")
 # commands that print several tables refuse --format csv before reading anything (a usage error, tested
 # in tests/test_output_formats.py): a task drawn with csv runs them in json, so the corruption is still read
 CSV_REFUSED = ("info", "rebuild", "delay stats", "delay replay", "pop stats", "txn commit", "txn rollback",
-               "txn resolve", "audit")  # fmt: skip
+               "txn resolve", "audit", "trace")  # fmt: skip
 
 
 def format_for(fmt: str, argv: list[str]) -> str:
@@ -206,9 +207,10 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL, TRACE = KINDS
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 POP_READERS = frozenset(POP_KINDS)  # the revive topic's records and the revive group's offsets
+TRACE_READERS = frozenset(TRACE_KINDS)  # the trace topic's records
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,12 @@ COMMANDS: tuple[Command, ...] = (
         lambda t, k, f: ["delay", "stats", "--now", str(t.end)],
     ),
     Command("txn list", frozenset({CL, CQ, CFG, LAY}), lambda t, k, f: ["txn", "list", "--now", str(t.end)]),
+    Command("dump trace", frozenset({CL, CQ, CFG, LAY, TRACE}), lambda t, k, f: ["dump", "trace"]),
+    Command(
+        "trace",
+        frozenset({CL, CQ, IX, CFG, LAY, POP, TRACE, *TIMER}),
+        lambda t, k, f: ["trace", t.uniq, "--workers", "1", "--now", str(t.end)],
+    ),
     Command("verify", ALL, lambda t, k, f: ["verify"]),
     Command("rebuild (dry run)", frozenset({CL, CQ, IX, CP, LAY}), lambda t, k, f: ["rebuild", "all"]),
     Command(
@@ -1072,6 +1080,8 @@ def kind_applies(base: Base, kind: str) -> bool:
         return dledger
     if kind == CL and dledger:
         return bool(base.layout.records)  # the classic files of a store switched to DLedger
+    if kind in TRACE_READERS:
+        return base.name.startswith("store-trace")
     rocksdb = bool(rocksdb_dirs(base.layout))
     if kind in (ROCKSDB_KIND, CQ):
         return rocksdb == (kind == ROCKSDB_KIND)

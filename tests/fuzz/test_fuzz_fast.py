@@ -35,6 +35,7 @@ from .corrupt import (
     ROCKSDB_KIND,
     STRATEGIES,
     TIMER_KINDS,
+    TRACE_KINDS,
     Corruption,
     Op,
     broker_conf,
@@ -59,6 +60,7 @@ SAMPLE_BASES = ("tiny5", "tiny4")
 TIMER_BASES = ("store-timer-states",)  # the timer corruptions need a store where the real timer ran
 ROCKSDB_BASES = ("store-rocksdb", "store-rocksdb-v2")  # RocksDB corruptions: the real classes wrote them
 POP_BASES = ("store-pop",)  # the POP corruptions need a store where the real POP classes wrote
+TRACE_BASES = ("store-trace-b",)  # the trace corruptions: trace messages the real client wrote
 
 
 DLEDGER_BASES = ("dtiny5", "dtiny4")  # sample create --dledger
@@ -69,6 +71,8 @@ def bases_for(kind: str) -> tuple[str, ...]:
         return ROCKSDB_BASES
     if kind == DLEDGER_KIND:
         return DLEDGER_BASES
+    if kind in TRACE_KINDS:
+        return TRACE_BASES
     return POP_BASES if kind in POP_KINDS else TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
@@ -87,7 +91,15 @@ def bases(workdir) -> dict[str, Base]:
         b.name: b
         for b in prepare_bases(
             workdir / "bases",
-            [*SAMPLE_BASES, "store-c", *TIMER_BASES, *ROCKSDB_BASES, *POP_BASES, *DLEDGER_BASES],
+            [
+                *SAMPLE_BASES,
+                "store-c",
+                *TIMER_BASES,
+                *ROCKSDB_BASES,
+                *POP_BASES,
+                *DLEDGER_BASES,
+                *TRACE_BASES,
+            ],
         )
     }
 

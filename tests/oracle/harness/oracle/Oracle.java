@@ -23,6 +23,9 @@
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
  *   subscriptions STORE      in place: groups' subscriptions and a SQL92 filter into STORE/config, and what the
  *                            real managers and filters make of them (Subscriptions)
+ *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
+ *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
+ *   trace-store DIR_A DIR_B [SEED]  two broker stores with traced messages and their trace messages (TraceStore)
  */
 package oracle;
 
@@ -109,6 +112,15 @@ public final class Oracle {
             }
             case "dledger-read":
                 rc = DLedgerFixture.read(args[1]);
+                break;
+            case "trace-bodies":
+                rc = TraceBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 200);
+                break;
+            case "trace-store":
+                TraceStore.write(args[1], args[2], args.length > 3 ? Long.parseLong(args[3]) : 20261127L);
+                break;
+            case "trace-decode":
+                rc = TraceBodies.decodeFile(args[1]);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

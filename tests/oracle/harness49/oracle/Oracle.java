@@ -6,6 +6,7 @@
  *   queue-offsets STORE SLOTS NUM SPEC...  the real 4.9.8 min/max/by-time answers (QueueOffsets)
  *   dledger-store DIR [SEED]   a store of a 4.9.8 DLedger broker (DLedgerFixture49; DLedgerFixture's plain shape)
  *   dledger-read STORE         what the real 4.9.8 and DLedger classes read from a copy of STORE (DLedgerFixture49)
+ *   trace-bodies SEED [COUNT], trace-decode FILE  the real 4.9.8 TraceDataEncoder (harness/oracle/TraceBodies)
  */
 package oracle;
 
@@ -23,6 +24,12 @@ public final class Oracle {
         switch (args[0]) {
             case "recover":
                 rc = Load.recover(args[1], extra);
+                break;
+            case "trace-bodies":
+                rc = TraceBodies.run(Long.parseLong(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 200);
+                break;
+            case "trace-decode":
+                rc = TraceBodies.decodeFile(args[1]);
                 break;
             case "load":
                 rc = Judge.onCopy(args[1], (root, shown) -> Load.judge(root, shown, extra));
@@ -50,7 +57,8 @@ public final class Oracle {
                 break;
             default:
                 System.err.println("unknown command " + args[0]
-                    + " (the 4.9.8 oracle has load, recover, queue-offsets, dledger-store, dledger-read)");
+                    + " (the 4.9.8 oracle has load, recover, queue-offsets, dledger-store, dledger-read,"
+                    + " trace-bodies, trace-decode)");
                 rc = 2;
         }
         System.exit(rc);

@@ -8,6 +8,8 @@
  *   dledger-store: the config managers, EscapeBridge, the put hooks, ScheduleMessageService (delay levels),
  *              TransactionalMessageServiceImpl and the NettyServerConfig its bridge reads, wired by
  *              oracle.DLedgerFixture.
+ *   trace-store: the same services (oracle.TraceStore), and the processors it sends to (recall, end
+ *              transaction).
  * A getter whose part was not wired returns null; getBrokerOuterAPI and getTopicRouteInfoManager always do
  * (a lone master never escapes to another broker).
  */
