@@ -10,6 +10,7 @@ from formats.config.fastjson import parse
 from formats.errors import MqtoolError
 from formats.message.commitlog import Message
 from mqtool.info import checkpoint_json, header_json
+from store.config.configfile import read_config_text
 from store.rocksdb.config import RocksDBConfigFile
 from store.storedir import Store
 from store.timer.timerstore import TimerStore, chain
@@ -283,12 +284,9 @@ def config(store: Store, name: str, *, bak: bool = False) -> dict[str, Any]:
         raise MqtoolError(f"bad config file name {name!r}")
     if bak:
         path = store.config_dir / (file_name + ".bak")
-        try:
-            if path.exists() and not path.is_file():  # a FIFO would block, a device never end
-                raise MqtoolError("cannot read: not a regular file", str(path))
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise MqtoolError(f"cannot read: {exc.strerror}", str(path)) from exc
+        text, _ = read_config_text(path)
+        if text is None:
+            raise MqtoolError("cannot read: no such file", str(path))
         content = _plain_json(parse(text, file=str(path)))
         return {"file": str(path), "source": "bak", "reason": "asked for the .bak copy", "content": content}
     path = store.config_dir / file_name

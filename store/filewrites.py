@@ -260,44 +260,6 @@ class FileSet:
         self._fds.clear()
 
 
-def last_nonzero_end(path: Path, start: int, end: int) -> int:
-    """One past the last non-zero byte of `path` in [start, end), or `start` when that range is all zero.
-
-    Holes of a sparse file are skipped (SEEK_DATA / SEEK_HOLE): only the data extents are read, so a
-    pre-allocated file costs little.
-    """
-    if end <= start:
-        return start
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        extents: list[tuple[int, int]] = []
-        at = start
-        while at < end:
-            try:
-                data_at = os.lseek(fd, at, os.SEEK_DATA)
-                hole_at = os.lseek(fd, data_at, os.SEEK_HOLE)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:
-                    break  # nothing but a hole after `at`
-                extents = [(start, end)]  # no hole support: read it all
-                break
-            if data_at >= end:
-                break
-            extents.append((data_at, min(hole_at, end)))
-            at = hole_at
-        chunk = 1 << 22
-        for lo_bound, hi in reversed(extents):
-            while hi > lo_bound:
-                lo = max(lo_bound, hi - chunk)
-                kept = len(os.pread(fd, hi - lo, lo).rstrip(b"\0"))
-                if kept:
-                    return lo + kept
-                hi = lo
-        return start
-    finally:
-        os.close(fd)
-
-
 __all__ = [
     "CRASH_AT_ENV",
     "CRASH_ENV",
@@ -309,7 +271,6 @@ __all__ = [
     "create_sparse_file",
     "fd_path",
     "fsync_dir",
-    "last_nonzero_end",
     "named",
     "pwrite_all",
     "remove_leftovers",

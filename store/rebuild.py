@@ -50,11 +50,11 @@ from store.dispatch import (
     DispatchRequest,
     iter_dispatch,
 )
+from store.filereads import file_size, opened, read_from, read_head, written_part
 from store.filewrites import (
     SWAP_NOTE,
     TMP_PREFIX,
     fsync_dir,
-    last_nonzero_end,
     remove_leftovers,
     restore_interrupted_swaps,
     write_done,
@@ -187,8 +187,8 @@ def build_staging(
         _carry_over_expired_queues(root, staging, min_offset, result)
     if index and dispatcher.index is not None:
         for name in list_index_files(index_dir):
-            with open(index_dir / name, "rb") as fh:
-                result.index_files.append((name, decode_header(fh.read(40), str(index_dir / name))))
+            head = read_head(index_dir / name, 40)
+            result.index_files.append((name, decode_header(head, str(index_dir / name))))
         result.index_end_timestamp = dispatcher.index.end_timestamp
     return result
 
@@ -259,22 +259,6 @@ class QueueDiff:
     first_difference: int | None = None  # queue offset of the first differing unit
 
 
-def _file_data(path: Path) -> tuple[int, bytes]:
-    """(size, bytes up to the last non-zero one): a ConsumeQueue file is mostly an unwritten (sparse)
-    tail, and a store may hold 100,000+ of them; two files are equal when both parts are."""
-    try:
-        if not path.exists():
-            return -1, b""
-        if not path.is_file():  # a FIFO would block, a device never end
-            raise RebuildError("cannot read: not a regular file", str(path))
-        size = path.stat().st_size
-        end = last_nonzero_end(path, 0, size)
-        with open(path, "rb") as fh:
-            return size, fh.read(end)
-    except OSError as exc:
-        raise RebuildError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
-
-
 def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     """Every queue of the current store or the rebuild, with how the rebuild changes it."""
     old_root = root / "consumequeue"
@@ -323,7 +307,7 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
         else:
             names = sorted(set(old_names) | set(new.files))
             for name in names:
-                (size_a, a), (size_b, b) = _file_data(old_dir / name), _file_data(new_dir / name)
+                (size_a, a), (size_b, b) = written_part(old_dir / name), written_part(new_dir / name)
                 if size_a != size_b or a != b:
                     diff.status = "differs"
                     width = max(len(a), len(b))
@@ -360,11 +344,7 @@ def compare_index(root: Path, result: BuildResult) -> IndexDiff:
     old_names = list_index_files(old_dir)
     old_headers: list[tuple[str, IndexHeader]] = []
     for name in old_names:
-        try:
-            with open(old_dir / name, "rb") as fh:
-                old_headers.append((name, decode_header(fh.read(40), str(old_dir / name))))
-        except OSError as exc:
-            raise RebuildError(f"cannot read: {exc.strerror or exc}", str(old_dir / name)) from exc
+        old_headers.append((name, decode_header(read_head(old_dir / name, 40), str(old_dir / name))))
     diff = IndexDiff("same", old_headers, result.index_files)
     if not old_names:
         diff.status = "new" if result.index_files else "same"
@@ -390,15 +370,16 @@ def compare_index(root: Path, result: BuildResult) -> IndexDiff:
 
 
 def _same_file(a: Path, b: Path) -> bool:
-    if a.stat().st_size != b.stat().st_size:
+    size = file_size(a)
+    if size != file_size(b):
         return False
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(1 << 22), fb.read(1 << 22)
-            if x != y:
+    with opened(a) as fa, opened(b) as fb:
+        at, step = 0, 1 << 22
+        while at < size:
+            if read_from(fa, a, step, at) != read_from(fb, b, step, at):
                 return False
-            if not x:
-                return True
+            at += step
+        return True
 
 
 # --- swapping in ----------------------------------------------------------------------------------

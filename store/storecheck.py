@@ -32,7 +32,7 @@ from store.checks.index import (
     check_index_targets,
 )
 from store.checks.problems import ProblemList
-from store.filewrites import last_nonzero_end
+from store.filereads import last_nonzero_end
 from store.queue.lmq import is_lmq
 from store.storedir import Store
 

@@ -27,7 +27,8 @@ from formats.indexfile import (
 )
 from formats.javahash import index_key, index_key_hash
 from formats.structs import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
-from store.log.mappedfile import MappedFile, StoreFileError
+from store.filereads import StoreFileError, file_size
+from store.log.mappedfile import MappedFile
 
 _LONG_NAME = re.compile(r"[0-9]{1,19}")
 
@@ -44,7 +45,8 @@ class QueryOffsetResult:
 
 
 def _index_file_names(directory: Path) -> list[str]:
-    """Index files in name (= creation) order; names that are not a long are skipped, as the broker does."""
+    """Index files in name (= creation) order; names that are not a long are skipped, as the broker does.
+    Anything but a directory under such a name counts (a FIFO or a link loop is refused when opened)."""
     if not directory.is_dir():
         return []
     try:
@@ -52,7 +54,7 @@ def _index_file_names(directory: Path) -> list[str]:
     except OSError as exc:
         raise StoreFileError(f"cannot list: {exc.strerror}", str(directory)) from exc
     return [
-        e.name for e in entries if e.is_file() and _LONG_NAME.fullmatch(e.name) and int(e.name) <= LONG_MAX
+        e.name for e in entries if _LONG_NAME.fullmatch(e.name) and int(e.name) <= LONG_MAX and not e.is_dir()
     ]
 
 
@@ -141,9 +143,7 @@ class IndexService:
         if self.directory is None:
             raise ValueError("IndexService needs a store root or in-memory files")
         self.names = _index_file_names(self.directory)
-        self._mapped = [
-            MappedFile(self.directory / n, 0, (self.directory / n).stat().st_size) for n in self.names
-        ]
+        self._mapped = [MappedFile(self.directory / n, 0, file_size(self.directory / n)) for n in self.names]
         self._headers = [decode_header(m.read(0, 40), str(m.path)) for m in self._mapped]
         self.geometry = geometry or resolve_geometry(
             [m.size for m in self._mapped],

@@ -103,11 +103,11 @@ from store.dispatch import (
     dispatch_tags_code,
     iter_dispatch,
 )
+from store.filereads import last_nonzero_end, read_head
 from store.filewrites import (
     FileSet,
     create_sparse_file,
     fsync_dir,
-    last_nonzero_end,
     pwrite_all,
     remove_leftovers,
     replace_file,
@@ -611,8 +611,8 @@ class CommitLogAppender:
             # index files now on disk are complete (clean shutdown): the broker must keep them after a crash
             names = list_index_files(self.root / "index")
             if names:
-                with open(self.root / "index" / names[-1], "rb") as fh:
-                    end_ts = struct.unpack(">q", fh.read(16)[8:16])[0]
+                head = read_head(self.root / "index" / names[-1], 16)
+                end_ts = struct.unpack(">q", head[8:16])[0] if len(head) == 16 else 0
                 write_checkpoint(self.root, index_msg_timestamp=end_ts)
         self._committed_once = True
         self._write_records()

@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.errors import FormatError, MqtoolError
+from formats.errors import FormatError
 from store import remote
+from store.filereads import StoreFileError, kind_of, map_readonly, open_regular
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -25,10 +27,6 @@ def offset_to_file_name(offset: int) -> str:
 
 def is_offset_file_name(name: str) -> bool:
     return len(name) == 20 and name.isdigit()
-
-
-class StoreFileError(MqtoolError):
-    """A store file or directory that cannot be opened or is not what the broker would write."""
 
 
 @dataclass
@@ -56,10 +54,9 @@ class MappedFile:
             if remote.placeholder(self.path):
                 remote.fetch_placeholder(self.path)  # a store read by URL: driver code maps this file
             try:
-                with open(self.path, "rb") as fh:
-                    self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except OSError as exc:
-                raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
+                self._map = map_readonly(self.path)
+            except FileNotFoundError as exc:
+                raise StoreFileError("cannot open: the file is gone", str(self.path)) from exc
         return memoryview(self._map)
 
     def record_buffer(self, position: int) -> memoryview | bytes:
@@ -84,9 +81,9 @@ class MappedFile:
         if self._map is None and (entry := remote.placeholder(self.path)):
             return remote.read_range(entry[0], position, length)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError as exc:
-            raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
+            fd = open_regular(self.path)
+        except FileNotFoundError as exc:
+            raise StoreFileError("cannot open: the file is gone", str(self.path)) from exc
         try:
             return os.pread(fd, length, position) if length else b""
         except OSError as exc:
@@ -134,9 +131,12 @@ class MappedFileQueue:
                     entry.path,
                 )
             try:
-                size = entry.stat().st_size
+                st = entry.stat()
             except OSError as exc:
                 raise StoreFileError(f"cannot stat: {exc.strerror}", entry.path) from exc
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block a read, a device never end
+                raise StoreFileError(f"cannot read: {kind_of(st.st_mode)}, not a regular file", entry.path)
+            size = st.st_size
             files.append(MappedFile(Path(entry.path), int(entry.name), size))
         return cls(directory, files)
 

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from formats.errors import MqtoolError
+from store.filereads import open_regular
 from store.log.commitlog import CommitLog, OffsetError
 from store.log.mappedfile import MappedFile
 
@@ -66,10 +67,7 @@ def data_extents(path: Path, start: int, end: int) -> list[tuple[int, int]]:
     if not hasattr(os, "SEEK_DATA"):  # pragma: no cover - not Linux
         return [(start, end)]
     out = []
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return [(start, end)]
+    fd = open_regular(path)
     try:
         pos = start
         while pos < end:

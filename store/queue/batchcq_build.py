@@ -27,6 +27,7 @@ from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_par
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.broker.transaction import java_parse_long
 from store.dispatch import DispatchRequest
+from store.filereads import written_part
 from store.log.mappedfile import offset_to_file_name
 
 INVALID = "invalid"  # the broker's check throws on the record: no dispatch at all
@@ -182,7 +183,8 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
 
 
 def _read(path: Path) -> bytes:
-    return path.read_bytes() if path.is_file() else b""
+    """A BatchConsumeQueue file's bytes up to its last non-zero byte (b"" when missing)."""
+    return written_part(path)[1]
 
 
 def _first_base_difference(old, units: list[BcqUnit]) -> int | None:

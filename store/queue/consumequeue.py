@@ -32,7 +32,8 @@ from formats.consumequeue import (
 )
 from formats.errors import FormatError, MqtoolError
 from formats.structs import CQ_STORE_UNIT_SIZE as UNIT
-from store.log.mappedfile import MappedFile, MappedFileQueue, StoreFileError, recover_unit_queue_end
+from store.filereads import StoreFileError
+from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
 
 StoreTimeOf = Callable[[int, int], int]
 """(phy_offset, size) -> STORETIMESTAMP of the record there, or -1 if it is not in the commitlog."""

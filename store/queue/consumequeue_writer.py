@@ -14,7 +14,8 @@ from pathlib import Path
 
 from formats.consumequeue import CQ_UNIT_STRUCT, FILLER_PHY_OFFSET, FILLER_SIZE
 from formats.structs import CQ_STORE_UNIT_SIZE
-from store.filewrites import DispatchError, FileSet, create_sparse_file, last_nonzero_end, pwrite_all
+from store.filereads import last_nonzero_end
+from store.filewrites import DispatchError, FileSet, create_sparse_file, pwrite_all
 from store.log.mappedfile import offset_to_file_name
 from store.queue.consumequeue import ConsumeQueue
 

@@ -36,6 +36,7 @@ from formats.timer import (
     timer_log_unit_dtype,
     timer_wheel_slot_dtype,
 )
+from store.filereads import file_size, map_readonly, read_head
 from store.log.mappedfile import MappedFileQueue
 
 if TYPE_CHECKING:
@@ -95,10 +96,13 @@ def timercheck_path(store: Store) -> Path:
 
 
 def read_timercheck(store: Store) -> TimerCheck | None:
-    """`TimerCheckpoint` as the broker loads it, or None when the file is missing or short."""
+    """`TimerCheckpoint` as the broker loads it, or None when the file is missing or short.
+
+    The broker maps the first OS page of the file and reads its fields there (rocketmq-all-5.3.3
+    store/.../timer/TimerCheckpoint.java:52-63), whatever the file's size: only that head is read."""
     try:
-        data = timercheck_path(store).read_bytes()
-    except OSError:
+        data = read_head(timercheck_path(store), TimerCheckpoint.sizeof())
+    except FileNotFoundError:
         return None
     if len(data) < TimerCheckpoint.sizeof():
         return None
@@ -344,10 +348,7 @@ class TimerWheel:
 
         self.path = path
         self.precision_ms = precision_ms
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise TimerFileError(f"cannot read the timer wheel: {exc.strerror}", str(path)) from exc
+        size = file_size(path)
         if size not in (0, TIMER_WHEEL_FILE_SIZE):
             raise TimerFileError(
                 f"timer wheel length {size} != expected {TIMER_WHEEL_FILE_SIZE}: the broker refuses to start",
@@ -356,7 +357,7 @@ class TimerWheel:
         if size == 0:
             self.slots = np.zeros(TIMER_WHEEL_SLOTS * 2, timer_wheel_slot_dtype())
         else:
-            self.slots = np.memmap(path, dtype=timer_wheel_slot_dtype(), mode="r")
+            self.slots = np.frombuffer(map_readonly(path), dtype=timer_wheel_slot_dtype())
 
     def slot_at(self, index: int) -> WheelSlot:
         s = self.slots[index]
