@@ -24,6 +24,7 @@ from store.checks.commitlog import CommitLogFile, check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
+from store.checks.names import check_record_names
 from store.checks.problems import (
     ERROR,
     INFO,
@@ -127,6 +128,7 @@ def verify_store(
     starts = [s.start for s in scans]
     names = [s.name for s in scans]
     records = builder.build(starts, names)
+    check_record_names(records, problems, settings=store.layout.lmq)
     commitlog_min = starts[0] if starts else 0
     summary["commitlog"] = {
         "files": len(scans),

@@ -326,24 +326,30 @@ class Dispatcher:
         self.records = 0
         self._index_marks = (0, 0)
 
-    def queue(self, topic: str, queue_id: int) -> ConsumeQueueWriter:
+    def queue(
+        self, topic: str, queue_id: int, *, record: int | None = None, what: str = "topic"
+    ) -> ConsumeQueueWriter:
+        """The writer of (topic, queueId); `record` (the physical offset of the record naming it) and `what`
+        (topic, LMQ queue) say whose name it is when the name is refused (`store.pathnames`)."""
         key = (topic, queue_id)
         writer = self.queues.get(key)
         if writer is None:
             refuse_batch_cq_topic(topic, self.batch_cq_topics)
-            writer = ConsumeQueueWriter(self.cq_root, topic, queue_id, self.cq_file_size)
+            writer = ConsumeQueueWriter(
+                self.cq_root, topic, queue_id, self.cq_file_size, record=record, what=what
+            )
             writer.durable = self.durable
             self.queues[key] = writer
         return writer
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the broker would give the next message of (topic, queueId): the CQ max."""
-        return self.queue(topic, queue_id).max_offset
+        return self.queue(topic, queue_id, record=None).max_offset
 
     def dispatch(self, req: DispatchRequest, *, cq: bool = True, index: bool = True) -> None:
         self.records += 1
         if cq and req.goes_to_consume_queue:
-            if self.queue(req.topic, req.queue_id).put(
+            if self.queue(req.topic, req.queue_id, record=req.commit_log_offset).put(
                 req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
             ):
                 self.logics_msg_timestamp = req.store_timestamp
@@ -358,7 +364,7 @@ class Dispatcher:
         for unit in multi_dispatch_units(
             req.topic, req.queue_id, req.multi_dispatch, req.multi_queue_offset, self.lmq, problems
         ):
-            if self.queue(unit.queue, unit.queue_id).put(
+            if self.queue(unit.queue, unit.queue_id, record=req.commit_log_offset, what="LMQ queue").put(
                 req.commit_log_offset, req.msg_size, req.tags_code, unit.queue_offset
             ):
                 self.lmq_units += 1

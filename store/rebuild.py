@@ -61,6 +61,7 @@ from store.filewrites import (
 )
 from store.index.indexwriter import list_index_files
 from store.log.commitlog import CommitLog
+from store.pathnames import UnsafeNameError, queue_dir
 from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, resolve_lmq_settings
 
@@ -150,7 +151,11 @@ def build_staging(
         since_flush = 0
         for item in iter_dispatch(commitlog, accept_v2=accept_v2, delay_levels=delay_levels):
             if isinstance(item, DispatchRequest):
-                dispatcher.dispatch(item, cq=cq, index=index)
+                try:
+                    dispatcher.dispatch(item, cq=cq, index=index)
+                except UnsafeNameError as exc:  # named where the record is, not in the staging
+                    path, position = commitlog.locate(item.commit_log_offset)
+                    raise UnsafeNameError(exc.message, path, position) from exc
                 result.messages += 1
                 result.last_store_timestamp = item.store_timestamp
                 result.valid_end = item.commit_log_offset + item.msg_size
@@ -222,7 +227,7 @@ def _carry_over_expired_queues(root: Path, staging: Path, commitlog_min: int, re
                     f"{topic}/{queue_id}: its units point at commitlog records that do not exist; dropped"
                 )
                 continue
-            target = staging / "consumequeue" / topic / str(queue_id)
+            target = queue_dir(staging / "consumequeue", topic, queue_id)
             target.mkdir(parents=True, exist_ok=True)
             for f in queue.live_files:
                 shutil.copyfile(f.path, target / f.name)
@@ -273,8 +278,8 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     diffs = []
     for topic, queue_id in sorted(old_queues | set(result.queues)):
         new = result.queues.get((topic, queue_id))
-        old_dir = old_root / topic / str(queue_id)
-        new_dir = new_root / topic / str(queue_id)
+        old_dir = queue_dir(old_root, topic, queue_id)  # names from a listing or checked by the writer
+        new_dir = queue_dir(new_root, topic, queue_id)
         try:
             old_names = sorted(n for n in os.listdir(old_dir) if n.isdigit()) if old_dir.is_dir() else []
         except OSError as exc:

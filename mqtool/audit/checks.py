@@ -192,6 +192,7 @@ def check_split(
     from store.checks.consumequeue import QueueFacts, check_consume_queue, check_dispatch_coverage
     from store.checks.index import IndexFileFacts, check_index_coverage, check_index_targets
     from store.checks.lmq import lmq_missing
+    from store.checks.names import check_record_names
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
 
@@ -202,6 +203,7 @@ def check_split(
     records = RecordIndex.from_batches(
         [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels, with_keys=deep
     )
+    check_record_names(records, problems, settings=ctx.lmq)
     lo = task.base + task.start
     # units at or after this split's stop are the driver's (outside the data); those before it are ours
     valid_end = stop_phy if stop_phy is not None else 1 << 62

@@ -225,7 +225,7 @@ def plan_replay(
     for d in plan.to_deliver:
         key = (d.record.topic, d.record.queue_id)
         if key not in next_queue_offset:
-            next_queue_offset[key] = queue_max_offset(store, *key)
+            next_queue_offset[key] = queue_max_offset(store, *key, source=d.phy_offset)
         d.record = replace(d.record, queue_offset=next_queue_offset[key])
         next_queue_offset[key] += 1
     plan.notes.extend(destination_notes(store, [d.record for d in plan.to_deliver]))

@@ -146,7 +146,7 @@ def plan_timer_replay(store: Store, *, now: int, real_topic: str | None = None) 
     for d in dequeue.to_write:
         key = (d.record.topic, d.record.queue_id)
         if key not in next_offset:
-            next_offset[key] = queue_max_offset(store, *key)
+            next_offset[key] = queue_max_offset(store, *key, source=d.unit.offset_py)
         d.record = replace(d.record, queue_offset=next_offset[key])
         next_offset[key] += 1
     plan = TimerReplayPlan(dequeue, real_topic)

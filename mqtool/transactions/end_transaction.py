@@ -246,10 +246,15 @@ def _assign_queue_offsets(store: Store, plan: EndPlan) -> None:
     """Plan the new records' queue offsets from the queues' max offsets, in append order."""
     next_offset: dict[tuple[str, int], int] = {}
     replaced: dict[int, Message] = {}
+    halves = {  # a commit copy goes to its half's REAL_TOPIC: a refused name names the half
+        id(r.commit_record): r.transaction.target.message.physical_offset
+        for r in plan.requests
+        if r.commit_record is not None
+    }
     for msg in plan.records:
         key = (msg.topic, msg.queue_id)
         if key not in next_offset:
-            next_offset[key] = queue_max_offset(store, *key)
+            next_offset[key] = queue_max_offset(store, *key, source=halves.get(id(msg)))
         replaced[id(msg)] = replace(msg, queue_offset=next_offset[key])
         next_offset[key] += 1
     for r in plan.requests:

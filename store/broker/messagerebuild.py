@@ -27,6 +27,7 @@ from formats.message.properties import (
 from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.structs import CQ_STORE_UNIT_SIZE
 from store.dispatch import refuse_batch_cq_topic
+from store.pathnames import new_queue_dir
 from store.queue.consumequeue import native_unit_dtype
 from store.storedir import Store
 from store.version import BrokerVersion
@@ -158,9 +159,12 @@ def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
     return out
 
 
-def queue_max_offset(store: Store, topic: str, queue_id: int) -> int:
+def queue_max_offset(store: Store, topic: str, queue_id: int, *, source: int | None = None) -> int:
     """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ.
-    A BatchCQ topic is refused (`store.dispatch.BatchCQTopicError`): the plans of writes stop here."""
+    The plans of writes stop here: a BatchCQ topic is refused (`store.dispatch.BatchCQTopicError`), and so
+    is a name no queue directory may have (`store.pathnames.new_queue_dir`; `source`: the physical offset
+    of the record the name comes from)."""
+    new_queue_dir(store.consumequeue_dir, topic, queue_id, record=source)
     refuse_batch_cq_topic(topic, store.batch_cq_topics)
     if queue_id not in store.consume_queues.queue_ids(topic):
         return 0

@@ -42,6 +42,8 @@ KINDS: dict[str, str] = {
     "nonzero_after_end": WARNING,
     "blank_size": WARNING,
     "nonzero_after_blank": INFO,
+    "illegal_topic": ERROR,
+    "illegal_lmq_name": ERROR,
     # consume queues
     "cq_file": ERROR,
     "cq_not_checked": WARNING,

@@ -33,6 +33,7 @@ from formats.batchconsumequeue import (
 from formats.errors import FormatError
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
+from store.pathnames import queue_dir
 from store.queue.consumequeue import Boundary, ConsumeQueueStore, read_commitlog_min_offset
 
 UNIT = BCQ_STORE_UNIT_SIZE
@@ -71,7 +72,7 @@ class BatchConsumeQueue:
         self.root = Path(root)
         self.topic = topic
         self.queue_id = queue_id
-        self.directory = self.root / BATCH_CQ_DIR / topic / str(queue_id)
+        self.directory = queue_dir(self.root / BATCH_CQ_DIR, topic, queue_id)
         self.mapped_file_queue = MappedFileQueue.open(self.directory)
         self.file_size = self.mapped_file_queue.file_size or DEFAULT_BCQ_FILE_SIZE
         if self.file_size % UNIT:

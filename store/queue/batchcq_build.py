@@ -29,6 +29,7 @@ from store.broker.transaction import java_parse_long
 from store.dispatch import DispatchRequest
 from store.filereads import written_part
 from store.log.mappedfile import offset_to_file_name
+from store.pathnames import queue_dir
 
 INVALID = "invalid"  # the broker's check throws on the record: no dispatch at all
 
@@ -121,10 +122,11 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
 
     topics = store.batch_cq_topics
     staged_cq = result.staging / "consumequeue"
-    for key in [k for k in result.queues if k[0] in topics]:
+    moved = [k for k in result.queues if k[0] in topics]
+    for key in moved:
         result.cq_units -= result.queues.pop(key).units
-    for topic in topics:
-        shutil.rmtree(staged_cq / topic, ignore_errors=True)
+    for topic, queue_id in moved:  # names the staging's writer checked (store.pathnames)
+        shutil.rmtree(queue_dir(staged_cq, topic, queue_id).parent, ignore_errors=True)
     # the ConsumeQueue writer's complaints about them (batch base offsets are not unit positions)
     result.warnings[:] = [w for w in result.warnings if w.split("/", 1)[0] not in topics]
     old_root, new_root = store.root / BATCH_CQ_DIR, result.staging / BATCH_CQ_DIR
@@ -141,7 +143,8 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     built = batch_units(store.commitlog.iter_records(), topics, delay_levels)
     diffs = []
     for topic, queue_id in sorted(old_queues | set(built)):
-        old_dir, new_dir = old_root / topic / str(queue_id), new_root / topic / str(queue_id)
+        # names from the listing, or of records the staging's ConsumeQueue writer took (store.pathnames)
+        old_dir, new_dir = queue_dir(old_root, topic, queue_id), queue_dir(new_root, topic, queue_id)
         old = store.batch_consume_queue(topic, queue_id) if (topic, queue_id) in old_queues else None
         units = built.get((topic, queue_id), [])
         kept = old is not None and not units and old.max_offset > 0

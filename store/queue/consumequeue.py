@@ -34,6 +34,7 @@ from formats.errors import FormatError, MqtoolError
 from formats.structs import CQ_STORE_UNIT_SIZE as UNIT
 from store.filereads import StoreFileError
 from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
+from store.pathnames import component_problem, queue_dir
 
 StoreTimeOf = Callable[[int, int], int]
 """(phy_offset, size) -> STORETIMESTAMP of the record there, or -1 if it is not in the commitlog."""
@@ -95,7 +96,7 @@ class ConsumeQueue:
         self.root = Path(root)
         self.topic = topic
         self.queue_id = queue_id
-        self.directory = self.root / "consumequeue" / topic / str(queue_id)
+        self.directory = queue_dir(self.root / "consumequeue", topic, queue_id)
         self.mapped_file_queue = MappedFileQueue.open(self.directory)
         self.file_size = file_size or self.mapped_file_queue.file_size or DEFAULT_CQ_FILE_SIZE
         if self.file_size % UNIT:
@@ -348,6 +349,8 @@ class ConsumeQueueStore:
 
     def queue_ids(self, topic: str) -> list[int]:
         """Queue ids of a topic, ascending; non-numeric directories are skipped as the broker does."""
+        if component_problem(topic) is not None:  # no directory has that name (store.pathnames)
+            return []
         directory = self.directory / topic
         if not directory.is_dir():
             return []

@@ -17,6 +17,7 @@ from formats.structs import CQ_STORE_UNIT_SIZE
 from store.filereads import last_nonzero_end
 from store.filewrites import DispatchError, FileSet, create_sparse_file, pwrite_all
 from store.log.mappedfile import offset_to_file_name
+from store.pathnames import new_queue_dir
 from store.queue.consumequeue import ConsumeQueue
 
 UNIT = CQ_STORE_UNIT_SIZE
@@ -26,13 +27,23 @@ _FILLER = CQ_UNIT_STRUCT.pack(FILLER_PHY_OFFSET, FILLER_SIZE, 0)
 class ConsumeQueueWriter:
     """`ConsumeQueue.putMessagePositionInfo` for one queue, over its directory under `cq_root`."""
 
-    def __init__(self, cq_root: Path, topic: str, queue_id: int, file_size: int) -> None:
+    def __init__(
+        self,
+        cq_root: Path,
+        topic: str,
+        queue_id: int,
+        file_size: int,
+        *,
+        record: int | None = None,
+        what: str = "topic",
+    ) -> None:
+        """`record`: the physical offset of the record that first names the queue (for a refusal)."""
         if file_size <= 0 or file_size % UNIT:
             raise DispatchError(f"ConsumeQueue file size {file_size} is not a positive multiple of {UNIT}")
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.directory = cq_root / topic / str(queue_id)
+        self.directory = new_queue_dir(cq_root, topic, queue_id, record=record, what=what)
         self.warnings: list[str] = []
         if cq_root.name != "consumequeue":
             raise DispatchError("ConsumeQueue root must be a directory named consumequeue", str(cq_root))
