@@ -108,7 +108,7 @@ def verify_store(
     file_size = None
     try:
         commitlog = store.commitlog
-        file_size = commitlog.file_size
+        file_size = store.layout.configured("mappedFileSizeCommitLog") or commitlog.file_size
         ended = False
         for f in commitlog.queue.files:
             scan = scan_file(f, name=relative_name(f, root), check_crc=check_crc, accept_v2=accept_v2)

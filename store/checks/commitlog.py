@@ -11,6 +11,7 @@ import pyarrow as pa
 from formats.columnar.decoder import STATUS_NAMES
 from store.checks.problems import FAILURE_KIND, OK, ProblemList, fmt
 from store.checks.records import _indices, _np
+from store.log.mappedfile import LENGTH_NOT_MATCHED, majority_size
 
 _FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTimestamp", "status")
 
@@ -72,8 +73,7 @@ def check_commitlog(
 ) -> CommitLogVerdict:
     """File sizes and names, each file's record walk, the valid end and what lies after it."""
     if file_size is None:
-        sizes = [f.size for f in files if f.size > 0]
-        file_size = sizes[0] if sizes else 0
+        file_size = majority_size(f.size for f in files) or 0
     for i, f in enumerate(files):
         if f.size == 0:
             if i == len(files) - 1:
@@ -86,8 +86,7 @@ def check_commitlog(
                 "commitlog_file_size",
                 f.name,
                 0,
-                f"file size {f.size} differs from the commitlog file size {file_size} (the broker refuses "
-                "to start)",
+                f"file size {f.size} is not the commitlog file size {file_size}: {LENGTH_NOT_MATCHED}",
             )
         if i and files[i - 1].size and f.start != files[i - 1].start + files[i - 1].size:
             problems.add(

@@ -28,7 +28,7 @@ from formats.indexfile import (
 from formats.javahash import index_key, index_key_hash
 from formats.structs import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from store.filereads import StoreFileError, file_size
-from store.log.mappedfile import MappedFile
+from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, MappedFile, majority_size
 
 _LONG_NAME = re.compile(r"[0-9]{1,19}")
 
@@ -119,6 +119,20 @@ def resolve_geometry(
     return infer_geometry(first_buffer, where)
 
 
+def _check_sizes(files: list[MappedFile]) -> None:
+    """Every index file has one size (maxHashSlotNum and maxIndexNum make it): a file of another size than
+    most of them is named; one larger than a mapped file can be (a Java int) never decides the size."""
+    common = majority_size(f.size for f in files)
+    for f in files:
+        if f.size > MAX_MAPPED_FILE_SIZE or (common is not None and f.size != common):
+            what = f"the other index files' {common}" if common is not None else "any mapped file's"
+            raise FormatError(
+                f"index file of {f.size} bytes is not {what} size: maxHashSlotNum and maxIndexNum make "
+                "every index file one size",
+                str(f.path),
+            )
+
+
 class IndexService:
     """The index files of a store, oldest first."""
 
@@ -144,6 +158,7 @@ class IndexService:
             raise ValueError("IndexService needs a store root or in-memory files")
         self.names = _index_file_names(self.directory)
         self._mapped = [MappedFile(self.directory / n, 0, file_size(self.directory / n)) for n in self.names]
+        _check_sizes(self._mapped)
         self._headers = [decode_header(m.read(0, 40), str(m.path)) for m in self._mapped]
         self.geometry = geometry or resolve_geometry(
             [m.size for m in self._mapped],

@@ -1,8 +1,12 @@
 """MappedFileQueue: a directory of files named by their 20-digit start offset, read through mmap.
 
 The commitlog, every ConsumeQueue and the timer log are such queues (`MappedFileQueue.load`). Files are
-opened read-only; nothing here writes. A queue's files must all have one size; the broker refuses to
-start otherwise, and we report the odd one out instead of guessing.
+opened read-only; nothing here writes. Every file of a queue must be the configured size: the broker's
+load refuses a file of another length (rocketmq-all-5.3.3 store/.../MappedFileQueue.java:262-265,
+"length not matched message store config value, please check it manually": `doLoad` returns false and
+the broker does not start), and a mapped file's size is a Java int. What the files show of that size is
+the size most of them have among the sizes a broker can configure (`majority_size`): one outlier, a
+file truncated up to 100 GiB, never decides it; the odd file is reported.
 """
 
 from __future__ import annotations
@@ -11,13 +15,36 @@ import contextlib
 import mmap
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import FormatError
 from store import remote
 from store.filereads import StoreFileError, kind_of, map_readonly, open_regular
+
+# A mapped file's size is a Java int (MappedFile.fileSize, a MappedByteBuffer's capacity): Integer.MAX_VALUE.
+MAX_MAPPED_FILE_SIZE = 2**31 - 1
+LENGTH_NOT_MATCHED = (
+    "length not matched message store config value: the broker's load refuses it and it does not start"
+)
+
+
+def possible_file_size(size: int, unit: int = 1) -> bool:
+    """A size a broker can configure for a queue of `unit`-byte units: positive, a whole number of units,
+    at most `MAX_MAPPED_FILE_SIZE`."""
+    return 0 < size <= MAX_MAPPED_FILE_SIZE and size % unit == 0
+
+
+def majority_size(sizes: Iterable[int], unit: int = 1) -> int | None:
+    """The size more files have than any other, among the sizes a broker can configure
+    (`possible_file_size`); None when there is none, or two sizes tie."""
+    counts = Counter(s for s in sizes if possible_file_size(s, unit))
+    ranked = counts.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -50,6 +77,12 @@ class MappedFile:
         """The file's bytes: a read-only mmap (empty files give b"")."""
         if self.size == 0:
             return b""
+        if self.size > MAX_MAPPED_FILE_SIZE:
+            raise StoreFileError(
+                f"file of {self.size} bytes, larger than a mapped file can be ({MAX_MAPPED_FILE_SIZE}, a "
+                f"Java int): {LENGTH_NOT_MATCHED}",
+                str(self.path),
+            )
         if self._map is None:
             if remote.placeholder(self.path):
                 remote.fetch_placeholder(self.path)  # a store read by URL: driver code maps this file
@@ -148,27 +181,23 @@ class MappedFileQueue:
 
     @property
     def file_size(self) -> int | None:
-        """The configured file size as the files show it (the first file's size)."""
-        sizes = [f.size for f in self.files if f.size > 0]
-        return sizes[0] if sizes else None
+        """The configured file size as the files show it: `majority_size` of their sizes."""
+        return self.majority_size()
 
-    def check_sizes(self) -> None:
-        """Raise when files differ in size: the broker's load() would fail on such a queue."""
-        expected = self.file_size
-        for f in self.files:
-            if f.size not in (expected, 0):
-                raise FormatError(
-                    f"file size {f.size} differs from the queue's file size {expected}", str(f.path)
-                )
+    def majority_size(self, unit: int = 1) -> int | None:
+        """`majority_size` of the files' sizes (for a queue of `unit`-byte units)."""
+        return majority_size((f.size for f in self.files), unit)
 
-    def check_unit_files(self, file_size: int) -> None:
-        """A unit queue's files (ConsumeQueue, BatchConsumeQueue): each `file_size` bytes and named at a
-        multiple of it; the broker refuses to start otherwise."""
+    def check_unit_files(self, file_size: int, unit: int) -> None:
+        """A unit queue's files (ConsumeQueue, BatchConsumeQueue, of `unit`-byte units): each `file_size`
+        bytes and named at a multiple of it; the broker refuses to start otherwise."""
         for f in self.files:
             if f.size != file_size:
+                odd = "" if possible_file_size(f.size, unit) else (
+                    f", nor a multiple of the {unit}-byte unit" if f.size % unit else ", nor a Java int"
+                )  # fmt: skip
                 raise FormatError(
-                    f"file size {f.size} differs from the queue's file size {file_size} "
-                    "(the broker would refuse to start)",
+                    f"file size {f.size} is not the queue's file size {file_size}{odd}: {LENGTH_NOT_MATCHED}",
                     str(f.path),
                 )
             if f.start_offset % file_size:

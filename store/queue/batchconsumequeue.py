@@ -74,14 +74,14 @@ class BatchConsumeQueue:
         self.queue_id = queue_id
         self.directory = queue_dir(self.root / BATCH_CQ_DIR, topic, queue_id)
         self.mapped_file_queue = MappedFileQueue.open(self.directory)
-        self.file_size = self.mapped_file_queue.file_size or DEFAULT_BCQ_FILE_SIZE
+        self.file_size = self.mapped_file_queue.majority_size(UNIT) or DEFAULT_BCQ_FILE_SIZE
         if self.file_size % UNIT:
             # recover() reads a whole unit at every 46-byte step of the file: a partial one throws there
             raise FormatError(
                 f"BatchConsumeQueue file size {self.file_size} is not a multiple of {UNIT}",
                 str(self.directory),
             )
-        self.mapped_file_queue.check_unit_files(self.file_size)
+        self.mapped_file_queue.check_unit_files(self.file_size, UNIT)
         self._commitlog_min_offset = commitlog_min_offset
 
     def __repr__(self) -> str:

@@ -33,7 +33,13 @@ from formats.consumequeue import (
 from formats.errors import FormatError, MqtoolError
 from formats.structs import CQ_STORE_UNIT_SIZE as UNIT
 from store.filereads import StoreFileError
-from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
+from store.log.mappedfile import (
+    MAX_MAPPED_FILE_SIZE,
+    MappedFile,
+    MappedFileQueue,
+    possible_file_size,
+    recover_unit_queue_end,
+)
 from store.pathnames import component_problem, queue_dir
 
 StoreTimeOf = Callable[[int, int], int]
@@ -98,12 +104,14 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.directory = queue_dir(self.root / "consumequeue", topic, queue_id)
         self.mapped_file_queue = MappedFileQueue.open(self.directory)
-        self.file_size = file_size or self.mapped_file_queue.file_size or DEFAULT_CQ_FILE_SIZE
-        if self.file_size % UNIT:
+        self.file_size = file_size or self.mapped_file_queue.majority_size(UNIT) or DEFAULT_CQ_FILE_SIZE
+        if not possible_file_size(self.file_size, UNIT):
             raise FormatError(
-                f"ConsumeQueue file size {self.file_size} is not a multiple of {UNIT}", str(self.directory)
+                f"ConsumeQueue file size {self.file_size} is not a positive multiple of {UNIT} of at most "
+                f"{MAX_MAPPED_FILE_SIZE} bytes (a mapped file's size is a Java int)",
+                str(self.directory),
             )
-        self.mapped_file_queue.check_unit_files(self.file_size)
+        self.mapped_file_queue.check_unit_files(self.file_size, UNIT)
         if commitlog_min_offset is None:
             commitlog_min_offset = read_commitlog_min_offset(root)
         self.commitlog_min_offset = commitlog_min_offset

@@ -16,7 +16,7 @@ from formats.consumequeue import CQ_UNIT_STRUCT, FILLER_PHY_OFFSET, FILLER_SIZE
 from formats.structs import CQ_STORE_UNIT_SIZE
 from store.filereads import last_nonzero_end
 from store.filewrites import DispatchError, FileSet, create_sparse_file, pwrite_all
-from store.log.mappedfile import offset_to_file_name
+from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, offset_to_file_name, possible_file_size
 from store.pathnames import new_queue_dir
 from store.queue.consumequeue import ConsumeQueue
 
@@ -38,8 +38,11 @@ class ConsumeQueueWriter:
         what: str = "topic",
     ) -> None:
         """`record`: the physical offset of the record that first names the queue (for a refusal)."""
-        if file_size <= 0 or file_size % UNIT:
-            raise DispatchError(f"ConsumeQueue file size {file_size} is not a positive multiple of {UNIT}")
+        if not possible_file_size(file_size, UNIT):
+            raise DispatchError(
+                f"ConsumeQueue file size {file_size} is not a positive multiple of {UNIT} of at most "
+                f"{MAX_MAPPED_FILE_SIZE} bytes (a mapped file's size is a Java int): refusing to write"
+            )
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size

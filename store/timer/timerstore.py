@@ -37,11 +37,12 @@ from formats.timer import (
     timer_wheel_slot_dtype,
 )
 from store.filereads import file_size, map_readonly, read_head
-from store.log.mappedfile import MappedFileQueue
+from store.log.mappedfile import LENGTH_NOT_MATCHED, MappedFileQueue
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from store.layout import Setting
     from store.storedir import Store
 
 TIMER_TOPIC = "rmq_sys_wheel_timer"
@@ -258,6 +259,20 @@ def timerlog_queue(store_root: Path) -> MappedFileQueue:
     return MappedFileQueue.open(store_root / "timerlog")
 
 
+def check_timerlog_sizes(queue: MappedFileQueue, size: Setting) -> None:
+    """Every timerlog file is `mappedFileSizeTimerLog` bytes (an empty last one aside, which the load
+    deletes): TimerLog's MappedFileQueue load refuses any other, and then TimerMessageStore.load and the
+    broker's start fail (rocketmq-all-5.3.3 TimerMessageStore.java:237-244, BrokerController.java:889-891)."""
+    for i, f in enumerate(queue.files):
+        if f.size == size.value or (f.size == 0 and i == len(queue.files) - 1):
+            continue
+        raise TimerFileError(
+            f"file size {f.size} is not the timerlog file size {size.value} ({size.source}): "
+            f"{LENGTH_NOT_MATCHED}",
+            str(f.path),
+        )
+
+
 def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
     """Every unit of the timerlog files in order, stopping where the broker's recovery stops.
 
@@ -437,12 +452,14 @@ class TimerStore:
         cfg = store.layout.broker_config
         precision = cfg.timerPrecisionMs
         wheel = TimerWheel(root / "timerwheel", precision) if has_wheel else None
+        queue = timerlog_queue(root)
+        check_timerlog_sizes(queue, store.layout.timerlog_file_size())
         return cls(
             root,
             precision,
             roll_window_slots(cfg.timerRollWindowSlot),
             read_timercheck(store),
-            walk_timerlog(timerlog_queue(root)),
+            walk_timerlog(queue),
             wheel,
         )
 
