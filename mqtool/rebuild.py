@@ -44,6 +44,7 @@ from store.rebuild import (
     compare_index,
     finish,
     prepare_staging,
+    rebuild_targets,
 )
 from store.storedir import Store
 
@@ -248,7 +249,11 @@ def rebuild(
     version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"
     clock = now or (lambda: int(time.time() * 1000))
     delay_levels = store.layout.delay_levels.ms
-    with write_guard(store, execute, note=note) as may_write:
+    swapped = [DIRECTORIES[t] for t, wanted in (("cq", do_cq), ("index", do_index)) if wanted]
+    if do_cq and store.batch_cq_topics:
+        swapped.append(BATCH_CQ_DIR)
+    targets = rebuild_targets(store.root, swapped, do_index)
+    with write_guard(store, execute, note=note, targets=targets) as may_write:
         scratch: Path | None = None
         if may_write:
             staging = prepare_staging(store.root)

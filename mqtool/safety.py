@@ -3,7 +3,10 @@
 Dry run by default: the command computes and prints its plan, and only `--execute` changes the store.
 With `--execute`, refuse while a broker (or another mqtool) holds the store lock — `--force` never
 overrides that — then hold the lock ourselves for the whole write, as the broker would, so a broker
-started meanwhile refuses to start. Warn when `abort` says the last shutdown was not clean.
+started meanwhile refuses to start. Warn when `abort` says the last shutdown was not clean. Before the
+first byte, every file and directory the write changes is checked writable (`targets`,
+`store.filewrites.WriteTargets`); a step that still fails after an earlier one wrote says what was
+written and how to finish (`finishing`).
 """
 
 from __future__ import annotations
@@ -12,8 +15,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from formats.errors import MqtoolError
+from store.filewrites import WriteTargets
 from store.liveness import BrokerRunningError, hold_store_lock
 from store.storedir import Store
+
+
+class PartialWriteError(MqtoolError):
+    """A write that stopped after an earlier step changed the store: what was written, how to finish."""
 
 
 def warn(message: str) -> None:
@@ -21,8 +30,15 @@ def warn(message: str) -> None:
 
 
 @contextmanager
-def write_guard(store: Store, execute: bool, *, note: Callable[[str], None] = warn) -> Iterator[bool]:
-    """Yield True when the caller may write (execute and the lock is ours), False for a dry run."""
+def write_guard(
+    store: Store,
+    execute: bool,
+    *,
+    note: Callable[[str], None] = warn,
+    targets: WriteTargets | Callable[[], WriteTargets] | None = None,
+) -> Iterator[bool]:
+    """Yield True when the caller may write (execute and the lock is ours), False for a dry run. With
+    `targets` (or a function giving them), every one is checked writable once the lock is ours."""
     live = store.liveness()
     if live.abort_present and not live.locked:
         note(
@@ -41,4 +57,18 @@ def write_guard(store: Store, execute: bool, *, note: Callable[[str], None] = wa
             str(store.root / "lock"),
         )
     with hold_store_lock(store.root):
+        if targets is not None:
+            (targets() if callable(targets) else targets).check()
         yield True
+
+
+@contextmanager
+def finishing(written: str, finish: str) -> Iterator[None]:
+    """The steps after a write changed the store: a failure among them becomes one line saying why, what
+    was `written` already, and how to `finish`."""
+    try:
+        yield
+    except (MqtoolError, OSError) as exc:
+        reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
+        where = exc.file if isinstance(exc, MqtoolError) else exc.filename
+        raise PartialWriteError(f"{reason}; {written} already: {finish}", where and str(where)) from exc

@@ -54,6 +54,7 @@ from store.filereads import file_size, opened, read_from, read_head, written_par
 from store.filewrites import (
     SWAP_NOTE,
     TMP_PREFIX,
+    WriteTargets,
     fsync_dir,
     remove_leftovers,
     restore_interrupted_swaps,
@@ -438,6 +439,16 @@ def recover_interrupted_swap(root: Path) -> list[str]:
     return restore_interrupted_swaps(root)
 
 
+def rebuild_targets(root: Path, names: list[str], index: bool) -> WriteTargets:
+    """What `prepare_staging` and `finish` change: the store root (the staging directory, the swaps),
+    each directory swapped (a rename out of the root rewrites its `..`), and with the index the
+    checkpoint."""
+    return WriteTargets(
+        dirs=[root, *(root / n for n in names if (root / n).exists())],
+        files=[root / "checkpoint"] if index else [],
+    )
+
+
 def prepare_staging(root: Path) -> Path:
     """A fresh staging directory in the store root, after finishing/cleaning an interrupted rebuild."""
     remove_leftovers(root)
@@ -453,9 +464,25 @@ def finish(root: Path, result: BuildResult, names: list[str]) -> None:
     (fsynced), and a broker starting after a crash (`abort` present) deletes index files that end after
     that time (`IndexService.load`) - it would otherwise throw the rebuilt files away.
     """
-    swap_in(root, result.staging, names)
-    if result.index and result.index_end_timestamp > 0:
-        write_checkpoint(root, index_msg_timestamp=result.index_end_timestamp, scratch=result.staging)
+    swapped: list[str] = []
+    try:
+        for name in names:
+            swap_in(root, result.staging, [name])
+            swapped.append(name)
+        if result.index and result.index_end_timestamp > 0:
+            write_checkpoint(root, index_msg_timestamp=result.index_end_timestamp, scratch=result.staging)
+    except (MqtoolError, OSError) as exc:
+        if not swapped:
+            raise
+        reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
+        where = exc.file if isinstance(exc, MqtoolError) else exc.filename
+        rest = [n for n in names if n not in swapped]
+        step = f"{', '.join(rest)} was not swapped in" if rest else "the checkpoint was not raised"
+        raise RebuildError(
+            f"{reason}; {', '.join(swapped)} already replaced by the rebuilt one(s) but {step}: run the "
+            "same `mqtool rebuild --execute` again to finish (it rebuilds from the commitlog)",
+            where and str(where),
+        ) from exc
     shutil.rmtree(result.staging, ignore_errors=True)
 
 
@@ -472,6 +499,7 @@ __all__ = [
     "compare_index",
     "finish",
     "prepare_staging",
+    "rebuild_targets",
     "recover_interrupted_swap",
     "swap_in",
 ]

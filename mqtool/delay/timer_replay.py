@@ -23,10 +23,10 @@ from mqtool.delay.replay import CopyFinder, ReplayResult, destination_notes, sam
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import queue_max_offset, refuse_unclean, store_writer
 from store.broker.schedule import DelayError, real_queue
-from store.filewrites import crash_point
+from store.filewrites import WriteTargets, crash_point
 from store.storedir import Store
 from store.timer.columns import STATE_CODE, timer_columns
-from store.timer.dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
+from store.timer.dequeue import DequeuePlan, TimerDelivery, plan_dequeue, read_time_targets, write_read_time
 from store.timer.timerstore import PROPERTY_TIMER_DEQUEUE_MS, TimerStore, timercheck_path
 
 
@@ -179,10 +179,19 @@ def execute_timer_replay(store: Store, plan: TimerReplayPlan, execute: bool) -> 
     Dry run unless `execute`; with it, the write safety rules of `mqtool.safety`. Records first, the read
     time last: a crash between leaves records the next run recognises (and does not write again).
     """
-    from mqtool.safety import write_guard
+    from mqtool.safety import finishing, write_guard
 
     result = ReplayResult(executed=False)
-    with write_guard(store, execute) as writable:
+
+    def targets() -> WriteTargets:
+        out = WriteTargets()
+        if plan.to_write:
+            out += store_writer(store, 5).targets([d.record for d in plan.to_write])
+        if plan.dequeue.moves_read_time:
+            out += read_time_targets(store)
+        return out
+
+    with write_guard(store, execute, targets=targets) as writable:
         if not writable or not plan.changes_anything:
             return result
         refuse_unclean(store)
@@ -201,7 +210,13 @@ def execute_timer_replay(store: Store, plan: TimerReplayPlan, execute: bool) -> 
         result.notes.extend(writer.warnings)
         crash_point("timer-appended")
         if plan.dequeue.moves_read_time:
-            write_read_time(store, plan.dequeue.read_to, now_ms())
+            with finishing(
+                f"{len(written)} record(s) the timer dequeue writes were written",
+                "run this `delay replay --timer --execute` again once config/timercheck can be written - "
+                "it finds them written and only moves the read time; a broker started before that "
+                "delivers them again",
+            ):
+                write_read_time(store, plan.dequeue.read_to, now_ms())
             result.delay_offset_written = True
         result.executed = True
     return result

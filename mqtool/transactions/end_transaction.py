@@ -27,7 +27,7 @@ from store.broker.transaction import (
     op_bodies,
     op_message,
 )
-from store.filewrites import crash_point
+from store.filewrites import WriteTargets, crash_point
 from store.storedir import Store
 from store.version import BrokerVersion
 
@@ -281,10 +281,14 @@ def execute_end(
     fresh views of the store, and a plan that changed meanwhile is refused. A crash between a commit copy
     and its op is repaired by running the same command again: the half is still pending, its commit copy
     is found and reused, and only the op is written."""
-    from mqtool.safety import write_guard
+    from mqtool.safety import finishing, write_guard
 
     result = EndResult(executed=False)
-    with write_guard(store, execute) as writable:
+
+    def targets() -> WriteTargets:
+        return store_writer(store).targets(plan.records) if plan.changes_anything else WriteTargets()
+
+    with write_guard(store, execute, targets=targets) as writable:
         if not writable or not plan.changes_anything:
             return result
         refuse_unclean(store)
@@ -301,7 +305,12 @@ def execute_end(
             commits = [m for m in records if m.topic != TRANS_OP_HALF_TOPIC]
             result.written = writer.append(commits)
             crash_point("txn-commits-appended")
-            result.written += writer.append([m for m in records if m.topic == TRANS_OP_HALF_TOPIC])
+            with finishing(
+                f"{len(commits)} commit cop{'y was' if len(commits) == 1 else 'ies were'} written",
+                "run the same command again: the halves are still pending, their commit copies are found "
+                "and reused, and only the op messages are written",
+            ):
+                result.written += writer.append([m for m in records if m.topic == TRANS_OP_HALF_TOPIC])
         else:  # 4.9.x: each op right after its commit copy, in one append session
             result.written = writer.append(records)
         result.executed = True

@@ -27,6 +27,7 @@ from formats.message.properties import (
 from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.structs import CQ_STORE_UNIT_SIZE
 from store.dispatch import refuse_batch_cq_topic
+from store.filewrites import WriteTargets
 from store.pathnames import new_queue_dir
 from store.queue.consumequeue import native_unit_dtype
 from store.storedir import Store
@@ -213,6 +214,12 @@ class StoreWriter:
         self.store = store
         self.major = major
         self.warnings: list[str] = []
+
+    def targets(self, records: list[Message]) -> WriteTargets:
+        """What appending `records` changes (`store.log.appender.append_targets`)."""
+        from store.log.appender import append_targets
+
+        return append_targets(self.store, ((r.topic, r.queue_id) for r in records))
 
     def append(self, records: list[Message]) -> list[Message]:
         """Append `records` in order; returns them as written (queue offset, physical offset, store time)."""

@@ -25,6 +25,7 @@ from formats.config.order import ConsumerOrderInfoTable
 from formats.errors import MqtoolError
 from formats.javahash import to_int32
 from store.filereads import opened, read_file, read_from
+from store.filewrites import WriteTargets
 
 CONFIG_DIR = "config"
 BAK_SUFFIX = ".bak"
@@ -163,6 +164,13 @@ class ConfigFile:
             return LoadedConfig(self.name, self.model(), source, path, reason, pretty, warnings=warnings)
         model = build_config(self.model, value, text, positions, str(path))
         return LoadedConfig(self.name, model, source, path, reason, pretty, warnings=warnings)
+
+    def write_targets(self) -> WriteTargets:
+        """What `save` changes (`atomic_write`): the file, its `.bak` and their temporary files, all in
+        config/ (created when missing)."""
+        tmp = self.path.with_name(self.path.name + TEMP_SUFFIX)
+        bak_tmp = self.bak_path.with_name(self.bak_path.name + TEMP_SUFFIX)
+        return WriteTargets(dirs=[self.path.parent], replaced=[self.path, self.bak_path, tmp, bak_tmp])
 
     def save(self, model: Any, pretty: bool | None = None) -> str:
         """Write `model` atomically; the layout defaults to that of the current file. Returns the text."""

@@ -45,17 +45,17 @@ class QueryOffsetResult:
 
 
 def _index_file_names(directory: Path) -> list[str]:
-    """Index files in name (= creation) order; names that are not a long are skipped, as the broker does.
-    Anything but a directory under such a name counts (a FIFO or a link loop is refused when opened)."""
+    """Index files in name (= creation) order; names that are not a long are skipped, as the broker does
+    (`Long.parseLong` of the name throws NumberFormatException, which IndexService.load skips). Whatever
+    has such a name counts: a directory, a FIFO or a link loop is refused when opened, as the broker's
+    load fails on it (IOException: rocketmq-all-5.3.3 IndexService.java:64-81)."""
     if not directory.is_dir():
         return []
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
         raise StoreFileError(f"cannot list: {exc.strerror}", str(directory)) from exc
-    return [
-        e.name for e in entries if _LONG_NAME.fullmatch(e.name) and int(e.name) <= LONG_MAX and not e.is_dir()
-    ]
+    return [e.name for e in entries if _LONG_NAME.fullmatch(e.name) and int(e.name) <= LONG_MAX]
 
 
 def resolve_geometry(

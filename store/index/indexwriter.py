@@ -74,14 +74,14 @@ def _name_ms(name: str, zone: tzinfo | None) -> int | None:
 
 
 def list_index_files(directory: Path) -> list[str]:
-    """Index file names in load order (names that are longs, sorted; `IndexService.load`); anything but a
-    directory under such a name counts (a FIFO or a link loop is refused when opened)."""
+    """Index file names in load order (names that are longs, sorted; `IndexService.load`); whatever has
+    such a name counts (a directory, a FIFO or a link loop is refused when opened)."""
     if not directory.is_dir():
         return []
     return sorted(
         e.name
         for e in os.scandir(directory)
-        if e.name.isdigit() and len(e.name) <= 19 and int(e.name) < 2**63 and not e.is_dir()
+        if e.name.isdigit() and len(e.name) <= 19 and int(e.name) < 2**63
     )
 
 

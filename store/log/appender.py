@@ -106,6 +106,7 @@ from store.dispatch import (
 from store.filereads import last_nonzero_end, read_head
 from store.filewrites import (
     FileSet,
+    WriteTargets,
     create_sparse_file,
     fsync_dir,
     pwrite_all,
@@ -116,7 +117,8 @@ from store.filewrites import (
 )
 from store.index.indexwriter import list_index_files
 from store.log.commitlog import CommitLog
-from store.log.mappedfile import offset_to_file_name
+from store.log.mappedfile import MappedFileQueue, offset_to_file_name
+from store.pathnames import new_queue_dir
 from store.queue.consumequeue import ConsumeQueueStore
 from store.queue.lmq import (
     PROPERTY_INNER_MULTI_DISPATCH,
@@ -137,6 +139,23 @@ Host = tuple[bytes, int]
 
 class AppendError(MqtoolError):
     """A message or a store the broker's append rules refuse."""
+
+
+def append_targets(store: Store, queues: Iterable[tuple[str, int]]) -> WriteTargets:
+    """What an append (with dispatch) of records to `queues` changes: the store root (`abort`, temporary
+    files), commitlog/ and its last file, each queue's directory and last file, index/ and its last file,
+    the checkpoint (`WriteTargets.check` before the first byte)."""
+    root = store.root
+    targets = WriteTargets(dirs=[root, root / "commitlog", root / "index"], files=[root / "checkpoint"])
+    last = MappedFileQueue.open(root / "commitlog").files[-1:]
+    targets.files += [f.path for f in last]
+    for topic, queue_id in dict.fromkeys(queues):
+        directory = new_queue_dir(store.consumequeue_dir, topic, queue_id)
+        targets.dirs.append(directory)
+        targets.files += [f.path for f in MappedFileQueue.open(directory).files[-1:]]
+    names = list_index_files(root / "index")
+    targets.replaced += [root / "index" / n for n in names[-1:]]  # copied, changed, renamed over
+    return targets
 
 
 def now_ms() -> int:
@@ -607,6 +626,19 @@ class CommitLogAppender:
         if not self._pending and not self._dispatch_pending():
             return
         self._ensure_abort()
+        try:
+            self._commit_pending()
+        except (MqtoolError, OSError) as exc:
+            # `abort` stays: the broker's abnormal recovery truncates or dispatches what was written
+            reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
+            where = exc.file if isinstance(exc, MqtoolError) else exc.filename
+            raise AppendError(
+                f"{reason}; the append stopped part way and left `abort`: start the broker once and stop "
+                "it (its recovery completes or cuts what was written), then run the command again",
+                where and str(where),
+            ) from exc
+
+    def _commit_pending(self) -> None:
         if not self._committed_once and self.dispatching:
             # index files now on disk are complete (clean shutdown): the broker must keep them after a crash
             names = list_index_files(self.root / "index")
@@ -693,5 +725,6 @@ __all__ = [
     "AppendResult",
     "CommitLogAppender",
     "NewMessage",
+    "append_targets",
     "now_ms",
 ]

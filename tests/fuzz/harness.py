@@ -781,7 +781,7 @@ def _limit_memory(budget_mb: int) -> None:
 
 PRELOAD = (
     "encodings.ascii", "encodings.latin_1", "encodings.utf_8", "encodings.utf_8_sig", "encodings.idna",
-    "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_32", "encodings.cp437",
+    "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_16_be", "encodings.utf_32", "encodings.cp437",
     "encodings.unicode_escape", "encodings.raw_unicode_escape", "encodings.punycode", "zoneinfo", "csv",
     "json", "difflib", "base64", "zlib", "lz4.frame", "lz4.block", "zstandard", "tabulate", "uuid",
     "statistics", "decimal", "gzip", "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale",
