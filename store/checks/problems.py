@@ -144,6 +144,18 @@ def fmt(*parts: Any) -> pa.Array:
     return pc.binary_join_element_wise(*arrays, "")
 
 
+def _text(value: str | None) -> str | None:
+    """A string Arrow (UTF-8) holds: a file name that is not UTF-8 (its bytes as lone surrogates) or a
+    lone surrogate from a JSON escape is written as its backslash escape."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class ProblemList:
     """Collects problem rows; vectorised groups go in as arrays, single rows as tuples.
 
@@ -159,9 +171,8 @@ class ProblemList:
     def add(
         self, kind: str, file: str | None, offset: int | None, detail: str, severity: str | None = None
     ) -> None:
-        self._rows.append(
-            (file, None if offset is None else int(offset), kind, severity or KINDS[kind], detail)
-        )
+        at = None if offset is None else int(offset)
+        self._rows.append((_text(file), at, kind, severity or KINDS[kind], _text(detail)))
 
     def add_many(
         self,
