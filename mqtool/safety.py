@@ -71,4 +71,6 @@ def finishing(written: str, finish: str) -> Iterator[None]:
     except (MqtoolError, OSError) as exc:
         reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
         where = exc.file if isinstance(exc, MqtoolError) else exc.filename
+        if getattr(exc, "left_abort", False):  # its own advice comes first: the broker's recovery
+            raise PartialWriteError(f"{reason} ({written} before it)", where and str(where)) from exc
         raise PartialWriteError(f"{reason}; {written} already: {finish}", where and str(where)) from exc

@@ -193,3 +193,34 @@ def test_config_file_past_2gib_whose_length_wraps_negative_falls_back(tmp_path):
     assert proc.returncode == 0, proc.stderr
     dumped = json.loads(proc.stdout)
     assert dumped["source"] == "bak" and "NegativeArraySizeException" in dumped["reason"]
+
+
+# --- found by the hostile fuzz families ----------------------------------------------------------------
+
+
+def test_a_huge_rocksdb_options_file_is_named_not_an_abort(tmp_path):
+    """RocksDB reads OPTIONS-* (and CURRENT, IDENTITY) whole: a 4 GiB one aborted the process with
+    std::bad_alloc, past any handler. It is refused, named, before RocksDB opens the database."""
+    root = copy_store("store-rocksdb", tmp_path / "s")
+    options = next((root / "config" / "consumerOffsets").glob("OPTIONS-*"))
+    os.truncate(options, 4 << 30)
+    proc = mqtool("-s", str(root), "offsets", "show")
+    assert "RocksDB reads this file whole" in one_error_naming(proc, options)
+
+
+@pytest.mark.parametrize("where", ["commitlog", "consumequeue"])
+def test_names_that_are_not_utf8_are_escaped_in_verify(tmp_path, where):
+    """A commitlog entry or an LMQ queue directory whose name is not UTF-8: verify's problems table held
+    the raw name and stopped with exit 70 (UnicodeEncodeError); the name is now escaped."""
+    root = copy_store("store-lmq", tmp_path / "s")
+    if where == "commitlog":
+        (root / os.fsdecode(b"commitlog/\xff\xfe")).write_bytes(b"x" * 8)
+    else:
+        queue = root / os.fsdecode(b"consumequeue/%LMQ%\xff/0")
+        queue.mkdir(parents=True)
+        source = next((root / "consumequeue").glob("%LMQ%*/0/0*"))
+        (queue / source.name).write_bytes(source.read_bytes())
+    for fmt in ("json", "table"):
+        proc = mqtool("-s", str(root), "-f", fmt, "verify")
+        assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+        assert "udcff" in proc.stdout  # the name, escaped

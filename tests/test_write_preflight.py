@@ -117,6 +117,8 @@ CASES = [
     (["delay", "replay", "--now", NOW, "--execute"], "store-a", "config/delayOffset.json.bak", "dir"),
     (["delay", "replay", "--now", NOW, "--execute"], "store-a", "checkpoint", "dir"),
     (["delay", "replay", "--now", NOW, "--execute"], "store-a", "index/{last_index}", "dir"),
+    # the commitlog file the append goes on in, a directory (the load skips it, a write fails on it)
+    (["txn", "commit", "2", "--execute"], "store-a", "commitlog/00000000000002097152", "dir"),
     (["txn", "commit", "2", "--execute"], "store-a", "checkpoint", "fifo"),
     (["txn", "rollback", "2", "--execute"], "store-a", "consumequeue/RMQ_SYS_TRANS_OP_HALF_TOPIC", "fifo"),
     (["txn", "resolve", "--policy", "commit", "--now", NOW, "--execute"], "store-a", "index", "fifo"),

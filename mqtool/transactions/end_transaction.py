@@ -305,8 +305,9 @@ def execute_end(
             commits = [m for m in records if m.topic != TRANS_OP_HALF_TOPIC]
             result.written = writer.append(commits)
             crash_point("txn-commits-appended")
+            copies = len(result.written)
             with finishing(
-                f"{len(commits)} commit cop{'y was' if len(commits) == 1 else 'ies were'} written",
+                f"{copies} commit cop{'y was' if copies == 1 else 'ies were'} written",
                 "run the same command again: the halves are still pending, their commit copies are found "
                 "and reused, and only the op messages are written",
             ):

@@ -123,8 +123,8 @@ def _as_string_array(value: Any, n: int) -> pa.Array:
     if isinstance(value, pa.Array):
         return value.cast(pa.string())
     if isinstance(value, str) or value is None:
-        return pa.array([value] * n, pa.string())
-    return pa.array(list(value), pa.string())
+        return pa.array([arrow_text(value)] * n, pa.string())
+    return pa.array([arrow_text(v) for v in value], pa.string())
 
 
 def fmt(*parts: Any) -> pa.Array:
@@ -133,7 +133,7 @@ def fmt(*parts: Any) -> pa.Array:
     n = None
     for p in parts:
         if isinstance(p, str):
-            arrays.append(p)
+            arrays.append(arrow_text(p))
             continue
         arr = p if isinstance(p, pa.Array | pa.ChunkedArray) else pa.array(np.asarray(p))
         arr = arr.cast(pa.string())
@@ -144,7 +144,7 @@ def fmt(*parts: Any) -> pa.Array:
     return pc.binary_join_element_wise(*arrays, "")
 
 
-def _text(value: str | None) -> str | None:
+def arrow_text(value: str | None) -> str | None:
     """A string Arrow (UTF-8) holds: a file name that is not UTF-8 (its bytes as lone surrogates) or a
     lone surrogate from a JSON escape is written as its backslash escape."""
     if value is None:
@@ -172,7 +172,7 @@ class ProblemList:
         self, kind: str, file: str | None, offset: int | None, detail: str, severity: str | None = None
     ) -> None:
         at = None if offset is None else int(offset)
-        self._rows.append((_text(file), at, kind, severity or KINDS[kind], _text(detail)))
+        self._rows.append((arrow_text(file), at, kind, severity or KINDS[kind], arrow_text(detail)))
 
     def add_many(
         self,

@@ -117,7 +117,7 @@ from store.filewrites import (
 )
 from store.index.indexwriter import list_index_files
 from store.log.commitlog import CommitLog
-from store.log.mappedfile import MappedFileQueue, offset_to_file_name
+from store.log.mappedfile import is_offset_file_name, offset_to_file_name
 from store.pathnames import new_queue_dir
 from store.queue.consumequeue import ConsumeQueueStore
 from store.queue.lmq import (
@@ -141,21 +141,38 @@ class AppendError(MqtoolError):
     """A message or a store the broker's append rules refuse."""
 
 
+class AppendStoppedError(AppendError):
+    """An append that failed part way: `abort` is left, and the broker's recovery must run first."""
+
+    left_abort = True
+
+
 def append_targets(store: Store, queues: Iterable[tuple[str, int]]) -> WriteTargets:
     """What an append (with dispatch) of records to `queues` changes: the store root (`abort`, temporary
     files), commitlog/ and its last file, each queue's directory and last file, index/ and its last file,
     the checkpoint (`WriteTargets.check` before the first byte)."""
     root = store.root
     targets = WriteTargets(dirs=[root, root / "commitlog", root / "index"], files=[root / "checkpoint"])
-    last = MappedFileQueue.open(root / "commitlog").files[-1:]
-    targets.files += [f.path for f in last]
+    with CommitLog.open(root) as commitlog:  # the file holding the end, and the next (a roll)
+        end, size = commitlog.max_offset, commitlog.file_size
+    size = size or store.layout.configured("mappedFileSizeCommitLog") or DEFAULT_COMMITLOG_FILE_SIZE
+    first = end - end % size
+    targets.files += [root / "commitlog" / offset_to_file_name(s) for s in (first, first + size)]
     for topic, queue_id in dict.fromkeys(queues):
         directory = new_queue_dir(store.consumequeue_dir, topic, queue_id)
         targets.dirs.append(directory)
-        targets.files += [f.path for f in MappedFileQueue.open(directory).files[-1:]]
+        # every entry under a file's name: a directory there is skipped by the load, not by a write
+        targets.files += _offset_named(directory)
     names = list_index_files(root / "index")
     targets.replaced += [root / "index" / n for n in names[-1:]]  # copied, changed, renamed over
     return targets
+
+
+def _offset_named(directory: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(directory) if is_offset_file_name(e.name)]
+    except OSError:
+        return []
 
 
 def now_ms() -> int:
@@ -632,7 +649,7 @@ class CommitLogAppender:
             # `abort` stays: the broker's abnormal recovery truncates or dispatches what was written
             reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
             where = exc.file if isinstance(exc, MqtoolError) else exc.filename
-            raise AppendError(
+            raise AppendStoppedError(
                 f"{reason}; the append stopped part way and left `abort`: start the broker once and stop "
                 "it (its recovery completes or cuts what was written), then run the command again",
                 where and str(where),
@@ -722,6 +739,7 @@ class CommitLogAppender:
 
 __all__ = [
     "AppendError",
+    "AppendStoppedError",
     "AppendResult",
     "CommitLogAppender",
     "NewMessage",
