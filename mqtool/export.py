@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.message.msgid import parse_host
 from store.checks.records import take_rows
 from store.storedir import Store
@@ -198,7 +198,7 @@ def iter_export_batches(
     from store.log.scan import iter_batches
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
-        raise MqtoolError("--to-offset must be greater than --from-offset")
+        raise UsageError("--to-offset must be greater than --from-offset")
     written = 0
     for f, batch in iter_batches(
         store.commitlog,
@@ -253,7 +253,7 @@ def _json_rows(batch: pa.RecordBatch) -> Iterator[str]:
 def write_batches(batches: Iterator[pa.RecordBatch], path: Path, fmt: str, *, with_body: bool) -> None:
     """Write export batches to one Parquet file (one row group per batch) or one JSONL file."""
     if fmt not in EXPORT_FORMATS:
-        raise MqtoolError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+        raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -317,7 +317,7 @@ def export_range(
     """`mqtool export`: the messages of [from_offset, to_offset) (optionally one topic) into
     OUTPUT/messages.parquet or OUTPUT/messages.jsonl."""
     if fmt not in EXPORT_FORMATS:
-        raise MqtoolError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+        raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     if output.exists() and not output.is_dir():
         raise MqtoolError("--output must be a directory", str(output))
     path = output / f"messages.{fmt}"
@@ -350,7 +350,7 @@ def dump_commitlog_parquet(
     """`dump commitlog --format parquet --output FILE`: like the dump (CRC checked by default, `count`
     messages at most), written to one Parquet file through the columnar path."""
     if count is not None and count < 0:
-        raise MqtoolError("--count must not be negative")
+        raise UsageError("--count must not be negative")
     summary = ExportSummary(str(output), "parquet")
     batches = iter_export_batches(
         store,

@@ -1,13 +1,13 @@
 """`mqtool rebuild [cq|index|all]`: rebuild ConsumeQueues and/or the index from the commitlog.
 
-The rebuild dispatches every live commitlog record as the broker does (`store.rebuild`, whose
+The rebuild dispatches every live commitlog record as the broker does (`store.rebuild.build`, whose
 docstring says what a rebuild of a crashed or retention-trimmed store means) into a staging
 directory, compares the result with the current files, and prints that plan: per queue whether its
 files stay the same, differ (and from which queue offset), are new, removed or kept, and whether the
 index contents change. That makes the dry run a consistency check. With `--execute`, under
 `mqtool.safety.write_guard` (refused while a broker holds the lock), the rebuilt directories are
 swapped in atomically; nothing is written when nothing differs. BatchCQ topics (`queue.type=BatchCQ`)
-are rebuilt into `batchconsumequeue/` (`store.queue.batchcq_build`), their units byte-identical to the
+are rebuilt into `batchconsumequeue/` (`store.rebuild.batchcq`), their units byte-identical to the
 broker's.
 
 Settings, each from the first source that has it: the command-line flag, `--broker-config`, the
@@ -30,11 +30,11 @@ from typing import Any
 from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
-from mqtool.safety import warn, write_guard
+from mqtool.safety import refuse_unsupported_layout, warn, write_guard
 from store.layout import Setting
 from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, possible_file_size
 from store.queue.consumequeue import is_rocksdb_dir
-from store.rebuild import (
+from store.rebuild.build import (
     DIRECTORIES,
     BuildResult,
     IndexDiff,
@@ -237,6 +237,7 @@ def rebuild(
         raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index or all")
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
     _refuse_unsupported(store, do_cq, execute)
+    refuse_unsupported_layout(store, "queues" if do_cq else "index")
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
     if execute and do_index and notes and "broker default" in (slots.source, num.source):
         # the index files exist but their geometry cannot be read: the broker's is unknown, not its default
@@ -253,7 +254,8 @@ def rebuild(
     if do_cq and store.batch_cq_topics:
         swapped.append(BATCH_CQ_DIR)
     targets = rebuild_targets(store.root, swapped, do_index)
-    with write_guard(store, execute, note=note, targets=targets) as may_write:
+    touches = "queues" if do_cq else "index"
+    with write_guard(store, execute, note=note, touches=touches, targets=targets) as may_write:
         scratch: Path | None = None
         if may_write:
             staging = prepare_staging(store.root)
@@ -278,7 +280,7 @@ def rebuild(
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
-                from store.queue.batchcq_build import stage_batch_queues
+                from store.rebuild.batchcq import stage_batch_queues
 
                 batch_queues = stage_batch_queues(store, result, delay_levels)
             report = RebuildReport(

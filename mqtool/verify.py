@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from formats.errors import MqtoolError
-from store.checks.commitlog import CommitLogFile, check_commitlog
+from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
@@ -35,8 +35,8 @@ from store.checks.problems import (
     sort_problems,
 )
 from store.checks.records import RecordIndexBuilder
-from store.queue.batchcq_check import check_batch_queue_files
-from store.storecheck import (
+from store.checks.storefiles import (
+    check_batch_queue_files,
     check_checkpoint_file,
     check_index_files,
     check_queue_files,
@@ -45,6 +45,7 @@ from store.storecheck import (
     recovery_summary,
     rel_path,
 )
+from store.log.scan import CommitLogFile
 from store.storedir import Store
 
 

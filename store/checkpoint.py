@@ -12,8 +12,8 @@ from pathlib import Path
 
 from formats.checkpoint import CHECKPOINT_FILE_SIZE, StoreCheckpoint, decode_checkpoint, encode_checkpoint
 from formats.errors import FormatError
-from store.filereads import head_and_size
-from store.filewrites import create_sparse_file, pwrite_all
+from store.io.filereads import head_and_size
+from store.io.filewrites import create_sparse_file, pwrite_all
 
 
 def checkpoint_path(root: Path) -> Path:
@@ -24,7 +24,7 @@ def read_checkpoint(root: Path) -> StoreCheckpoint | None:
     """The decoded checkpoint of the store at `root`, or None when the file is missing.
 
     Refuses a file that is not a regular file (a FIFO would block, a device never end), an unreadable
-    one, and one that is not exactly 4096 bytes, each with the file named (`store.filereads`).
+    one, and one that is not exactly 4096 bytes, each with the file named (`store.io.filereads`).
     """
     path = checkpoint_path(root)
     try:

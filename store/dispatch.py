@@ -8,10 +8,10 @@ For every commitlog record the broker dispatches (`CommitLogDispatcherBuildConsu
   queue.
 * `IndexWriter` (`store.index.indexwriter`) is `IndexService.buildIndex` + `IndexFile.putKey`.
 * `Dispatcher` feeds both and `commit()` writes them in the order the crash rules need (see
-  `store.log.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
+  `store.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
   returns what the checkpoint must say; `store.checkpoint.write_checkpoint` writes it.
 
-Writes are plain `pwrite`s on full-size files, through `store.filewrites` (new files sparse under a
+Writes are plain `pwrite`s on full-size files, through `store.io.filewrites` (new files sparse under a
 temporary name, linked into place; every state-changing call passes its crash-test hook `write_done()`).
 """
 
@@ -58,8 +58,9 @@ from formats.structs import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from store.filewrites import FileSet
 from store.index.indexwriter import IndexWriter
+from store.io.filewrites import FileSet
+from store.io.pathnames import new_queue_dir
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue_writer import ConsumeQueueWriter
 from store.queue.lmq import (
@@ -283,6 +284,13 @@ def refuse_batch_cq_topic(topic: str, batch_cq_topics: frozenset[str]) -> None:
         )
 
 
+def refuse_queue_name(cq_root: Path, topic: str, queue_id: int, *, record: int | None = None) -> None:
+    """Raise `store.io.pathnames.UnsafeNameError` for a queue the dispatch could not create: a name the
+    broker's own code never gives a queue (`new_queue_dir`; `record`: the physical offset of the record
+    it comes from). The plans of writes check every destination queue here before anything is written."""
+    new_queue_dir(cq_root, topic, queue_id, record=record)
+
+
 class Dispatcher:
     """ReputMessageService's dispatchers over `cq_root` (consumequeue/) and `index_dir` (index/).
     A queue of a topic in `batch_cq_topics` is refused (`BatchCQTopicError`)."""
@@ -330,7 +338,7 @@ class Dispatcher:
         self, topic: str, queue_id: int, *, record: int | None = None, what: str = "topic"
     ) -> ConsumeQueueWriter:
         """The writer of (topic, queueId); `record` (the physical offset of the record naming it) and `what`
-        (topic, LMQ queue) say whose name it is when the name is refused (`store.pathnames`)."""
+        (topic, LMQ queue) say whose name it is when the name is refused (`store.io.pathnames`)."""
         key = (topic, queue_id)
         writer = self.queues.get(key)
         if writer is None:
@@ -420,6 +428,7 @@ __all__ = [
     "dispatch_tags_code",
     "iter_dispatch",
     "refuse_batch_cq_topic",
+    "refuse_queue_name",
     "BatchCQTopicError",
     "DispatchRequest",
     "DispatchSummary",

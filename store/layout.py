@@ -21,8 +21,9 @@ from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message
 from formats.structs import CQ_STORE_UNIT_SIZE
 from formats.timer import DEFAULT_TIMER_LOG_FILE_SIZE
 from store.config.brokerconf import BrokerConfig
+from store.io.pathnames import queue_dir
+from store.kind import StoreKind, identify
 from store.log.mappedfile import MappedFileQueue, majority_size, possible_file_size
-from store.pathnames import queue_dir
 from store.queue.consumequeue import ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
 from store.version import BrokerVersion, detect_broker_version, resolve_broker_version
@@ -174,6 +175,17 @@ class StoreLayout:
         from store.rocksdb.config import config_backend
 
         return config_backend(self.root, self.broker_config, self.consume_queues_in_rocksdb)
+
+    @cached_property
+    def kind(self) -> StoreKind:
+        """Every part of this store's layout, named, and what mqtool reads and writes of it
+        (`store.kind.identify`)."""
+        return identify(
+            self.root,
+            self.broker_config,
+            consume_queues_in_rocksdb=self.consume_queues_in_rocksdb,
+            config_backend=self.config_backend,
+        )
 
     @property
     def consumer_offset_file(self) -> str:

@@ -90,14 +90,32 @@ def run_mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_main(args: list[str], capsys) -> tuple[int, str, str]:
+    """`mqtool ARGS` through the console entry point (`mqtool.cli.main`: its one-line errors and exit
+    statuses) in this process, output captured by pytest's `capsys`: (exit status, stdout, stderr)."""
+    from mqtool.cli import main
+
+    saved = sys.argv
+    sys.argv = ["mqtool", *args]
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def rebuild_staged(root: Path):
     """ConsumeQueues and index rebuilt from the commitlog into a staging directory (geometry from the
     files), as the broker's dispatcher would build them."""
     import time
 
     from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
-    from store import rebuild
     from store.layout import existing_cq_file_size, existing_index_geometry
+    from store.rebuild import build as rebuild
 
     return rebuild.build_staging(
         root,
@@ -113,7 +131,7 @@ def rebuild_staged(root: Path):
 
 def rebuild_matches(root: Path) -> None:
     """The store passes the rebuild check: ConsumeQueues and index rebuilt from the commitlog are equal."""
-    from store import rebuild
+    from store.rebuild import build as rebuild
 
     result = rebuild_staged(root)
     try:
@@ -128,7 +146,7 @@ def rebuild_matches(root: Path) -> None:
 def recover_like_the_broker(root: Path) -> None:
     """What the broker's abnormal recovery does for these tests: dispatch what is in the commitlog, then a
     clean shutdown removes `abort`."""
-    from store import rebuild
+    from store.rebuild import build as rebuild
 
     rebuild.finish(root, rebuild_staged(root), ["consumequeue", "index"])
     (root / "abort").unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
 from store.checkpoint import read_checkpoint, write_checkpoint
 from store.config.brokerconf import load_broker_config
-from store.filereads import StoreFileError
+from store.io.filereads import StoreFileError
 from store.layout import Setting
 from store.storedir import Store
 
@@ -167,8 +167,8 @@ def test_an_empty_delay_level_table(tmp_path: Path) -> None:
 
 def test_the_appender_writes_with_the_stores_layout(tmp_path: Path) -> None:
     from formats.indexfile import IndexGeometry
+    from store.appender import NewMessage
     from store.liveness import hold_store_lock
-    from store.log.appender import NewMessage
     from store.queue.consumequeue import ConsumeQueue
 
     root = tmp_path / "store-49a"

@@ -19,7 +19,7 @@ from golden import copy_store, expect, rewrite_record, run_mqtool, snapshot
 
 from formats.message.properties import decode_properties, encode_properties
 from formats.names import escaped_name, topic_name_problem, validate_topic
-from store.pathnames import UnsafeNameError, component_problem, new_queue_dir, queue_dir
+from store.io.pathnames import UnsafeNameError, component_problem, new_queue_dir, queue_dir
 
 TOPIC_RECORD = 1318983  # store-a: a TopicTest record of queue 3
 ESCAPE = "../../../escaped"  # from <staging>/consumequeue: three levels up

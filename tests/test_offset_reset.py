@@ -28,7 +28,7 @@ from mqtool.offsets.apply import ConfigNotWritableError, PlanOutdatedError, appl
 from mqtool.offsets.plan import ResetPlanError, reset_target
 from mqtool.offsets.plan_file import export_plan, read_plan_file
 from mqtool.offsets.reset import plan_from_file, plan_offsets_reset, plan_reset
-from store.filewrites import CRASH_AT_ENV
+from store.io.filewrites import CRASH_AT_ENV
 from store.liveness import BrokerRunningError
 from store.queue.consumequeue import ConsumeQueue
 from store.storedir import Store
@@ -630,4 +630,4 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     proc = mqtool(
         "offsets", "reset", "-s", str(store_path("store-a")), "-g", "groupA", "-t", "TopicTest", "-q", "x"
     )
-    assert proc.returncode == 1 and "is not a queue id" in proc.stderr
+    assert proc.returncode == 2 and "is not a queue id" in proc.stderr  # a usage error

@@ -30,9 +30,9 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
-from store.filereads import map_readonly, read_head
+from store.io.filereads import map_readonly, read_head
+from store.io.remote import is_url, location
 from store.queue.lmq import is_lmq
-from store.remote import is_url, location
 from store.storedir import Store
 
 # --- what the executors get (driver) --------------------------------------------------------------
@@ -125,7 +125,7 @@ def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
     read and its problems are kept for the driver's index checks, which then do not read again."""
     from store.checks.index import ReachableKeys
     from store.checks.problems import ProblemList
-    from store.storecheck import read_index_files
+    from store.checks.storefiles import read_index_files
 
     problems = ProblemList(plan.label, max_rows=opts.max_rows)
     plan.index_read = read_index_files(plan.store, problems)
@@ -188,13 +188,14 @@ def check_split(
     their units (queue -> `LmqMissing` fields).
     """
     from formats.indexfile import INDEX_ENTRY_DTYPE
-    from store.checks.commitlog import CommitLogFile, check_file_records
+    from store.checks.commitlog import check_file_records
     from store.checks.consumequeue import QueueFacts, check_consume_queue, check_dispatch_coverage
     from store.checks.index import IndexFileFacts, check_index_coverage, check_index_targets
     from store.checks.lmq import lmq_missing
     from store.checks.names import check_record_names
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
+    from store.log.scan import CommitLogFile
 
     problems = ProblemList(ctx.label, max_rows=ctx.max_rows)
     name = ctx.file_names[task.fileIndex]
@@ -322,8 +323,8 @@ def store_problems(
     from store.checks.lmq import report_lmq_missing
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
-    from store.queue.batchcq_check import check_batch_queue_files
-    from store.storecheck import (
+    from store.checks.storefiles import (
+        check_batch_queue_files,
         check_checkpoint_file,
         check_index_files,
         check_queue_files,

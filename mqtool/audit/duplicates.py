@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqtool.audit.schema import DUP_KEY, DUP_UNIQ, SplitTask, constant, partial_rows
-from store.filereads import map_readonly
-from store.remote import placeholder
+from store.io.filereads import map_readonly
+from store.io.remote import placeholder
 
 if TYPE_CHECKING:
     from mqtool.audit.plan import StorePlan

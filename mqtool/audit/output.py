@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtool.audit.plan import AuditError
 from mqtool.audit.scan import message_file, message_name
-from store.remote import is_url, join, write_bytes
+from store.io.remote import is_url, join, write_bytes
 
 if TYPE_CHECKING:
     from mqtool.audit.plan import Split

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.scan import close_map
-from store.filereads import map_readonly
-from store.remote import is_url, placeholder, redact
+from store.io.filereads import map_readonly
+from store.io.remote import is_url, placeholder, redact
 from store.storedir import Store
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from store.storecheck import IndexRead
+    from store.checks.storefiles import IndexRead
 
 MiB = 1 << 20
 MIN_SPLIT = 4 * MiB

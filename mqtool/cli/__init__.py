@@ -13,13 +13,13 @@ from typing import Annotated
 
 import typer
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from mqtool.cli.audit import audit
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.offsets import offsets_app
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
 from mqtool.cli.txn import txn_app
@@ -38,6 +38,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    suggest_commands=False,  # click names a mistyped command itself; typer's suggestion would repeat it
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 app.command()(info)
@@ -69,12 +70,16 @@ def _main(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
     ] = False,
 ) -> None:
-    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz = store, fmt, tz
+    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.broker_config = store, fmt, tz, broker_config
+    GLOBALS.wide, GLOBALS.record = wide, record
 
 
 def main() -> None:
@@ -86,6 +91,8 @@ def main() -> None:
         reconfigure(errors="backslashreplace")
     try:
         app()
+    except UsageError as exc:
+        _fail(str(exc), 2)
     except MqtoolError as exc:
         _fail(str(exc), 1)
     except BrokenPipeError:

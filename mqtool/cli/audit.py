@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreLocation, StoreOpt, TzOpt, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreLocation,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    session,
+)
 
 StoresArg = Annotated[
     list[str] | None,  # Paths, or URL strings (StoreLocation)
@@ -24,7 +33,7 @@ StoresArg = Annotated[
 
 def parse_size(text: str) -> int:
     """`64MiB`, `128m`, `1g`, `4096` -> bytes."""
-    from formats.errors import MqtoolError
+    from formats.errors import UsageError
 
     units = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mib": 1 << 20}
     units |= {"mb": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "gb": 1 << 30}
@@ -34,9 +43,9 @@ def parse_size(text: str) -> int:
     try:
         value = float(number) * units[unit]
     except (ValueError, KeyError):
-        raise MqtoolError(f"not a size: {text!r} (e.g. 64MiB, 512k, 1g)") from None
+        raise UsageError(f"not a size: {text!r} (e.g. 64MiB, 512k, 1g)") from None
     if value < 1:
-        raise MqtoolError(f"--split-size must be at least 1 byte, not {text!r}")
+        raise UsageError(f"--split-size must be at least 1 byte, not {text!r}")
     return int(value)
 
 
@@ -134,6 +143,8 @@ def audit(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Audit whole stores on Spark: per topic/queue counts, bytes, first/last store time, message rate over
@@ -150,7 +161,7 @@ def audit(
     from mqtool.audit.run import run_audit
     from mqtool.cli.audit_render import render_audit
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record, csv=False)
     chosen = list(stores) if stores else [s.store_path]
     if chosen == [None]:
         from store.storedir import resolve_store_root

@@ -30,7 +30,7 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             [s | {"bytes": size_text(s["commitlogBytes"])} for s in doc["stores"]],
             [
-                Column("store", max_width=40),
+                Column("store", kind="name", max_width=40),
                 Column("commitlogFiles", "files", "int"),
                 Column("bytes"),
                 Column("records", kind="int"),
@@ -47,8 +47,8 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             doc["queues"],
             [
-                Column("store", max_width=24),
-                Column("topic", max_width=48),
+                Column("store", kind="name", max_width=24),
+                Column("topic", kind="name", max_width=48),
                 Column("queueId", "queue", "int"),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),
@@ -66,8 +66,8 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for t in doc["topics"]
             ],
             [
-                Column("store", max_width=24),
-                Column("topic", max_width=48),
+                Column("store", kind="name", max_width=24),
+                Column("topic", kind="name", max_width=48),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),
                 Column("share", "share of commitlog"),
@@ -78,8 +78,8 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             doc["problems"],
             [
-                Column("store", max_width=24),
-                Column("file", max_width=48),
+                Column("store", kind="name", max_width=24),
+                Column("file", kind="name", max_width=48),
                 Column("offset", kind="int"),
                 Column("kind"),
                 Column("detail", max_width=90),
@@ -91,9 +91,9 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             [r for r in doc["lag"] if r["lag"] is not None],
             [
-                Column("store", max_width=24),
-                Column("group", max_width=32),
-                Column("topic", max_width=40),
+                Column("store", kind="name", max_width=24),
+                Column("group", kind="name", max_width=32),
+                Column("topic", kind="name", max_width=40),
                 Column("queueId", "queue", "int"),
                 Column("consumerOffset", "offset", "int"),
                 Column("maxOffset", "max", "int"),
@@ -108,7 +108,7 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             doc["delay"],
             [
-                Column("store", max_width=24),
+                Column("store", kind="name", max_width=24),
                 Column("level", kind="int"),
                 Column("delayMs", "delay ms", "int"),
                 Column("startOffset", "progress", "int"),
@@ -125,7 +125,7 @@ def render_audit(result: AuditResult, ctx) -> None:
             emit_table(
                 doc["timer"],
                 [
-                    Column("store", max_width=24),
+                    Column("store", kind="name", max_width=24),
                     Column("messages", kind="int"),
                     Column("waiting", kind="int"),
                     Column("notEnqueued", "not enqueued", "int"),
@@ -141,8 +141,8 @@ def render_audit(result: AuditResult, ctx) -> None:
             emit_table(
                 doc["pop"],
                 [
-                    Column("store", max_width=24),
-                    Column("group", max_width=30),
+                    Column("store", kind="name", max_width=24),
+                    Column("group", kind="name", max_width=30),
                     Column("popped", kind="int"),
                     Column("acked", kind="int"),
                     Column("inFlight", "in flight", "int"),
@@ -159,7 +159,7 @@ def render_audit(result: AuditResult, ctx) -> None:
             counts[(t["store"], t["state"])] = counts.get((t["store"], t["state"]), 0) + 1
         emit_table(
             [{"store": s, "state": st, "transactions": n} for (s, st), n in sorted(counts.items())],
-            [Column("store", max_width=24), Column("state"), Column("transactions", kind="int")],
+            [Column("store", kind="name", max_width=24), Column("state"), Column("transactions", kind="int")],
             ctx,
             title="Transactions (half messages)",
             empty="(no transaction half queue)",
@@ -174,7 +174,7 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for d in doc["duplicates"]
             ],
             [
-                Column("store", max_width=24),
+                Column("store", kind="name", max_width=24),
                 Column("by"),
                 Column("groups", "keys in >1 message", "int"),
                 Column("extraMessages", "extra messages", "int"),
@@ -195,8 +195,8 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for r in doc["retry"]
             ],
             [
-                Column("store", max_width=24),
-                Column("group", max_width=32),
+                Column("store", kind="name", max_width=24),
+                Column("group", kind="name", max_width=32),
                 Column("kind"),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),

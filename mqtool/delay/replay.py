@@ -22,8 +22,9 @@ from formats.message.properties import (
     CRC32_RESERVED_LEN,
     split_crc32_trailer,
 )
-from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC
 from mqtool.delay.timer import TIMER_REPLAY_HINT
+from mqtool.safety import refuse_unsupported_layout
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import (
     broker_major,
@@ -46,10 +47,9 @@ from store.broker.schedule import (
     message_time_up,
     schedule_levels,
 )
-from store.filewrites import WriteTargets, crash_point
+from store.io.filewrites import WriteTargets, crash_point
 from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
-from store.timer.timerstore import TIMER_TOPIC
 from store.version import BrokerVersion
 
 Action = Literal["deliver", "done", "skip", "drop", "stop"]
@@ -143,6 +143,7 @@ def plan_replay(
     `correctDelayOffset` clamp. Queue offsets of the new records are planned from the real queues' max
     offsets; physical offset and store time are the append's.
     """
+    refuse_unsupported_layout(store)
     broker = broker_major(store, broker_version)
     levels = delay_levels(store)
     progress = load_delay_progress(store)

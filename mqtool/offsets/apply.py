@@ -20,7 +20,7 @@ from mqtool.offsets.plan import ResetPlan
 from mqtool.safety import warn, write_guard
 from mqtool.timeparse import now_ms
 from store.config.configfile import LoadedConfig
-from store.filewrites import crash_point
+from store.io.filewrites import crash_point
 from store.storedir import Store
 
 CONSUMER_OFFSET = "consumerOffset.json"
@@ -82,7 +82,7 @@ def apply_plan(
     changes = plan.changes
     result = ApplyResult(False, config.path, len(changes))
     targets = config.write_targets if changes else None
-    with write_guard(store, execute, note=note, targets=targets) as may_write:
+    with write_guard(store, execute, note=note, touches="config", targets=targets) as may_write:
         if not may_write or not changes:
             return result
         crash_point("locked")

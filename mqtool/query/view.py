@@ -17,7 +17,7 @@ from formats.errors import MqtoolError
 from formats.message.commitlog import Message
 from formats.message.compression import BodyNotDecoded
 from mqtool.offsets.progress import CommittedOffsets
-from store.pathnames import component_problem
+from store.io.pathnames import component_problem
 from store.storedir import Store
 
 
@@ -84,7 +84,7 @@ class ExportResult:
 def export_file_name(msg: Message) -> str:
     """The file an exported body is written to: the topic with every character a file name should not
     hold replaced, cut to 100 characters, then queue, queue offset and physical offset; checked to be one
-    file name (`store.pathnames.component_problem`) like every name from a store that becomes a path."""
+    file name (`store.io.pathnames.component_problem`) like every name from a store that becomes a path."""
     topic = _UNSAFE.sub("_", msg.topic)[:100]
     name = f"{topic}_{msg.queue_id}_{msg.queue_offset}_{msg.physical_offset}.bin"
     problem = component_problem(name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,12 +26,13 @@ from formats.message.properties import (
 )
 from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.structs import CQ_STORE_UNIT_SIZE
-from store.dispatch import refuse_batch_cq_topic
-from store.filewrites import WriteTargets
-from store.pathnames import new_queue_dir
+from store.dispatch import refuse_batch_cq_topic, refuse_queue_name
 from store.queue.consumequeue import native_unit_dtype
 from store.storedir import Store
 from store.version import BrokerVersion
+
+if TYPE_CHECKING:
+    from store.io.filewrites import WriteTargets
 
 MAX_TOPIC_LENGTH_V1 = 127  # 4.9.x refuses longer topics (no V2 records)
 
@@ -163,9 +164,9 @@ def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
 def queue_max_offset(store: Store, topic: str, queue_id: int, *, source: int | None = None) -> int:
     """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ.
     The plans of writes stop here: a BatchCQ topic is refused (`store.dispatch.BatchCQTopicError`), and so
-    is a name no queue directory may have (`store.pathnames.new_queue_dir`; `source`: the physical offset
+    is a name no queue directory may have (`store.io.pathnames.new_queue_dir`; `source`: the physical offset
     of the record the name comes from)."""
-    new_queue_dir(store.consumequeue_dir, topic, queue_id, record=source)
+    refuse_queue_name(store.consumequeue_dir, topic, queue_id, record=source)
     refuse_batch_cq_topic(topic, store.batch_cq_topics)
     if queue_id not in store.consume_queues.queue_ids(topic):
         return 0
@@ -206,7 +207,7 @@ def refuse_unclean(store: Store) -> None:
 
 
 class StoreWriter:
-    """The store write path for records built here: `store.log.appender.CommitLogAppender` appends them with
+    """The store write path for records built here: `store.appender.CommitLogAppender` appends them with
     the broker's CommitLog rules (queue offset, physical offset, store time, file roll) and dispatches
     them to the ConsumeQueues and the index as ReputMessageService does."""
 
@@ -216,8 +217,8 @@ class StoreWriter:
         self.warnings: list[str] = []
 
     def targets(self, records: list[Message]) -> WriteTargets:
-        """What appending `records` changes (`store.log.appender.append_targets`)."""
-        from store.log.appender import append_targets
+        """What appending `records` changes (`store.appender.append_targets`)."""
+        from store.appender import append_targets
 
         return append_targets(self.store, ((r.topic, r.queue_id) for r in records))
 
@@ -229,7 +230,7 @@ class StoreWriter:
         host = next(iter(hosts)) if len(hosts) == 1 else None
         if host is None:
             self.warnings.append("records with different store hosts: the store's own host is written")
-        from store.log.appender import CommitLogAppender, NewMessage
+        from store.appender import CommitLogAppender, NewMessage
 
         written: list[Message] = []
         with CommitLogAppender(

@@ -6,7 +6,7 @@ rocketmq-all-5.3.3 ConsumeQueue.java:93-97), and each LMQ queue of INNER_MULTI_D
 never gives a queue (`formats.names.topic_name_problem`) makes that dispatch write outside the store
 (`../`) or fail and stop every ConsumeQueue write (a NUL: "[BUG]consume queue can not write",
 `makeLogicsQueueError`): an error, one row per name (how many records, the first one's place). mqtool's
-writes refuse such a record (`store.pathnames`).
+writes refuse such a record (`store.io.pathnames`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from formats.timer import (
     DEFAULT_TIMER_PRECISION_MS,
     DEFAULT_TIMER_ROLL_WINDOW_SLOT,
 )
-from store.filereads import read_file
+from store.io.filereads import read_file
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # Sizes and counts the store's layout is computed from: zero or less is not a layout.
@@ -68,6 +68,16 @@ class BrokerConfig:
     # RocksDB mode (MessageStoreConfig.storeType "default" / "defaultRocksDB"; BrokerConfig's "v1" / "v2")
     storeType: str = "default"
     configManagerVersion: str = "v1"
+    # layouts beside the classic one (store.kind names them; writes refuse on those mqtool cannot follow)
+    storePathCommitLog: str | None = None  # ";" separates several paths (MultiPathMappedFileQueue)
+    readOnlyCommitLogStorePaths: str | None = None
+    enableDLegerCommitLog: bool = False
+    storePathDLedgerCommitLog: str | None = None
+    dLegerGroup: str | None = None
+    dLegerPeers: str | None = None
+    dLegerSelfId: str | None = None
+    enableControllerMode: bool = False
+    messageStorePlugIn: str = ""
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

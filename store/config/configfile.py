@@ -24,8 +24,8 @@ from formats.config.offsets import ConsumerOffsetTable, DelayOffsetTable, LmqCon
 from formats.config.order import ConsumerOrderInfoTable
 from formats.errors import MqtoolError
 from formats.javahash import to_int32
-from store.filereads import opened, read_file, read_from
-from store.filewrites import WriteTargets
+from store.io.filereads import opened, read_file, read_from
+from store.io.filewrites import WriteTargets
 
 CONFIG_DIR = "config"
 BAK_SUFFIX = ".bak"

@@ -27,7 +27,7 @@ from formats.indexfile import (
 )
 from formats.javahash import index_key, index_key_hash
 from formats.structs import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
-from store.filereads import StoreFileError, file_size
+from store.io.filereads import StoreFileError, file_size
 from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, MappedFile, majority_size
 
 _LONG_NAME = re.compile(r"[0-9]{1,19}")

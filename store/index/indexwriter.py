@@ -35,8 +35,8 @@ from formats.structs import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from store.filereads import file_size, open_regular, opened, read_from
-from store.filewrites import (
+from store.io.filereads import file_size, open_regular, opened, read_from
+from store.io.filewrites import (
     DispatchError,
     FileSet,
     create_sparse_file,

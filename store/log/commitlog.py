@@ -32,6 +32,9 @@ from formats.message.recordcheck import Fields, check_record, store_timestamp_at
 from formats.message.recordfast import SYSFLAG_AT
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.log.mappedfile import MappedFile, MappedFileQueue, offset_to_file_name
+from store.log.recovery import recovery_start_normal
+
+RELEASE_STEP = 4 << 20  # bytes a record walk reads before it unmaps the pages behind it
 
 
 class OffsetError(MqtoolError):
@@ -133,7 +136,8 @@ class CommitLog:
     def recovery_start_offset(self) -> int | None:
         """Where normal recovery starts walking (4.9.x, 5.0-5.3.1): the third-from-last file."""
         files = self.files
-        return files[max(0, len(files) - 3)].start_offset if files else None
+        first = recovery_start_normal([f.start_offset for f in files])
+        return None if first is None else files[first].start_offset
 
     def locate(self, phy_offset: int) -> tuple[str, int]:
         """(file path, position in it) of a physical offset inside the commitlog files: where an error
@@ -236,6 +240,7 @@ class CommitLog:
             f = files[index]
             buf = f.buffer()
             path = str(f.path)
+            released = pos
             while True:
                 record = decode_record(
                     buf, pos, f.start_offset, check_crc=check_crc, accept_v2=accept_v2, file=path
@@ -243,10 +248,14 @@ class CommitLog:
                 yield record
                 if isinstance(record, Message):
                     pos += record.total_size
+                    if pos - released >= RELEASE_STEP:  # memory stays flat on a file of any size
+                        f.release_pages(pos)
+                        released = pos
                     continue
                 if isinstance(record, Blank):
                     break
                 return  # a stop
+            f.release_pages(f.size)
             index += 1
             if index >= len(files):
                 yield EndOfData(

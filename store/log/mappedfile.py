@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import FormatError
-from store import remote
-from store.filereads import StoreFileError, kind_of, map_readonly, open_regular
+from store.io import remote
+from store.io.filereads import StoreFileError, kind_of, map_readonly, open_regular
+from store.log.recovery import recovery_start_normal
 
 # A mapped file's size is a Java int (MappedFile.fileSize, a MappedByteBuffer's capacity): Integer.MAX_VALUE.
 MAX_MAPPED_FILE_SIZE = 2**31 - 1
@@ -92,9 +93,20 @@ class MappedFile:
                 raise StoreFileError("cannot open: the file is gone", str(self.path)) from exc
         return memoryview(self._map)
 
+    def release_pages(self, end: int) -> None:
+        """Unmap this process's view of the file's pages before `end` (madvise MADV_DONTNEED on the
+        read-only map): a walk through a 1 GiB file keeps in its resident set only what it still reads.
+        The data stays in the page cache; a later read through the map faults the pages in again."""
+        if self._map is None:
+            return
+        length = min(end, self.size)
+        length -= length % mmap.PAGESIZE
+        if length > 0:
+            self._map.madvise(mmap.MADV_DONTNEED, 0, length)
+
     def record_buffer(self, position: int) -> memoryview | bytes:
         """A buffer of the whole file in which the record at `position` can be read: the map, or for a
-        placeholder of a store read by URL (`store.remote`) a file-sized array holding that record only
+        placeholder of a store read by URL (`store.io.remote`) a file-sized array holding that record only
         (two ranged reads; a file read this way many times is fetched whole instead)."""
         entry = remote.placeholder(self.path)
         if entry is None or remote.read_often(self.path):
@@ -240,7 +252,8 @@ def recover_unit_queue_end(
     whole (the end of the last file when all are). `valid_units(f)`: how many units from the start of `f`
     pass the queue's validity test."""
     end = 0
-    for f in files[max(0, len(files) - 3) :]:
+    first = recovery_start_normal([f.start_offset for f in files]) or 0
+    for f in files[first:]:
         end = f.start_offset + valid_units(f) * unit_size
         if end < f.start_offset + file_size:
             break

@@ -32,8 +32,8 @@ from formats.batchconsumequeue import (
 )
 from formats.errors import FormatError
 from formats.structs import BCQ_STORE_UNIT_SIZE
+from store.io.pathnames import queue_dir
 from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
-from store.pathnames import queue_dir
 from store.queue.consumequeue import Boundary, ConsumeQueueStore, read_commitlog_min_offset
 
 UNIT = BCQ_STORE_UNIT_SIZE

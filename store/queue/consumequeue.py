@@ -32,7 +32,8 @@ from formats.consumequeue import (
 )
 from formats.errors import FormatError, MqtoolError
 from formats.structs import CQ_STORE_UNIT_SIZE as UNIT
-from store.filereads import StoreFileError
+from store.io.filereads import StoreFileError
+from store.io.pathnames import component_problem, queue_dir
 from store.log.mappedfile import (
     MAX_MAPPED_FILE_SIZE,
     MappedFile,
@@ -40,7 +41,6 @@ from store.log.mappedfile import (
     possible_file_size,
     recover_unit_queue_end,
 )
-from store.pathnames import component_problem, queue_dir
 
 StoreTimeOf = Callable[[int, int], int]
 """(phy_offset, size) -> STORETIMESTAMP of the record there, or -1 if it is not in the commitlog."""
@@ -357,7 +357,7 @@ class ConsumeQueueStore:
 
     def queue_ids(self, topic: str) -> list[int]:
         """Queue ids of a topic, ascending; non-numeric directories are skipped as the broker does."""
-        if component_problem(topic) is not None:  # no directory has that name (store.pathnames)
+        if component_problem(topic) is not None:  # no directory has that name (store.io.pathnames)
             return []
         directory = self.directory / topic
         if not directory.is_dir():

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from formats.consumequeue import CQ_UNIT_STRUCT, FILLER_PHY_OFFSET, FILLER_SIZE
 from formats.structs import CQ_STORE_UNIT_SIZE
-from store.filereads import last_nonzero_end
-from store.filewrites import DispatchError, FileSet, create_sparse_file, pwrite_all
+from store.io.filereads import last_nonzero_end
+from store.io.filewrites import DispatchError, FileSet, create_sparse_file, pwrite_all
+from store.io.pathnames import new_queue_dir
 from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, offset_to_file_name, possible_file_size
-from store.pathnames import new_queue_dir
+from store.log.recovery import recovery_start_normal
 from store.queue.consumequeue import ConsumeQueue
 
 UNIT = CQ_STORE_UNIT_SIZE
@@ -66,7 +67,8 @@ class ConsumeQueueWriter:
             self.max_physic_offset = -1
             self.last_unit_end = -1  # end of the last unit that is not a filler
             if self.file_starts:
-                scan_start = queue.files[max(0, len(queue.files) - 3)].start_offset
+                first = recovery_start_normal([f.start_offset for f in queue.files]) or 0
+                scan_start = queue.files[first].start_offset
                 if self.write_end - UNIT >= scan_start:
                     last = queue.unit_at(self.write_end - UNIT)
                     assert last is not None

@@ -8,7 +8,7 @@ in memory and takes no LOCK. Every failure (missing CURRENT, a truncated SST, an
 broken MANIFEST) becomes one `RocksDBReadError` naming the directory. RocksDB reads some files whole
 (CURRENT, IDENTITY, OPTIONS-*: a 4 GiB one aborts the process with std::bad_alloc, out of reach of any
 Python handler), so those are refused past `_WHOLE_READ_MAX` bytes, naming the file; only regular files
-are linked (`store.filereads`: a FIFO, device or loop there is named too).
+are linked (`store.io.filereads`: a FIFO, device or loop there is named too).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
-from store.filereads import StoreFileError, file_size
+from store.io.filereads import StoreFileError, file_size
 
 # Files not linked: the lock (read-only RocksDB never takes it) and the database's own info logs.
 _NOT_LINKED = ("LOCK", "LOG", "LOG.old")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from formats.message.commitlog import Message, java_parse_int
+from formats.message.properties import PROPERTY_TIMER_OUT_MS
 from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint
 from formats.timer import (
     MAGIC_DELETE,
@@ -36,7 +37,7 @@ from formats.timer import (
     timer_log_unit_dtype,
     timer_wheel_slot_dtype,
 )
-from store.filereads import file_size, map_readonly, read_head
+from store.io.filereads import file_size, map_readonly, read_head
 from store.log.mappedfile import LENGTH_NOT_MATCHED, MappedFileQueue
 
 if TYPE_CHECKING:
@@ -44,23 +45,6 @@ if TYPE_CHECKING:
 
     from store.layout import Setting
     from store.storedir import Store
-
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-
-PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
-PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
-PROPERTY_TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
-PROPERTY_TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
-PROPERTY_TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
-PROPERTY_TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
-TIMER_PROPERTIES = (
-    PROPERTY_TIMER_DELIVER_MS,
-    PROPERTY_TIMER_DELAY_SEC,
-    PROPERTY_TIMER_DELAY_MS,
-    PROPERTY_TIMER_OUT_MS,
-)
 
 
 class TimerFileError(MqtoolError):
@@ -492,16 +476,6 @@ def timer_out_ms(text: str | None) -> int | None:
 
 
 __all__ = [
-    "PROPERTY_TIMER_DELAY_MS",
-    "PROPERTY_TIMER_DELAY_SEC",
-    "PROPERTY_TIMER_DELIVER_MS",
-    "PROPERTY_TIMER_DEL_UNIQKEY",
-    "PROPERTY_TIMER_DEQUEUE_MS",
-    "PROPERTY_TIMER_ENQUEUE_MS",
-    "PROPERTY_TIMER_OUT_MS",
-    "PROPERTY_TIMER_ROLL_TIMES",
-    "TIMER_PROPERTIES",
-    "TIMER_TOPIC",
     "TimerCheck",
     "TimerFileError",
     "TimerLogUnit",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import MqtoolError
-from store.filereads import kind_of
+from store.io.filereads import kind_of
 
 CRASH_ENV = "MQTOOL_CRASH_AFTER_WRITES"
 TMP_PREFIX = ".mqtool-tmp-"
@@ -179,7 +179,7 @@ renames, and `<name>.old` beside the note is the previous directory until the sw
 
 
 def restore_interrupted_swaps(root: Path) -> list[str]:
-    """Put back directories a killed two-rename swap took out of the store root (see store.rebuild)."""
+    """Put back directories a killed two-rename swap took out of the store root (see store.rebuild.build)."""
     restored: list[str] = []
     if not root.is_dir():
         return restored

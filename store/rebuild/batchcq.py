@@ -23,13 +23,12 @@ from formats.batchconsumequeue import (
     encode_unit,
 )
 from formats.errors import MqtoolError
-from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int, java_parse_long
 from formats.structs import BCQ_STORE_UNIT_SIZE
-from store.broker.transaction import java_parse_long
 from store.dispatch import DispatchRequest
-from store.filereads import written_part
+from store.io.filereads import written_part
+from store.io.pathnames import queue_dir
 from store.log.mappedfile import offset_to_file_name
-from store.pathnames import queue_dir
 
 INVALID = "invalid"  # the broker's check throws on the record: no dispatch at all
 
@@ -118,14 +117,14 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     import shutil
 
     from store.queue.batchconsumequeue import BatchConsumeQueue
-    from store.rebuild import QueueDiff
+    from store.rebuild.build import QueueDiff
 
     topics = store.batch_cq_topics
     staged_cq = result.staging / "consumequeue"
     moved = [k for k in result.queues if k[0] in topics]
     for key in moved:
         result.cq_units -= result.queues.pop(key).units
-    for topic, queue_id in moved:  # names the staging's writer checked (store.pathnames)
+    for topic, queue_id in moved:  # names the staging's writer checked (store.io.pathnames)
         shutil.rmtree(queue_dir(staged_cq, topic, queue_id).parent, ignore_errors=True)
     # the ConsumeQueue writer's complaints about them (batch base offsets are not unit positions)
     result.warnings[:] = [w for w in result.warnings if w.split("/", 1)[0] not in topics]
@@ -143,7 +142,7 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     built = batch_units(store.commitlog.iter_records(), topics, delay_levels)
     diffs = []
     for topic, queue_id in sorted(old_queues | set(built)):
-        # names from the listing, or of records the staging's ConsumeQueue writer took (store.pathnames)
+        # names from the listing, or of records the staging's ConsumeQueue writer took (store.io.pathnames)
         old_dir, new_dir = queue_dir(old_root, topic, queue_id), queue_dir(new_root, topic, queue_id)
         old = store.batch_consume_queue(topic, queue_id) if (topic, queue_id) in old_queues else None
         units = built.get((topic, queue_id), [])
