@@ -225,3 +225,21 @@ def test_names_that_are_not_utf8_are_escaped_in_verify(tmp_path, where):
         assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
         if fmt == "json":  # (a table fits its columns to the terminal)
             assert "udcff" in proc.stdout  # the name, escaped
+
+
+def test_fifo_topics_json_never_blocks_a_write_layout_check(tmp_path):
+    """Every write first names the store's layout (store.kind), which reads topics.json for compaction
+    topics: it read a FIFO there without the one open path, and the write hung before its plan."""
+    root = copy_store("store-a", tmp_path / "s")
+    topics = root / "config" / "topics.json"
+    topics.unlink()
+    os.mkfifo(topics)
+    for argv in (
+        ["offsets", "reset", "-g", "groupA", "-t", "TopicTest", "--to-earliest"],
+        ["rebuild", "cq"],
+        ["info"],
+    ):
+        proc = mqtool("-s", str(root), "-f", "json", *argv)  # a hang fails by the timeout
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+        if argv[0] != "rebuild":  # (the rebuild reads no config file)
+            assert "a FIFO, not a regular file" in proc.stdout + proc.stderr
