@@ -142,3 +142,20 @@ def test_a_huge_index_file_is_named(tmp_path):
     assert "not the other index files' 80296 size" in rows[0]["detail"]
     proc = mqtool("-s", str(root), "rebuild", "index", "--execute")
     assert proc.returncode == 1 and "refusing to rebuild the index with the broker defaults" in proc.stderr
+
+
+def test_a_huge_batch_consume_queue_file_is_reported_and_mended(tmp_path):
+    root = copy_store("store-batchcq", tmp_path / "s")
+    rel = "batchconsumequeue/BatchTopicB/0/00000000000000000368"
+    os.truncate(root / rel, HUGE)
+    rows = problems(root, "bcq_file")
+    assert [r["file"] for r in rows] == [rel], rows
+    assert "length not matched message store config value" in rows[0]["detail"]
+    plan = json.loads(mqtool("-s", str(root), "-f", "json", "rebuild", "cq").stdout)
+    batch = {(q["topic"], q["queueId"]): q["status"] for q in plan["consumeQueues"]["queues"]
+             if q["topic"].startswith("Batch")}  # fmt: skip
+    assert batch[("BatchTopicB", 0)] == "differs"
+    assert {s for k, s in batch.items() if k != ("BatchTopicB", 0)} == {"same"}
+    assert mqtool("-s", str(root), "rebuild", "cq", "--execute").returncode == 0
+    assert {p.stat().st_size for p in (root / "batchconsumequeue").rglob("0000*")} == {368}
+    assert problems(root, "bcq_file") == []

@@ -28,7 +28,7 @@ from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.dispatch import DispatchRequest
 from store.io.filereads import written_part
 from store.io.pathnames import queue_dir
-from store.log.mappedfile import offset_to_file_name
+from store.log.mappedfile import MappedFileQueue, majority_size, offset_to_file_name
 
 INVALID = "invalid"  # the broker's check throws on the record: no dispatch at all
 
@@ -131,9 +131,10 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     old_root, new_root = store.root / BATCH_CQ_DIR, result.staging / BATCH_CQ_DIR
     new_root.mkdir(parents=True, exist_ok=True)
     old_queues = set(store.batch_consume_queues.queues())
-    sizes = [store.batch_consume_queue(t, q).file_size for t, q in sorted(old_queues)]
+    # broker.conf's, else the size most current files have (one outlier never decides), else the default
+    sizes = [f.size for t, q in old_queues for f in MappedFileQueue.open(queue_dir(old_root, t, q))]
     configured = store.layout.configured("mapperFileSizeBatchConsumeQueue")
-    file_size = sizes[0] if sizes else configured or DEFAULT_BCQ_FILE_SIZE
+    file_size = configured or majority_size(sizes, BCQ_STORE_UNIT_SIZE) or DEFAULT_BCQ_FILE_SIZE
     if file_size % BCQ_STORE_UNIT_SIZE:  # the broker's recovery reads whole units at every 46-byte step
         raise MqtoolError(
             f"mapperFileSizeBatchConsumeQueue={file_size} is not a multiple of {BCQ_STORE_UNIT_SIZE}",
@@ -144,7 +145,13 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     for topic, queue_id in sorted(old_queues | set(built)):
         # names from the listing, or of records the staging's ConsumeQueue writer took (store.io.pathnames)
         old_dir, new_dir = queue_dir(old_root, topic, queue_id), queue_dir(new_root, topic, queue_id)
-        old = store.batch_consume_queue(topic, queue_id) if (topic, queue_id) in old_queues else None
+        old, unreadable = None, False
+        if (topic, queue_id) in old_queues:
+            try:
+                old = store.batch_consume_queue(topic, queue_id)
+            except MqtoolError as exc:  # a file of another size, say: the rebuilt queue replaces it
+                unreadable = True
+                result.warnings.append(f"{topic}/{queue_id}: the current files are not read ({exc})")
         units = built.get((topic, queue_id), [])
         kept = old is not None and not units and old.max_offset > 0
         if kept:
@@ -169,6 +176,8 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
         )
         if new is None:
             diff.status = "removed"
+        elif unreadable:
+            diff.status = "differs"
         elif old is None:
             diff.status = "new"
         elif not kept:
