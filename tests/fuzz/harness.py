@@ -19,7 +19,12 @@
   its wall-clock bound (a hang in C code the alarm cannot interrupt) and counts that as a failure.
   Instead of copying a base whole (a timer store holds a 38 MB wheel), a worker hard-links the files of
   a read-only copy of it (`link_sources`, `link_store`), and each file a corruption changes in place gets
-  a copy of its own first (`corrupt`); the commands run here only read.
+  a copy of its own first (`corrupt`); the commands run here only read. After an input nothing may have
+  appeared in the store (a read) or beside it, nor in the worker's TMPDIR where dry runs stage
+  (`escaped`: a path built from a hostile name that climbed out, a staging directory left behind).
+* A write family (`corrupt.WRITE_KINDS`: `unwritable`) runs its `--execute` command on a writable copy of
+  its own (`execute_writes`); on exit 1 the store must be byte for byte as it was, the corrupted paths
+  aside: the command refused before its first byte.
 * For the other robustness tests (tests/test_readonly.py, test_broker_lock.py, test_concurrency.py,
   test_disk_errors.py): `write_commands` (every `--execute` path with arguments that change a sample
   store), `snapshot` (a store tree's bytes and mtimes), `in_private_mounts` / `can_mount` (tmpfs and
