@@ -9,6 +9,7 @@ from typing import Any
 from formats.config.fastjson import parse
 from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message
+from formats.names import escaped_name
 from mqtool.info import checkpoint_json, header_json
 from store.config.configfile import read_config_text
 from store.rocksdb.config import RocksDBConfigFile
@@ -72,12 +73,12 @@ def cq_units(
     if topic in store.batch_consume_queues.topics():
         return batch_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
     if topic not in store.consume_queues.topics():
-        raise MqtoolError(f"no ConsumeQueue for topic {topic!r}", str(store.consumequeue_dir))
+        raise MqtoolError(f"no ConsumeQueue for topic {escaped_name(topic)}", str(store.consumequeue_dir))
     if queue_id not in store.consume_queues.queue_ids(topic):
         raise MqtoolError(
-            f"topic {topic!r} has no queue {queue_id} (queues: "
+            f"topic {escaped_name(topic)} has no queue {queue_id} (queues: "
             f"{', '.join(map(str, store.consume_queues.queue_ids(topic)))})",
-            str(store.consumequeue_dir / topic),
+            str(store.consumequeue_dir),
         )
     queue = store.consume_queue(topic, queue_id)
     first = queue.first_queue_offset
@@ -128,9 +129,9 @@ def batch_cq_units(
     from the first unit (or the unit holding `from_offset`); `count` limits the units."""
     if queue_id not in store.batch_consume_queues.queue_ids(topic):
         raise MqtoolError(
-            f"BatchCQ topic {topic!r} has no queue {queue_id} (queues: "
+            f"BatchCQ topic {escaped_name(topic)} has no queue {queue_id} (queues: "
             f"{', '.join(map(str, store.batch_consume_queues.queue_ids(topic)))})",
-            str(store.batch_consume_queues.directory / topic),
+            str(store.batch_consume_queues.directory),
         )
     queue = store.batch_consume_queue(topic, queue_id)
     units = queue.units()

@@ -199,3 +199,15 @@ def test_offsets_show_never_reads_a_queue_outside_the_store(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = [r for r in json.loads(proc.stdout) if r["topic"] == "../../evil"]
     assert [(r["state"], r["maxOffset"]) for r in rows] == [("no-queue", None)], rows
+
+
+def test_a_name_from_the_store_is_quoted_short(tmp_path):
+    """A 1000-character topic in consumerOffset.json: the reset's refusal quoted it whole, twice, in a
+    line of more than 2000 characters (found by the hostile fuzz family)."""
+    root = copy_store("store-a", tmp_path / "s")
+    path = root / "config" / "consumerOffset.json"
+    text = path.read_text()
+    path.write_text(text.replace('"offsetTable":{', '"offsetTable":{"' + "x" * 1000 + '@groupA":{0:1},', 1))
+    proc = run_mqtool("-s", str(root), "offsets", "reset", "-g", "groupA", "--all-topics", "--to-earliest")
+    line = one_error(proc)
+    assert len(line) < 300 and "(1000 characters)" in line, line

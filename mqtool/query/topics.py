@@ -9,7 +9,7 @@ from __future__ import annotations
 import weakref
 
 from formats.errors import MqtoolError
-from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, escaped_name
 from store.storedir import Store
 
 
@@ -65,6 +65,7 @@ def check_topic(store: Store, topic: str) -> None:
         return
     if topic not in known_topics(store):
         raise UnknownTopicError(
-            f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store",
+            f"unknown topic {escaped_name(topic)}: no consume queue, topic config or committed offset in "
+            "this store",
             str(store.root),
         )

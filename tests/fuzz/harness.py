@@ -854,7 +854,7 @@ def execute_writes(task: Task, base_path: Path, scratch: Path, timeout: float) -
             _writable_copy(base_path, root)
             corrupt(task.corruption, root)
             before = snapshot(root)
-            full = ["-s", str(root), "-f", task.fmt, *argv]
+            full = ["-s", str(root), "-f", format_for(task.fmt, argv), *argv]
             outcome = run_cli(full, timeout=timeout, name=name)
             verdict = _judge_into(result, task, name, full, outcome, str(root))
             if outcome.code == 1 and verdict.failure is None:
