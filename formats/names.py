@@ -1,10 +1,15 @@
-"""The broker's reserved topic names, prefixes and built-in consumer groups (MixAll, TopicValidator).
+"""The broker's reserved topic names, prefixes and built-in consumer groups (MixAll, TopicValidator), and
+its rule for the names a store may hold.
 
-Checked against rocketmq-all-5.3.3 `common/.../MixAll.java`, `common/.../topic/TopicValidator.java` and
-`broker/.../subscription/SubscriptionGroupManager.java`.
+Checked against rocketmq-all-5.3.3 `common/.../MixAll.java`, `common/.../topic/TopicValidator.java`,
+`common/.../KeyBuilder.java`, `client/.../Validators.java` and
+`broker/.../subscription/SubscriptionGroupManager.java` (4.9.8's TopicValidator has the same characters
+and the same 127).
 """
 
 from __future__ import annotations
+
+import string
 
 RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
@@ -48,6 +53,65 @@ BUILTIN_GROUPS = frozenset(
 )
 
 
+TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH (the send path; retry and DLQ topics are longer)
+GROUP_MAX_LENGTH = 255  # Validators.CHARACTER_MAX_LENGTH
+NAME_MAX_BYTES = 255  # the longest file name (Linux NAME_MAX): a queue directory is named by its topic
+# TopicValidator.VALID_CHAR_BIT_MAP: ^[%|a-zA-Z0-9_-]+$
+VALID_NAME_CHARS = frozenset("%|-_" + string.ascii_letters + string.digits)
+POP_RETRY_SEPARATOR_V2 = "+"  # KeyBuilder.POP_RETRY_SEPARATOR_V2: in %RETRY%<group>+<topic> only
+
+
+def is_topic_or_group_illegal(name: str) -> bool:
+    """`TopicValidator.isTopicOrGroupIllegal`: a character outside ^[%|a-zA-Z0-9_-]+$."""
+    return any(ch not in VALID_NAME_CHARS for ch in name)
+
+
+def validate_topic(topic: str) -> str | None:
+    """`TopicValidator.validateTopic` (the send path): its remark when it refuses `topic`, else None."""
+    if not topic.strip():
+        return "The specified topic is blank."
+    if is_topic_or_group_illegal(topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    return None
+
+
+def escaped_name(name: str, limit: int = 80) -> str:
+    """A name quoted for a one-line message: control characters, NUL, lone surrogates and anything not
+    printable ASCII escaped; cut to `limit` characters with its length said."""
+    shown = name if len(name) <= limit else name[:limit]
+    text = shown.encode("unicode_escape", "backslashreplace").decode("ascii").replace("'", "\\'")
+    more = f"... ({len(name)} characters)" if len(name) > limit else ""
+    return f"'{text}'{more}"
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why `name` (a record's topic, a queue's, an LMQ queue's) is not a name the broker's own code
+    gives a queue, or None.
+
+    The characters are TopicValidator's (^[%|a-zA-Z0-9_-]+$), plus the `+` of a POP retry topic V2
+    (`%RETRY%<group>+<topic>`, KeyBuilder); every name the broker itself builds (retry, DLQ, POP retry,
+    schedule, system topics) is made of them. The length is not the send path's 127: a retry or DLQ topic
+    carries a group of up to 255 characters. What bounds it is the file system: the broker's dispatch
+    names the queue's directory `consumequeue/<topic>/<queueId>` after the topic, and no file name is
+    longer than 255 bytes.
+    """
+    if not name.strip():
+        return "is blank"
+    allowed_plus = name.startswith(RETRY_PREFIX)
+    for i, ch in enumerate(name):
+        if ch not in VALID_NAME_CHARS and not (ch == POP_RETRY_SEPARATOR_V2 and allowed_plus):
+            return (
+                f"holds {escaped_name(ch)} at character {i}, outside the broker's topic characters "
+                "^[%|a-zA-Z0-9_-]+$ (TopicValidator)"
+            )
+    size = len(name.encode("utf-8"))
+    if size > NAME_MAX_BYTES:
+        return f"is {size} bytes long: no file system names a queue directory so (at most {NAME_MAX_BYTES})"
+    return None
+
+
 def pull_retry_topic(group: str) -> str:
     """`MixAll.getRetryTopic`: the retry topic of push/pull consumption."""
     return RETRY_PREFIX + group
@@ -59,6 +123,15 @@ def pop_retry_topic(topic: str, group: str, v2: bool = False) -> str:
 
 
 __all__ = [
+    "escaped_name",
+    "is_topic_or_group_illegal",
+    "topic_name_problem",
+    "validate_topic",
+    "GROUP_MAX_LENGTH",
+    "NAME_MAX_BYTES",
+    "POP_RETRY_SEPARATOR_V2",
+    "TOPIC_MAX_LENGTH",
+    "VALID_NAME_CHARS",
     "pop_retry_topic",
     "pull_retry_topic",
     "BUILTIN_GROUPS",

@@ -326,7 +326,8 @@ def apply_consume_mode(
 ) -> ConsumeModeChange:
     """Write the change into messageRequestMode.json (created if absent), then read the state back."""
     config = store.config(REQUEST_MODE_FILE)
-    with write_guard(store, execute, note=note, touches="config") as may_write:
+    targets = config.write_targets if change.changed else None
+    with write_guard(store, execute, note=note, touches="config", targets=targets) as may_write:
         if not may_write or not change.changed:
             return change
         loaded = config.load()

@@ -9,7 +9,9 @@ from typing import Any
 from formats.config.fastjson import parse
 from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message
+from formats.names import escaped_name
 from mqtool.info import checkpoint_json, header_json
+from store.config.configfile import read_config_text
 from store.rocksdb.config import RocksDBConfigFile
 from store.storedir import Store
 from store.timer.timerstore import TimerStore, chain
@@ -71,12 +73,12 @@ def cq_units(
     if topic in store.batch_consume_queues.topics():
         return batch_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
     if topic not in store.consume_queues.topics():
-        raise MqtoolError(f"no ConsumeQueue for topic {topic!r}", str(store.consumequeue_dir))
+        raise MqtoolError(f"no ConsumeQueue for topic {escaped_name(topic)}", str(store.consumequeue_dir))
     if queue_id not in store.consume_queues.queue_ids(topic):
         raise MqtoolError(
-            f"topic {topic!r} has no queue {queue_id} (queues: "
+            f"topic {escaped_name(topic)} has no queue {queue_id} (queues: "
             f"{', '.join(map(str, store.consume_queues.queue_ids(topic)))})",
-            str(store.consumequeue_dir / topic),
+            str(store.consumequeue_dir),
         )
     queue = store.consume_queue(topic, queue_id)
     first = queue.first_queue_offset
@@ -127,9 +129,9 @@ def batch_cq_units(
     from the first unit (or the unit holding `from_offset`); `count` limits the units."""
     if queue_id not in store.batch_consume_queues.queue_ids(topic):
         raise MqtoolError(
-            f"BatchCQ topic {topic!r} has no queue {queue_id} (queues: "
+            f"BatchCQ topic {escaped_name(topic)} has no queue {queue_id} (queues: "
             f"{', '.join(map(str, store.batch_consume_queues.queue_ids(topic)))})",
-            str(store.batch_consume_queues.directory / topic),
+            str(store.batch_consume_queues.directory),
         )
     queue = store.batch_consume_queue(topic, queue_id)
     units = queue.units()
@@ -295,12 +297,9 @@ def config(store: Store, name: str, *, bak: bool = False) -> dict[str, Any]:
         raise MqtoolError(f"bad config file name {name!r}")
     if bak:
         path = store.config_dir / (file_name + ".bak")
-        try:
-            if path.exists() and not path.is_file():  # a FIFO would block, a device never end
-                raise MqtoolError("cannot read: not a regular file", str(path))
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise MqtoolError(f"cannot read: {exc.strerror}", str(path)) from exc
+        text, _ = read_config_text(path)
+        if text is None:
+            raise MqtoolError("cannot read: no such file", str(path))
         content = _plain_json(parse(text, file=str(path)))
         return {"file": str(path), "source": "bak", "reason": "asked for the .bak copy", "content": content}
     path = store.config_dir / file_name

@@ -32,6 +32,7 @@ from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
 from mqtool.safety import refuse_unsupported_layout, warn, write_guard
 from store.layout import Setting
+from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, possible_file_size
 from store.queue.consumequeue import is_rocksdb_dir
 from store.rebuild.build import (
     DIRECTORIES,
@@ -43,6 +44,7 @@ from store.rebuild.build import (
     compare_index,
     finish,
     prepare_staging,
+    rebuild_targets,
 )
 from store.rebuild.dledger_index import DLedgerIndexPlan
 from store.storedir import Store
@@ -165,10 +167,12 @@ def resolve_settings(
     slots, num, notes = store.layout.index_settings(
         hash_slot_num, "--max-hash-slot-num", index_num, "--max-index-num"
     )
-    if cq.value % 20:
+    if not possible_file_size(cq.value, 20):
         where = {"current files": str(store.root / "consumequeue"), "broker.conf": cfg.source}
+        why = "is not a multiple of 20" if cq.value % 20 else f"is past a Java int ({MAX_MAPPED_FILE_SIZE})"
         raise RebuildRefused(
-            f"mappedFileSizeConsumeQueue {cq.value} (from the {cq.source}) is not a multiple of 20",
+            f"mappedFileSizeConsumeQueue {cq.value} (from the {cq.source}) {why}: no broker maps such a "
+            "file; refusing to write",
             where.get(cq.source),
         )
     index_where = {"current files": str(store.root / "index"), "broker.conf": cfg.source}
@@ -238,11 +242,23 @@ def rebuild(
     _refuse_unsupported(store, do_cq, execute)
     refuse_unsupported_layout(store, "queues" if do_cq else "index")
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
+    if execute and do_index and notes and "broker default" in (slots.source, num.source):
+        # the index files exist but their geometry cannot be read: the broker's is unknown, not its default
+        raise RebuildRefused(
+            f"{notes[0]}; give --max-hash-slot-num and --max-index-num (or --broker-config): refusing to "
+            "rebuild the index with the broker defaults",
+            str(store.root / "index"),
+        )
     version = store.layout.detected_version
     version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"
     clock = now or (lambda: int(time.time() * 1000))
     delay_levels = store.layout.delay_levels.ms
-    with write_guard(store, execute, note=note, touches="queues" if do_cq else "index") as may_write:
+    swapped = [DIRECTORIES[t] for t, wanted in (("cq", do_cq), ("index", do_index)) if wanted]
+    if do_cq and store.batch_cq_topics:
+        swapped.append(BATCH_CQ_DIR)
+    targets = rebuild_targets(store.root, swapped, do_index)
+    touches = "queues" if do_cq else "index"
+    with write_guard(store, execute, note=note, touches=touches, targets=targets) as may_write:
         scratch: Path | None = None
         if may_write:
             staging = prepare_staging(store.root)

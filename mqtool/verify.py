@@ -24,6 +24,7 @@ from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
+from store.checks.names import check_record_names
 from store.checks.problems import (
     ERROR,
     INFO,
@@ -119,7 +120,7 @@ def verify_store(
         )  # fmt: skip
     try:
         commitlog = store.commitlog
-        file_size = commitlog.file_size
+        file_size = store.layout.configured("mappedFileSizeCommitLog") or commitlog.file_size
         # records after the first stop that is not a BLANK are past the valid end: not indexed
         scans, records, error = scan_ranges(
             commitlog,
@@ -142,6 +143,7 @@ def verify_store(
     t1 = time.perf_counter()
     verdict = check_commitlog(scans, problems, file_size=file_size)
     starts = [s.start for s in scans]
+    check_record_names(records, problems, settings=store.layout.lmq)
     commitlog_min = starts[0] if starts else 0
     summary["commitlog"] = {
         "files": len(scans),
@@ -195,6 +197,7 @@ def _verify_dledger(
     verdict = found.verdict
     files = [*found.classic, *found.data]
     records = builder.build([s.start for s in files], [s.name for s in files])
+    check_record_names(records, problems, settings=store.layout.lmq)
     commitlog_min = commitlog.min_offset
     summary["commitlog"] = {
         "files": len(files),

@@ -106,19 +106,21 @@ from store.dispatch import (
 )
 from store.dledgerappend import DLedgerFramer
 from store.index.indexwriter import list_index_files
+from store.io.filereads import last_nonzero_end, read_head
 from store.io.filewrites import (
     FileSet,
+    WriteTargets,
     create_sparse_file,
     fsync_dir,
-    last_nonzero_end,
     pwrite_all,
     remove_leftovers,
     replace_file,
     temp_path,
     write_done,
 )
+from store.io.pathnames import new_queue_dir
 from store.log.commitlog import CommitLog
-from store.log.mappedfile import offset_to_file_name
+from store.log.mappedfile import is_offset_file_name, offset_to_file_name
 from store.log.recovery import recovery_start_normal
 from store.queue.consumequeue import ConsumeQueueStore
 from store.queue.lmq import (
@@ -140,6 +142,40 @@ Host = tuple[bytes, int]
 
 class AppendError(MqtoolError):
     """A message or a store the broker's append rules refuse."""
+
+
+class AppendStoppedError(AppendError):
+    """An append that failed part way: `abort` is left, and the broker's recovery must run first."""
+
+    left_abort = True
+
+
+def append_targets(store: Store, queues: Iterable[tuple[str, int]]) -> WriteTargets:
+    """What an append (with dispatch) of records to `queues` changes: the store root (`abort`, temporary
+    files), commitlog/ and its last file, each queue's directory and last file, index/ and its last file,
+    the checkpoint (`WriteTargets.check` before the first byte)."""
+    root = store.root
+    targets = WriteTargets(dirs=[root, root / "commitlog", root / "index"], files=[root / "checkpoint"])
+    with CommitLog.open(root) as commitlog:  # the file holding the end, and the next (a roll)
+        end, size = commitlog.max_offset, commitlog.file_size
+    size = size or store.layout.configured("mappedFileSizeCommitLog") or DEFAULT_COMMITLOG_FILE_SIZE
+    first = end - end % size
+    targets.files += [root / "commitlog" / offset_to_file_name(s) for s in (first, first + size)]
+    for topic, queue_id in dict.fromkeys(queues):
+        directory = new_queue_dir(store.consumequeue_dir, topic, queue_id)
+        targets.dirs.append(directory)
+        # every entry under a file's name: a directory there is skipped by the load, not by a write
+        targets.files += _offset_named(directory)
+    names = list_index_files(root / "index")
+    targets.replaced += [root / "index" / n for n in names[-1:]]  # copied, changed, renamed over
+    return targets
+
+
+def _offset_named(directory: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(directory) if is_offset_file_name(e.name)]
+    except OSError:
+        return []
 
 
 def now_ms() -> int:
@@ -621,12 +657,25 @@ class CommitLogAppender:
         if not self._pending and not self._dispatch_pending():
             return
         self._ensure_abort()
+        try:
+            self._commit_pending()
+        except (MqtoolError, OSError) as exc:
+            # `abort` stays: the broker's abnormal recovery truncates or dispatches what was written
+            reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
+            where = exc.file if isinstance(exc, MqtoolError) else exc.filename
+            raise AppendStoppedError(
+                f"{reason}; the append stopped part way and left `abort`: start the broker once and stop "
+                "it (its recovery completes or cuts what was written), then run the command again",
+                where and str(where),
+            ) from exc
+
+    def _commit_pending(self) -> None:
         if not self._committed_once and self.dispatching:
             # index files now on disk are complete (clean shutdown): the broker must keep them after a crash
             names = list_index_files(self.root / "index")
             if names:
-                with open(self.root / "index" / names[-1], "rb") as fh:
-                    end_ts = struct.unpack(">q", fh.read(16)[8:16])[0]
+                head = read_head(self.root / "index" / names[-1], 16)
+                end_ts = struct.unpack(">q", head[8:16])[0] if len(head) == 16 else 0
                 write_checkpoint(self.root, index_msg_timestamp=end_ts)
         self._committed_once = True
         self._write_records()
@@ -708,8 +757,10 @@ class CommitLogAppender:
 
 __all__ = [
     "AppendError",
+    "AppendStoppedError",
     "AppendResult",
     "CommitLogAppender",
     "NewMessage",
+    "append_targets",
     "now_ms",
 ]

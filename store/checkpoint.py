@@ -7,13 +7,13 @@ abnormal recovery (`getMinTimestamp`) and the index files kept after a crash (`g
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import replace
 from pathlib import Path
 
 from formats.checkpoint import CHECKPOINT_FILE_SIZE, StoreCheckpoint, decode_checkpoint, encode_checkpoint
+from formats.errors import FormatError
+from store.io.filereads import head_and_size
 from store.io.filewrites import create_sparse_file, pwrite_all
-from store.log.mappedfile import StoreFileError
 
 
 def checkpoint_path(root: Path) -> Path:
@@ -24,23 +24,15 @@ def read_checkpoint(root: Path) -> StoreCheckpoint | None:
     """The decoded checkpoint of the store at `root`, or None when the file is missing.
 
     Refuses a file that is not a regular file (a FIFO would block, a device never end), an unreadable
-    one, and one that is not exactly 4096 bytes, each with the file named.
+    one, and one that is not exactly 4096 bytes, each with the file named (`store.io.filereads`).
     """
     path = checkpoint_path(root)
     try:
-        mode = path.stat().st_mode
+        data, size = head_and_size(path, CHECKPOINT_FILE_SIZE)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise StoreFileError(f"cannot read: {exc.strerror}", str(path)) from exc
-    if not stat.S_ISREG(mode):
-        raise StoreFileError("cannot read: not a regular file", str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StoreFileError(f"cannot read: {exc.strerror}", str(path)) from exc
+    if size != CHECKPOINT_FILE_SIZE:  # a longer file is refused by its size, not read whole
+        raise FormatError(f"checkpoint must be {CHECKPOINT_FILE_SIZE} bytes, found {size}", str(path), 0)
     return decode_checkpoint(data, file=str(path))
 
 

@@ -63,6 +63,7 @@ from formats.structs import (
 )
 from store.index.indexwriter import IndexWriter
 from store.io.filewrites import FileSet
+from store.io.pathnames import new_queue_dir
 from store.log.commitlog import CommitLog
 from store.log.dledger import DLedgerCommitLog
 from store.queue.consumequeue_writer import ConsumeQueueWriter
@@ -340,6 +341,13 @@ def refuse_batch_cq_topic(topic: str, batch_cq_topics: frozenset[str]) -> None:
         )
 
 
+def refuse_queue_name(cq_root: Path, topic: str, queue_id: int, *, record: int | None = None) -> None:
+    """Raise `store.io.pathnames.UnsafeNameError` for a queue the dispatch could not create: a name the
+    broker's own code never gives a queue (`new_queue_dir`; `record`: the physical offset of the record
+    it comes from). The plans of writes check every destination queue here before anything is written."""
+    new_queue_dir(cq_root, topic, queue_id, record=record)
+
+
 class Dispatcher:
     """ReputMessageService's dispatchers over `cq_root` (consumequeue/) and `index_dir` (index/).
     A queue of a topic in `batch_cq_topics` is refused (`BatchCQTopicError`)."""
@@ -383,24 +391,30 @@ class Dispatcher:
         self.records = 0
         self._index_marks = (0, 0)
 
-    def queue(self, topic: str, queue_id: int) -> ConsumeQueueWriter:
+    def queue(
+        self, topic: str, queue_id: int, *, record: int | None = None, what: str = "topic"
+    ) -> ConsumeQueueWriter:
+        """The writer of (topic, queueId); `record` (the physical offset of the record naming it) and `what`
+        (topic, LMQ queue) say whose name it is when the name is refused (`store.io.pathnames`)."""
         key = (topic, queue_id)
         writer = self.queues.get(key)
         if writer is None:
             refuse_batch_cq_topic(topic, self.batch_cq_topics)
-            writer = ConsumeQueueWriter(self.cq_root, topic, queue_id, self.cq_file_size)
+            writer = ConsumeQueueWriter(
+                self.cq_root, topic, queue_id, self.cq_file_size, record=record, what=what
+            )
             writer.durable = self.durable
             self.queues[key] = writer
         return writer
 
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the broker would give the next message of (topic, queueId): the CQ max."""
-        return self.queue(topic, queue_id).max_offset
+        return self.queue(topic, queue_id, record=None).max_offset
 
     def dispatch(self, req: DispatchRequest, *, cq: bool = True, index: bool = True) -> None:
         self.records += 1
         if cq and req.goes_to_consume_queue:
-            if self.queue(req.topic, req.queue_id).put(
+            if self.queue(req.topic, req.queue_id, record=req.commit_log_offset).put(
                 req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset
             ):
                 self.logics_msg_timestamp = req.store_timestamp
@@ -415,7 +429,7 @@ class Dispatcher:
         for unit in multi_dispatch_units(
             req.topic, req.queue_id, req.multi_dispatch, req.multi_queue_offset, self.lmq, problems
         ):
-            if self.queue(unit.queue, unit.queue_id).put(
+            if self.queue(unit.queue, unit.queue_id, record=req.commit_log_offset, what="LMQ queue").put(
                 req.commit_log_offset, req.msg_size, req.tags_code, unit.queue_offset
             ):
                 self.lmq_units += 1
@@ -471,6 +485,7 @@ __all__ = [
     "dispatch_tags_code",
     "iter_dispatch",
     "refuse_batch_cq_topic",
+    "refuse_queue_name",
     "BatchCQTopicError",
     "DispatchRequest",
     "DispatchSummary",

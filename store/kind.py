@@ -19,6 +19,7 @@ from pathlib import Path
 
 from formats.errors import MqtoolError
 from store.config.brokerconf import BrokerConfig
+from store.config.configfile import read_config_text
 
 # what a 4.9.x / 5.x broker (and mqtool's own staging) may leave in the store root
 _KNOWN_DIRS = {
@@ -136,16 +137,15 @@ def _compaction_topics(root: Path) -> list[str]:
     log_dir = root / "compaction" / "compactionLog"
     if log_dir.is_dir():
         topics.update(e.name for e in _entries(log_dir) if e.is_dir())
-    topics_json = root / "config" / "topics.json"
     try:
-        if not topics_json.is_file() or topics_json.stat().st_size > 256 << 20:
-            return sorted(topics)  # a FIFO, a directory or a monster: the config readers report it
-        table = json.loads(topics_json.read_text(encoding="utf-8"))
+        # through the one reader of config files: a FIFO or a 100 GiB topics.json is refused, not read
+        text, _ = read_config_text(root / "config" / "topics.json")
+        table = json.loads(text or "{}")
         for name, config in (table.get("topicConfigTable") or {}).items():
             attributes = config.get("attributes") or {} if isinstance(config, dict) else {}
             if str(attributes.get("cleanup.policy", "")).upper() == "COMPACTION":
                 topics.add(name)
-    except (OSError, ValueError, AttributeError):
+    except (MqtoolError, OSError, ValueError, AttributeError):
         pass  # a missing or broken topics.json is the config readers' to report
     return sorted(topics)
 

@@ -9,6 +9,7 @@ refuses a different one given or configured). What the files show is read once p
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -17,9 +18,12 @@ from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message
+from formats.structs import CQ_STORE_UNIT_SIZE
+from formats.timer import DEFAULT_TIMER_LOG_FILE_SIZE
 from store.config.brokerconf import BrokerConfig
+from store.io.pathnames import queue_dir
 from store.kind import StoreKind, identify
-from store.log.mappedfile import MappedFileQueue
+from store.log.mappedfile import MappedFileQueue, majority_size, possible_file_size
 from store.queue.consumequeue import ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
 from store.version import BrokerVersion, detect_broker_version, resolve_broker_version
@@ -64,17 +68,28 @@ def delay_levels_ms(table: dict[int, int] | None) -> tuple[int, ...]:
     return DelayLevelTable(table or {}, "", "").ms
 
 
+# Files counted before the size most of them have is taken as settled (a store may hold 100,000+ queues).
+_SETTLED_VOTES = 64
+
+
 def existing_cq_file_size(root: Path) -> int | None:
-    """`mappedFileSizeConsumeQueue` as the current ConsumeQueue files show it (None when there are none)."""
+    """`mappedFileSizeConsumeQueue` as the current ConsumeQueue files show it: the size most of them have
+    (`store.log.mappedfile.majority_size`), so one file truncated up to 100 GiB never decides it; None
+    when there are none or no size has most. Queues are read until one size has `_SETTLED_VOTES` files
+    and four times as many as any other."""
     cq_dir = root / "consumequeue"
     if not cq_dir.is_dir() or is_rocksdb_dir(cq_dir):
         return None
     store = ConsumeQueueStore(root, commitlog_min_offset=0)
+    sizes: list[int] = []
     for topic, queue_id in store.queues():
-        size = MappedFileQueue.open(cq_dir / topic / str(queue_id)).file_size
-        if size:
-            return size
-    return None
+        sizes.extend(f.size for f in MappedFileQueue.open(queue_dir(cq_dir, topic, queue_id)))
+        if len(sizes) >= _SETTLED_VOTES:
+            ranked = Counter(s for s in sizes if possible_file_size(s, CQ_STORE_UNIT_SIZE)).most_common(2)
+            lead = ranked[0][1] if ranked else 0
+            if lead >= _SETTLED_VOTES and (len(ranked) < 2 or lead >= 4 * ranked[1][1]):
+                break
+    return majority_size(sizes, CQ_STORE_UNIT_SIZE)
 
 
 def existing_index_geometry(root: Path) -> IndexGeometry | None:
@@ -123,6 +138,10 @@ class StoreLayout:
     @cached_property
     def commitlog_file_size_on_disk(self) -> int | None:
         return MappedFileQueue.open(self.root / "commitlog").file_size or None
+
+    @cached_property
+    def timerlog_file_size_on_disk(self) -> int | None:
+        return MappedFileQueue.open(self.root / "timerlog").file_size
 
     @cached_property
     def cq_file_size_on_disk(self) -> int | None:
@@ -206,6 +225,12 @@ class StoreLayout:
         """mappedFileSizeConsumeQueue (a multiple of the 20-byte unit unless given otherwise)."""
         return self._pick(
             given, given_name, "mappedFileSizeConsumeQueue", self.cq_file_size_on_disk, DEFAULT_CQ_FILE_SIZE
+        )
+
+    def timerlog_file_size(self) -> Setting:
+        """mappedFileSizeTimerLog: what TimerLog's MappedFileQueue requires of every timerlog file."""
+        return self._pick(
+            None, "", "mappedFileSizeTimerLog", self.timerlog_file_size_on_disk, DEFAULT_TIMER_LOG_FILE_SIZE
         )
 
     def index_settings(

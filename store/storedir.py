@@ -177,7 +177,8 @@ class Store:
 
     @cached_property
     def consume_queues(self):
-        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's);
+        """`ConsumeQueueStore`: topics and queue ids under consumequeue/ (min offsets use the commitlog's, the
+        file size `StoreLayout`'s);
         `RocksDBConsumeQueueStore` when consumequeue/ is a RocksDB database (storeType=defaultRocksDB)."""
         from store.queue.consumequeue import ConsumeQueueStore
 
@@ -185,10 +186,13 @@ class Store:
             from store.rocksdb.consumequeue import RocksDBConsumeQueueStore
 
             return RocksDBConsumeQueueStore(self.root, commitlog_min_offset=self.commitlog.min_offset)
+        # one size for every queue, as the broker's mappedFileSizeConsumeQueue: broker.conf's, else the
+        # size most files have (a queue's file of another size is then an error naming it)
+        layout = self.layout
         return ConsumeQueueStore(
             self.root,
             commitlog_min_offset=self.commitlog.min_offset,
-            file_size=self.layout.configured("mappedFileSizeConsumeQueue"),
+            file_size=layout.configured("mappedFileSizeConsumeQueue") or layout.cq_file_size_on_disk,
         )
 
     def consume_queue(self, topic: str, queue_id: int):

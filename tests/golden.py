@@ -169,3 +169,31 @@ def recover_like_the_broker(root: Path) -> None:
 
     rebuild.finish(root, rebuild_staged(root), ["consumequeue", "index"])
     (root / "abort").unlink(missing_ok=True)
+
+
+def rewrite_record(root: Path, phy: int, *, topic: str | None = None, properties: bytes | None = None):
+    """Re-encode the message at physical offset `phy` of a store copy with another topic and/or properties
+    at the same total size (the body shortened or padded to make room), body CRC recomputed: a record the
+    broker's check accepts, as a hostile writer would leave it. Returns the new Message."""
+    import dataclasses
+
+    from formats.message.commitlog import Message, encode_message
+    from store.log.commitlog import CommitLog
+
+    with CommitLog.open(root) as cl:
+        old = cl.read_message_at(phy)
+        path, position = cl.locate(phy)
+    assert isinstance(old, Message)
+    new_topic = old.topic if topic is None else topic
+    new_props = old.properties_raw if properties is None else properties
+    grow = len(new_topic.encode("utf-8", "surrogateescape")) - old.topic_length_bytes
+    grow += len(new_props) - len(old.properties_raw)
+    assert grow < len(old.body), "no room in the body"
+    body = old.body[: len(old.body) - grow] if grow > 0 else old.body + b"x" * -grow
+    new = dataclasses.replace(old, topic=new_topic, topic_raw=None, properties_raw=new_props, body=body)
+    data = encode_message(new)
+    assert len(data) == old.total_size
+    with open(path, "r+b") as fh:
+        fh.seek(position)
+        fh.write(data)
+    return new

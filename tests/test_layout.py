@@ -17,8 +17,8 @@ from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
 from store.checkpoint import read_checkpoint, write_checkpoint
 from store.config.brokerconf import load_broker_config
+from store.io.filereads import StoreFileError
 from store.layout import Setting
-from store.log.mappedfile import StoreFileError
 from store.storedir import Store
 
 

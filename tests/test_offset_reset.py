@@ -631,7 +631,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
-        "mqtool: error: topic 'Nope' does not exist: not in topics.json and no consumequeue/Nope"
+        "mqtool: error: topic 'Nope' does not exist: not in topics.json and no consumequeue/<topic>"
     ]
     proc = mqtool(
         "offsets", "reset", "-s", str(store_path("store-a")), "-g", "groupA", "-t", "TopicTest", "-q", "x"

@@ -479,3 +479,32 @@ def test_export(tmp_path):
         with pytest.raises(ExportError, match="store directory"):
             export_messages(result.messages, store_path("store-a") / "exported", st)
     assert not (store_path("store-a") / "exported").exists()
+
+
+def test_a_missing_middle_commitlog_file_is_one_note_with_the_right_range(tmp_path):
+    """A copy of store-a without its middle commitlog file (issue 26, item 7): the hits into it are one
+    note naming the missing file and its range - not retention, not 'outside [0, 3145728)' - and the
+    count is the index's hits in that range; the hits before and after it are still found."""
+    shutil.copytree(store_path("store-a"), tmp_path / "s", ignore=shutil.ignore_patterns("expect.json"))
+    root = tmp_path / "s"
+    with Store.open(root) as pristine:
+        raw = set(pristine.index_service.query_offset("TopicTest", "shared-key").phy_offsets)
+    (root / "commitlog" / "00000000000001048576").unlink()
+    gap = {o for o in raw if 1048576 <= o < 2097152}
+    assert gap and len(gap) < len(raw)
+    with Store.open(root) as st:
+        result = query_by_key(st, "TopicTest", "shared-key")
+        with pytest.raises(
+            MqtoolError, match=r"is in commitlog file 00000000000001048576 \[1048576, 2097152\)"
+        ):
+            st.commitlog.read_message_at(min(gap))
+    notes = result.notes()
+    about_gap = [n for n in notes if "00000000000001048576" in n]
+    assert len(about_gap) == 1, notes
+    assert about_gap[0].startswith(f"{len(gap)} index hit(s) point into commitlog file 00000000000001048576 ")
+    assert "[1048576, 2097152), which is missing" in about_gap[0]
+    assert not any("retention" in n and "not deleted by retention" not in n for n in notes), notes
+    assert not any("outside the commitlog files" in n for n in notes), notes
+    assert result.hits.deleted == 0
+    assert {m.physical_offset for m in result.messages} == raw - gap  # every other hit confirmed
+    assert len(notes) <= 3  # the gap, the broker's 64 cap; no line per hit

@@ -360,7 +360,7 @@ def test_bad_cq_file_size(tmp_path):
     assert [(r["file"], r["offset"]) for r in bad] == [
         ("consumequeue/TopicTest/2/00000000000000006000", None)
     ]
-    assert "differs from the queue's file size" in bad[0]["detail"]
+    assert "is not the queue's file size 6000: length not matched" in bad[0]["detail"]
     assert rows(report, "cq_missing_unit")  # its records now lack units
 
 

@@ -1,7 +1,7 @@
 """Crash tests: SIGKILL during `--execute`-style writes, then check the store is the old or the new one.
 
 Each writer runs in a subprocess with MQTOOL_CRASH_AFTER_WRITES=N, which makes it SIGKILL itself right
-after its N-th state-changing call (store.filewrites.write_done). Reference runs of the same write
+after its N-th state-changing call (store.io.filewrites.write_done). Reference runs of the same write
 in-process (deterministic clocks) give the "new" state and the number of write calls.
 
 * Append: without `abort` the store is byte for byte the old or the new one. With `abort` (the

@@ -9,7 +9,6 @@ ConsumeQueue tails, index headers and chains, checkpoint, `abort`, where recover
 from __future__ import annotations
 
 import dataclasses
-import mmap
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
+from store.io.filereads import map_readonly, read_head
 from store.io.remote import is_url, location
 from store.queue.lmq import is_lmq
 from store.storedir import Store
@@ -163,7 +163,8 @@ def _units_in_range(queue: QueueContext, lo: int, hi: int) -> np.ndarray:
         if is_url(f.path):
             view = read_array(f.path, 0, f.units, CQ_UNIT_DTYPE)
         else:
-            view = np.fromfile(f.path, dtype=CQ_UNIT_DTYPE, count=f.units)
+            data = read_head(f.path, f.units * CQ_UNIT_DTYPE.itemsize)
+            view = np.frombuffer(data, dtype=CQ_UNIT_DTYPE, count=len(data) // CQ_UNIT_DTYPE.itemsize)
         phy = view["phyOffset"]
         qo = f.first_queue_offset + np.arange(len(view), dtype=np.int64)
         sel = np.flatnonzero((phy >= lo) & (phy < hi) & (qo >= queue.min_offset))
@@ -191,6 +192,7 @@ def check_split(
     from store.checks.consumequeue import QueueFacts, check_consume_queue, check_dispatch_coverage
     from store.checks.index import IndexFileFacts, check_index_coverage, check_index_targets
     from store.checks.lmq import lmq_missing
+    from store.checks.names import check_record_names
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
     from store.log.scan import CommitLogFile
@@ -202,6 +204,7 @@ def check_split(
     records = RecordIndex.from_batches(
         [ok], ctx.file_starts, ctx.file_names, delay_levels=ctx.delay_levels, with_keys=deep
     )
+    check_record_names(records, problems, settings=ctx.lmq)
     lo = task.base + task.start
     # units at or after this split's stop are the driver's (outside the data); those before it are ours
     valid_end = stop_phy if stop_phy is not None else 1 << 62
@@ -260,8 +263,7 @@ def check_split(
             mm = read_array(ix.path, ix.entry_offset, ix.entries, INDEX_ENTRY_DTYPE)
             offset = 0
         else:
-            with open(ix.path, "rb") as fh:
-                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = map_readonly(ix.path)
             offset = ix.entry_offset
         try:
             entries = np.frombuffer(mm, dtype=INDEX_ENTRY_DTYPE, count=ix.entries, offset=offset)

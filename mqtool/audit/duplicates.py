@@ -9,7 +9,6 @@ first record back from the commitlog and checking its key against the hash (`dup
 
 from __future__ import annotations
 
-import mmap
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqtool.audit.schema import DUP_KEY, DUP_UNIQ, SplitTask, constant, partial_rows
+from store.io.filereads import map_readonly
 from store.io.remote import placeholder
 
 if TYPE_CHECKING:
@@ -238,8 +238,7 @@ def _record_at(plan: StorePlan, phy: int) -> dict[str, Any] | None:
             rows = batch.select(["topic", "uniqKey", "keys", "status"]).to_pylist()
             return rows[0] if rows and rows[0]["status"] == "ok" else None
         if f.start_offset <= phy < f.start_offset + f.size:
-            with open(f.path, "rb") as fh:
-                buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            buf = map_readonly(f.path)
             try:
                 pos = phy - f.start_offset
                 batch = decode_range(buf, f.start_offset, pos, pos + 1)

@@ -6,13 +6,13 @@ audited.
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.scan import close_map
+from store.io.filereads import map_readonly
 from store.io.remote import is_url, placeholder, redact
 from store.storedir import Store
 
@@ -203,8 +203,7 @@ def _first_time(f: CommitLogFile, start: int, window: int) -> list[int]:
         from mqtool.audit.remote import first_times
 
         return first_times(entry[0], f.size, f.start_offset, start, window)
-    with open(f.path, "rb") as fh:
-        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    buf = map_readonly(f.path)
     try:
         batch = decode_resync(buf, f.start_offset, start, min(f.size, start + window))
         status = batch.column("status").indices.to_numpy(zero_copy_only=False)

@@ -7,6 +7,7 @@ removed when the process ends, and the executors read that file as they read a C
 from __future__ import annotations
 
 import atexit
+import hashlib
 import shutil
 import tempfile
 from functools import cache
@@ -38,7 +39,10 @@ def rocksdb_cq_file(cq) -> tuple[CqFile | None, int]:
     dense["phyOffset"][at] = units["phyOffset"]
     dense["size"][at] = units["size"]
     dense["tagsCode"][at] = units["tagsCode"]
-    path = _scratch() / f"{cq.topic.encode().hex()}-{cq.queue_id}"
+    # named by a digest of the topic: a RocksDB key's topic may be any string (hex of a 130-character
+    # retry topic is already longer than a file name)
+    digest = hashlib.sha256(cq.topic.encode("utf-8", "surrogatepass")).hexdigest()
+    path = _scratch() / f"{digest}-{cq.queue_id}"
     path.write_bytes(dense.tobytes())
     real = dense[~filler_mask(dense)]
     lo, hi = (int(real["phyOffset"].min()), int(real["phyOffset"].max())) if len(real) else (1, 0)

@@ -67,6 +67,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
+from store.io.filereads import file_size, map_readonly
 from store.io.remote import is_url
 
 TRAN_TYPE_MASK = 0xC  # MessageSysFlag.TRANSACTION_ROLLBACK_TYPE: getTransactionValue(sysFlag)
@@ -76,11 +77,8 @@ TRAN_TYPE_MASK = 0xC  # MessageSysFlag.TRANSACTION_ROLLBACK_TYPE: getTransaction
 
 
 def _open_file(path: str) -> tuple[object, int]:
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            return b"", 0
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), size
+    size = file_size(path)
+    return (map_readonly(path), size) if size else (b"", 0)
 
 
 def close_map(buf: object) -> None:

@@ -63,9 +63,10 @@ def verify(
     magic, size chain, body CRC, PHYSICALOFFSET fields, BLANKs and zero tails, ConsumeQueue units against
     their records (size, topic, queue, queue offset, tags code) and records against their units, index
     headers and hash chains (--deep: every key reachable), checkpoint and abort state, and on a 5.x store
-    the timer wheel (timerlog cut, units without their record, slots, chains, counts, timercheck).
-    Problems are listed by file and offset with a severity; the exit status is 0 only when no error is
-    found (1 otherwise).
+    the timer wheel (timerlog cut, units without their record, slots, chains, counts, timercheck), every
+    mapped file against the one size the broker requires, and record topics and LMQ queue names the
+    broker's dispatch would turn into a path outside the store. Problems are listed by file and offset
+    with a severity; the exit status is 0 only when no error is found (1 otherwise).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
     infos, not errors."""
     skip_pandas_probe()

@@ -67,9 +67,11 @@ def rebuild(
     builds them (repair after corruption, or after offline appends). The dry run compares the rebuild
     with the current files queue by queue - a consistency check. With --execute (never while a broker
     holds the store lock) the rebuilt directories are swapped in atomically. Settings: the flags, else
-    --broker-config, else the current files, else the broker defaults. On a DLedger store the queues and
-    index come from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery
-    rewrites), each index file that differs replaced atomically."""
+    --broker-config, else the size most current files have (never one outlier), else the broker defaults.
+    A record whose topic or LMQ queue no queue directory may have (the broker's dispatch would build a
+    path outside the store from it) is refused, naming it. On a DLedger store the queues and index come
+    from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery rewrites),
+    each index file that differs replaced atomically."""
     from mqtool import rebuild as ops
     from mqtool.render import progress
 

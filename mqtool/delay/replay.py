@@ -47,7 +47,7 @@ from store.broker.schedule import (
     message_time_up,
     schedule_levels,
 )
-from store.io.filewrites import crash_point
+from store.io.filewrites import WriteTargets, crash_point
 from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
 from store.version import BrokerVersion
@@ -226,7 +226,7 @@ def plan_replay(
     for d in plan.to_deliver:
         key = (d.record.topic, d.record.queue_id)
         if key not in next_queue_offset:
-            next_queue_offset[key] = queue_max_offset(store, *key)
+            next_queue_offset[key] = queue_max_offset(store, *key, source=d.phy_offset)
         d.record = replace(d.record, queue_offset=next_queue_offset[key])
         next_queue_offset[key] += 1
     plan.notes.extend(destination_notes(store, [d.record for d in plan.to_deliver]))
@@ -353,10 +353,19 @@ def execute_replay(store: Store, plan: ReplayPlan, execute: bool) -> ReplayResul
     last, and the progress is re-derived at the next run from the queues (a record already delivered is
     recognised by its UNIQ_KEY in the real queue after the schedule record, so it is not delivered twice).
     """
-    from mqtool.safety import write_guard
+    from mqtool.safety import finishing, write_guard
 
     result = ReplayResult(executed=False)
-    with write_guard(store, execute) as writable:
+
+    def targets() -> WriteTargets:
+        out = WriteTargets()
+        if plan.to_deliver:
+            out += store_writer(store, plan.broker.major).targets([d.record for d in plan.to_deliver])
+        if plan.progress_changes:
+            out += store.config(DELAY_OFFSET).write_targets()
+        return out
+
+    with write_guard(store, execute, targets=targets) as writable:
         if not writable or not plan.changes_anything:
             return result
         refuse_unclean(store)
@@ -375,10 +384,16 @@ def execute_replay(store: Store, plan: ReplayPlan, execute: bool) -> ReplayResul
         result.notes.extend(writer.warnings)
         crash_point("delay-appended")
         if plan.progress_changes:
-            model = load_delay_progress(store).model
-            for lv, _old, new in plan.progress_changes:
-                model.offset_table[lv] = new
-            store.config(DELAY_OFFSET).save(model)
+            with finishing(
+                f"{len(written)} due message(s) were delivered (commitlog, ConsumeQueues, index, checkpoint)",
+                "run this `delay replay --execute` again once delayOffset.json can be written - it finds "
+                "them delivered and only moves the progress; a broker started before that delivers them "
+                "again from the old progress",
+            ):
+                model = load_delay_progress(store).model
+                for lv, _old, new in plan.progress_changes:
+                    model.offset_table[lv] = new
+                store.config(DELAY_OFFSET).save(model)
             result.delay_offset_written = True
         result.executed = True
     return result

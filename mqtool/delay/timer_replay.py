@@ -25,10 +25,10 @@ from mqtool.safety import refuse_unsupported_layout
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import queue_max_offset, refuse_unclean, store_writer
 from store.broker.schedule import DelayError, real_queue
-from store.io.filewrites import crash_point
+from store.io.filewrites import WriteTargets, crash_point
 from store.storedir import Store
 from store.timer.columns import STATE_CODE, timer_columns
-from store.timer.dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
+from store.timer.dequeue import DequeuePlan, TimerDelivery, plan_dequeue, read_time_targets, write_read_time
 from store.timer.timerstore import TimerStore, timercheck_path
 
 
@@ -152,7 +152,7 @@ def plan_timer_replay(store: Store, *, now: int, real_topic: str | None = None) 
     for d in dequeue.to_write:
         key = (d.record.topic, d.record.queue_id)
         if key not in next_offset:
-            next_offset[key] = queue_max_offset(store, *key)
+            next_offset[key] = queue_max_offset(store, *key, source=d.unit.offset_py)
         d.record = replace(d.record, queue_offset=next_offset[key])
         next_offset[key] += 1
     plan = TimerReplayPlan(dequeue, real_topic)
@@ -185,10 +185,19 @@ def execute_timer_replay(store: Store, plan: TimerReplayPlan, execute: bool) -> 
     Dry run unless `execute`; with it, the write safety rules of `mqtool.safety`. Records first, the read
     time last: a crash between leaves records the next run recognises (and does not write again).
     """
-    from mqtool.safety import write_guard
+    from mqtool.safety import finishing, write_guard
 
     result = ReplayResult(executed=False)
-    with write_guard(store, execute) as writable:
+
+    def targets() -> WriteTargets:
+        out = WriteTargets()
+        if plan.to_write:
+            out += store_writer(store, 5).targets([d.record for d in plan.to_write])
+        if plan.dequeue.moves_read_time:
+            out += read_time_targets(store)
+        return out
+
+    with write_guard(store, execute, targets=targets) as writable:
         if not writable or not plan.changes_anything:
             return result
         refuse_unclean(store)
@@ -207,7 +216,13 @@ def execute_timer_replay(store: Store, plan: TimerReplayPlan, execute: bool) -> 
         result.notes.extend(writer.warnings)
         crash_point("timer-appended")
         if plan.dequeue.moves_read_time:
-            write_read_time(store, plan.dequeue.read_to, now_ms())
+            with finishing(
+                f"{len(written)} record(s) the timer dequeue writes were written",
+                "run this `delay replay --timer --execute` again once config/timercheck can be written - "
+                "it finds them written and only moves the read time; a broker started before that "
+                "delivers them again",
+            ):
+                write_read_time(store, plan.dequeue.read_to, now_ms())
             result.delay_offset_written = True
         result.executed = True
     return result

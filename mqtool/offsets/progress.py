@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
-from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX
+from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX, escaped_name
 from store.storedir import Store
 
 if TYPE_CHECKING:
@@ -289,7 +289,9 @@ def consumer_progress(
         )
     committed_topics = {t for topics in committed.by_group.values() for t in topics}
     if topic is not None and topic not in cq_topics | set(topic_configs) | committed_topics:
-        raise MqtoolError(f"unknown topic {topic!r}: no consume queue, topic config or committed offset")
+        raise MqtoolError(
+            f"unknown topic {escaped_name(topic)}: no consume queue, topic config or committed offset"
+        )
 
     store_time = store_time_of(store)
     rows: list[ProgressRow] = []

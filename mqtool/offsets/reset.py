@@ -19,7 +19,7 @@ from formats.config.base import JAVA_INT_MAX
 from formats.config.metadata import SubscriptionGroupTable, TopicConfigTable
 from formats.config.offsets import ConsumerOffsetTable
 from formats.errors import MqtoolError
-from formats.names import LMQ_QUEUE_ID
+from formats.names import LMQ_QUEUE_ID, escaped_name
 from mqtool.offsets.plan import (
     ResetOptionError,
     ResetPlan,
@@ -267,7 +267,9 @@ def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: lis
             f"creates the topic at start-up); using its {where} directories: queues {_ranges(ids)}"
         )
         return ids
-    raise ResetPlanError(f"topic {topic!r} does not exist: not in topics.json and no {where}/{topic}")
+    raise ResetPlanError(
+        f"topic {escaped_name(topic)} does not exist: not in topics.json and no {where}/<topic>"
+    )
 
 
 def _select_queues(

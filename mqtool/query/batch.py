@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from formats.errors import MqtoolError
 from formats.message.innerbatch import unwrap
+from formats.names import escaped_name
 from mqtool.query.queue import (
     QueueOffsetError,
     QueueQueryResult,
@@ -32,11 +33,14 @@ def batch_queue(store: Store, topic: str, queue_id: int) -> BatchConsumeQueue:
     queues = store.batch_consume_queues
     ids = queues.queue_ids(topic)
     if not ids:
-        raise UnknownTopicError(f"BatchCQ topic {topic!r} has no queue directory", str(queues.directory))
+        raise UnknownTopicError(
+            f"BatchCQ topic {escaped_name(topic)} has no queue directory", str(queues.directory)
+        )
     if queue_id not in ids:
         raise QueueOffsetError(
-            f"BatchCQ topic {topic!r} has no queue {queue_id} (queues: {', '.join(map(str, ids))})",
-            str(queues.directory / topic),
+            f"BatchCQ topic {escaped_name(topic)} has no queue {queue_id} "
+            f"(queues: {', '.join(map(str, ids))})",
+            str(queues.directory),
         )
     return store.batch_consume_queue(topic, queue_id)
 

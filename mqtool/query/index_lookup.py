@@ -19,6 +19,7 @@ from formats.errors import MqtoolError
 from formats.message.commitlog import STOPS, Message, read_prelude
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.index.indexservice import MAX_MSGS_NUM_BATCH
+from store.log.mappedfile import offset_to_file_name
 from store.storedir import Store
 
 # --- index coverage ------------------------------------------------------------------------------
@@ -182,6 +183,8 @@ class HitReport:
     dropped_collisions: int = 0
     deleted: int = 0  # hits below the commitlog's min offset (removed by retention)
     unreadable: list[str] = field(default_factory=list)  # hits where no valid message starts
+    # why hits were unreadable, each cause once: cause -> the hits' physical offsets
+    causes: dict[str, list[int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,6 +193,29 @@ class HitReport:
             "deletedHits": self.deleted,
             "unreadableHits": list(self.unreadable),
         }
+
+    def add_unreadable(self, offset: int, cause: str, detail: str) -> None:
+        self.unreadable.append(f"{offset}: {detail}")
+        self.causes.setdefault(cause, []).append(offset)
+
+
+def unreadable_cause(store: Store, offset: int) -> str:
+    """The cause of an unreadable hit, in words shared by every hit it applies to (one note per cause): a
+    missing commitlog file between present ones (not retention, which deletes from the start), past the
+    last file, or no valid message at the offset."""
+    commitlog = store.commitlog
+    gap = commitlog.missing_file(offset)
+    if gap is not None:
+        return (
+            f"commitlog file {offset_to_file_name(gap[0])} [{gap[0]}, {gap[1]}), which is missing while the "
+            "files before and after it are present (removed or lost, not deleted by retention)"
+        )
+    files = commitlog.files
+    if not files:
+        return "a commitlog with no files"
+    if offset >= files[-1].end_offset:
+        return f"past the end of the last commitlog file ({files[-1].end_offset})"
+    return "the commitlog where no valid message starts"
 
 
 def read_hits(
@@ -216,7 +242,7 @@ def read_hits(
         try:
             msg = commitlog.read_message_at(offset)
         except MqtoolError as exc:
-            report.unreadable.append(f"{offset}: {exc}")
+            report.add_unreadable(offset, unreadable_cause(store, offset), str(exc))
             continue
         if confirm(msg):
             out.append(msg)
@@ -238,8 +264,9 @@ def hit_notes(hits: HitReport, capped: bool, truncated: bool) -> list[str]:
         )
     if hits.deleted:
         notes.append(f"{hits.deleted} index hit(s) point to commitlog data already deleted by retention")
-    for problem in hits.unreadable:
-        notes.append(f"index hit at physical offset {problem}")
+    for cause, offsets in hits.causes.items():
+        shown = ", ".join(str(o) for o in sorted(offsets)[:3]) + (", ..." if len(offsets) > 3 else "")
+        notes.append(f"{len(offsets)} index hit(s) point into {cause}: physical offset(s) {shown}")
     if capped:
         notes.append(
             f"the index returned {hits.raw_hits} raw hits: a live broker would have returned at most "

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from formats.errors import MqtoolError, UsageError
 from formats.javahash import tags_code
 from formats.message.commitlog import Message
+from formats.names import escaped_name
 from mqtool.offsets.progress import store_time_of
 from mqtool.query.topics import UnknownTopicError, known_topics
 from store.storedir import Store
@@ -31,16 +32,18 @@ def _queue(store: Store, topic: str, queue_id: int):
         )
         if topic in known_topics(store):
             raise UnknownTopicError(
-                f"topic {topic!r} has no consume queues in this store{elsewhere}", str(cqs.directory)
+                f"topic {escaped_name(topic)} has no consume queues in this store{elsewhere}",
+                str(cqs.directory),
             )
         raise UnknownTopicError(
-            f"unknown topic {topic!r}: no consume queue directory{elsewhere}", str(cqs.directory)
+            f"unknown topic {escaped_name(topic)}: no consume queue directory{elsewhere}", str(cqs.directory)
         )
     ids = cqs.queue_ids(topic)
     if queue_id not in ids:
         raise QueueOffsetError(
-            f"topic {topic!r} has no queue {queue_id} (queues: {', '.join(map(str, ids)) or 'none'})",
-            str(cqs.directory / topic),
+            f"topic {escaped_name(topic)} has no queue {queue_id} "
+            f"(queues: {', '.join(map(str, ids)) or 'none'})",
+            str(cqs.directory),
         )
     return store.consume_queue(topic, queue_id)
 

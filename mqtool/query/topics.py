@@ -9,7 +9,7 @@ from __future__ import annotations
 import weakref
 
 from formats.errors import MqtoolError
-from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, escaped_name
 from store.storedir import Store
 
 
@@ -70,8 +70,9 @@ def check_topic(store: Store, topic: str) -> None:
     points at `--scan`, which searches the commitlog itself (the query commands that have it)."""
     if not is_known_topic(store, topic):
         raise UnknownTopicError(
-            f"unknown topic {topic!r}: no consume queue, topic config or committed offset in this store "
-            "(a deleted topic's messages stay in the commitlog until retention: --scan searches it)",
+            f"unknown topic {escaped_name(topic)}: no consume queue, topic config or committed offset in "
+            "this store (a deleted topic's messages stay in the commitlog until retention: --scan searches "
+            "it)",
             str(store.root),
         )
 

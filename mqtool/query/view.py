@@ -17,6 +17,7 @@ from formats.errors import MqtoolError
 from formats.message.commitlog import Message
 from formats.message.compression import BodyNotDecoded
 from mqtool.query.consumed import ConsumerState
+from store.io.pathnames import component_problem
 from store.storedir import Store
 
 
@@ -82,6 +83,18 @@ class ExportResult:
     manifest: Path
 
 
+def export_file_name(msg: Message) -> str:
+    """The file an exported body is written to: the topic with every character a file name should not
+    hold replaced, cut to 100 characters, then queue, queue offset and physical offset; checked to be one
+    file name (`store.io.pathnames.component_problem`) like every name from a store that becomes a path."""
+    topic = _UNSAFE.sub("_", msg.topic)[:100]
+    name = f"{topic}_{msg.queue_id}_{msg.queue_offset}_{msg.physical_offset}.bin"
+    problem = component_problem(name)
+    if problem is not None:  # pragma: no cover - the replacement leaves no such name
+        raise ExportError(f"export file name {name!r} {problem}")
+    return name
+
+
 def export_messages(
     messages: list[Message], directory: Path | str, store: Store, consumers: ConsumerState | None = None
 ) -> ExportResult:
@@ -101,9 +114,7 @@ def export_messages(
         entries, names = [], []
         for msg in messages:
             view = body_view(msg)
-            name = (
-                f"{_UNSAFE.sub('_', msg.topic)}_{msg.queue_id}_{msg.queue_offset}_{msg.physical_offset}.bin"
-            )
+            name = export_file_name(msg)
             (target / name).write_bytes(view.data)
             doc = message_document(msg, consumers)
             for key in ("body", "bodyText"):

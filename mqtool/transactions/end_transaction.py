@@ -28,7 +28,7 @@ from store.broker.transaction import (
     op_bodies,
     op_message,
 )
-from store.io.filewrites import crash_point
+from store.io.filewrites import WriteTargets, crash_point
 from store.storedir import Store
 from store.version import BrokerVersion
 
@@ -248,10 +248,15 @@ def _assign_queue_offsets(store: Store, plan: EndPlan) -> None:
     """Plan the new records' queue offsets from the queues' max offsets, in append order."""
     next_offset: dict[tuple[str, int], int] = {}
     replaced: dict[int, Message] = {}
+    halves = {  # a commit copy goes to its half's REAL_TOPIC: a refused name names the half
+        id(r.commit_record): r.transaction.target.message.physical_offset
+        for r in plan.requests
+        if r.commit_record is not None
+    }
     for msg in plan.records:
         key = (msg.topic, msg.queue_id)
         if key not in next_offset:
-            next_offset[key] = queue_max_offset(store, *key)
+            next_offset[key] = queue_max_offset(store, *key, source=halves.get(id(msg)))
         replaced[id(msg)] = replace(msg, queue_offset=next_offset[key])
         next_offset[key] += 1
     for r in plan.requests:
@@ -278,10 +283,14 @@ def execute_end(
     fresh views of the store, and a plan that changed meanwhile is refused. A crash between a commit copy
     and its op is repaired by running the same command again: the half is still pending, its commit copy
     is found and reused, and only the op is written."""
-    from mqtool.safety import write_guard
+    from mqtool.safety import finishing, write_guard
 
     result = EndResult(executed=False)
-    with write_guard(store, execute) as writable:
+
+    def targets() -> WriteTargets:
+        return store_writer(store).targets(plan.records) if plan.changes_anything else WriteTargets()
+
+    with write_guard(store, execute, targets=targets) as writable:
         if not writable or not plan.changes_anything:
             return result
         refuse_unclean(store)
@@ -298,7 +307,13 @@ def execute_end(
             commits = [m for m in records if m.topic != TRANS_OP_HALF_TOPIC]
             result.written = writer.append(commits)
             crash_point("txn-commits-appended")
-            result.written += writer.append([m for m in records if m.topic == TRANS_OP_HALF_TOPIC])
+            copies = len(result.written)
+            with finishing(
+                f"{copies} commit cop{'y was' if copies == 1 else 'ies were'} written",
+                "run the same command again: the halves are still pending, their commit copies are found "
+                "and reused, and only the op messages are written",
+            ):
+                result.written += writer.append([m for m in records if m.topic == TRANS_OP_HALF_TOPIC])
         else:  # 4.9.x: each op right after its commit copy, in one append session
             result.written = writer.append(records)
         result.executed = True

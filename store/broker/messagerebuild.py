@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,10 +26,13 @@ from formats.message.properties import (
 )
 from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from formats.structs import CQ_STORE_UNIT_SIZE
-from store.dispatch import refuse_batch_cq_topic
+from store.dispatch import refuse_batch_cq_topic, refuse_queue_name
 from store.queue.consumequeue import native_unit_dtype
 from store.storedir import Store
 from store.version import BrokerVersion
+
+if TYPE_CHECKING:
+    from store.io.filewrites import WriteTargets
 
 MAX_TOPIC_LENGTH_V1 = 127  # 4.9.x refuses longer topics (no V2 records)
 
@@ -158,9 +161,12 @@ def planned_json(record: Message, *, written: bool) -> dict[str, Any]:
     return out
 
 
-def queue_max_offset(store: Store, topic: str, queue_id: int) -> int:
+def queue_max_offset(store: Store, topic: str, queue_id: int, *, source: int | None = None) -> int:
     """The next queue offset the broker assigns in (topic, queueId): the CQ max offset, 0 without a CQ.
-    A BatchCQ topic is refused (`store.dispatch.BatchCQTopicError`): the plans of writes stop here."""
+    The plans of writes stop here: a BatchCQ topic is refused (`store.dispatch.BatchCQTopicError`), and so
+    is a name no queue directory may have (`store.io.pathnames.new_queue_dir`; `source`: the physical offset
+    of the record the name comes from)."""
+    refuse_queue_name(store.consumequeue_dir, topic, queue_id, record=source)
     refuse_batch_cq_topic(topic, store.batch_cq_topics)
     if queue_id not in store.consume_queues.queue_ids(topic):
         return 0
@@ -209,6 +215,12 @@ class StoreWriter:
         self.store = store
         self.major = major
         self.warnings: list[str] = []
+
+    def targets(self, records: list[Message]) -> WriteTargets:
+        """What appending `records` changes (`store.appender.append_targets`)."""
+        from store.appender import append_targets
+
+        return append_targets(self.store, ((r.topic, r.queue_id) for r in records))
 
     def append(self, records: list[Message]) -> list[Message]:
         """Append `records` in order; returns them as written (queue offset, physical offset, store time)."""

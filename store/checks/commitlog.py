@@ -9,6 +9,7 @@ import numpy as np
 
 from formats.columnar.decoder import FAILURE_STATUSES, column_values, dictionary_indices
 from store.checks.problems import FAILURE_KIND, OK, ProblemList, fmt
+from store.log.mappedfile import LENGTH_NOT_MATCHED, majority_size
 from store.log.scan import CommitLogFile
 
 
@@ -29,8 +30,7 @@ def check_commitlog(
 ) -> CommitLogVerdict:
     """File sizes and names, each file's record walk, the valid end and what lies after it."""
     if file_size is None:
-        sizes = [f.size for f in files if f.size > 0]
-        file_size = sizes[0] if sizes else 0
+        file_size = majority_size(f.size for f in files) or 0
     for i, f in enumerate(files):
         if f.size == 0:
             if i == len(files) - 1:
@@ -43,8 +43,7 @@ def check_commitlog(
                 "commitlog_file_size",
                 f.name,
                 0,
-                f"file size {f.size} differs from the commitlog file size {file_size} (the broker refuses "
-                "to start)",
+                f"file size {f.size} is not the commitlog file size {file_size}: {LENGTH_NOT_MATCHED}",
             )
         if i and files[i - 1].size and f.start != files[i - 1].start + files[i - 1].size:
             problems.add(

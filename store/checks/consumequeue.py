@@ -14,7 +14,7 @@ from formats.structs import (
     CQ_STORE_UNIT_SIZE,
 )
 from store.checks.lmq import lmq_unit_faults
-from store.checks.problems import ERROR, WARNING, ProblemList, fmt
+from store.checks.problems import ERROR, WARNING, ProblemList, arrow_text, fmt
 from store.checks.records import RecordIndex
 from store.queue.lmq import is_lmq
 from store.rocksdb.consumequeue import ROCKSDB_CQ_FILE_SIZE
@@ -35,7 +35,7 @@ class CqLocator:
     def __init__(self, queue_offsets: np.ndarray, topic: str, queue_id: int, file_size: int) -> None:
         self.queue_offsets = queue_offsets
         self.file_size = file_size
-        self.prefix = f"consumequeue/{topic}/{queue_id}/"
+        self.prefix = arrow_text(f"consumequeue/{topic}/{queue_id}/")
 
     @functools.cached_property
     def start(self) -> np.ndarray:
@@ -63,7 +63,7 @@ class RocksDBCqLocator:
 
     def __init__(self, queue_offsets: np.ndarray, topic: str, queue_id: int, database: str) -> None:
         self.queue_offsets = queue_offsets
-        self.prefix = f"{database} key {topic}@{queue_id}@"
+        self.prefix = arrow_text(f"{database} key {topic}@{queue_id}@")
 
     @functools.cached_property
     def position(self) -> np.ndarray:

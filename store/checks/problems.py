@@ -53,6 +53,8 @@ KINDS: dict[str, str] = {
     "dledger_uncommitted": WARNING,
     "dledger_pad": WARNING,
     "nonzero_after_pad": INFO,
+    "illegal_topic": ERROR,
+    "illegal_lmq_name": ERROR,
     # consume queues
     "cq_file": ERROR,
     "cq_not_checked": WARNING,
@@ -133,8 +135,8 @@ def _as_string_array(value: Any, n: int) -> pa.Array:
     if isinstance(value, pa.Array):
         return value.cast(pa.string())
     if isinstance(value, str) or value is None:
-        return pa.array([value] * n, pa.string())
-    return pa.array(list(value), pa.string())
+        return pa.array([arrow_text(value)] * n, pa.string())
+    return pa.array([arrow_text(v) for v in value], pa.string())
 
 
 def fmt(*parts: Any) -> pa.Array:
@@ -143,7 +145,7 @@ def fmt(*parts: Any) -> pa.Array:
     n = None
     for p in parts:
         if isinstance(p, str):
-            arrays.append(p)
+            arrays.append(arrow_text(p))
             continue
         arr = p if isinstance(p, pa.Array | pa.ChunkedArray) else pa.array(np.asarray(p))
         arr = arr.cast(pa.string())
@@ -152,6 +154,18 @@ def fmt(*parts: Any) -> pa.Array:
     if n is None:
         return pa.array(["".join(arrays)], pa.string())
     return pc.binary_join_element_wise(*arrays, "")
+
+
+def arrow_text(value: str | None) -> str | None:
+    """A string Arrow (UTF-8) holds: a file name that is not UTF-8 (its bytes as lone surrogates) or a
+    lone surrogate from a JSON escape is written as its backslash escape."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class ProblemList:
@@ -169,9 +183,8 @@ class ProblemList:
     def add(
         self, kind: str, file: str | None, offset: int | None, detail: str, severity: str | None = None
     ) -> None:
-        self._rows.append(
-            (file, None if offset is None else int(offset), kind, severity or KINDS[kind], detail)
-        )
+        at = None if offset is None else int(offset)
+        self._rows.append((arrow_text(file), at, kind, severity or KINDS[kind], arrow_text(detail)))
 
     def add_many(
         self,

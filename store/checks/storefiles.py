@@ -36,7 +36,7 @@ from store.checks.index import (
     check_index_targets,
 )
 from store.checks.problems import ProblemList
-from store.io.filewrites import last_nonzero_end
+from store.io.filereads import last_nonzero_end
 from store.log.recovery import recovery_start_abnormal, recovery_start_normal
 from store.log.scan import CommitLogFile
 from store.queue.batchconsumequeue import configured_batch_cq_topics

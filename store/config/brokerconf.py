@@ -21,6 +21,7 @@ from formats.timer import (
     DEFAULT_TIMER_PRECISION_MS,
     DEFAULT_TIMER_ROLL_WINDOW_SLOT,
 )
+from store.io.filereads import read_file
 
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # Sizes and counts the store's layout is computed from: zero or less is not a layout.
@@ -97,13 +98,16 @@ def parse_delay_levels(text: str) -> dict[int, int]:
     return table
 
 
+BROKER_CONF_MAX_READ = 1 << 24  # a properties file of a few hundred keys; anything larger is not one
+
+
 def load_broker_config(path: Path | str | None) -> BrokerConfig:
     if path is None:
         return BrokerConfig()
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
+        text = read_file(path, BROKER_CONF_MAX_READ, "broker config").decode("utf-8", errors="replace")
+    except FileNotFoundError as exc:
         raise MqtoolError(f"cannot read broker config: {exc.strerror}", str(path)) from exc
     props = parse_properties(text)
     config = BrokerConfig()

@@ -23,6 +23,9 @@ from formats.config.metadata import MessageRequestModeTable, SubscriptionGroupTa
 from formats.config.offsets import ConsumerOffsetTable, DelayOffsetTable, LmqConsumerOffsetTable
 from formats.config.order import ConsumerOrderInfoTable
 from formats.errors import MqtoolError
+from formats.javahash import to_int32
+from store.io.filereads import opened, read_file, read_from
+from store.io.filewrites import WriteTargets
 
 CONFIG_DIR = "config"
 BAK_SUFFIX = ".bak"
@@ -54,6 +57,10 @@ MODELS: dict[str, type[Any]] = {
 
 # TimerMetrics/TransactionMetrics persist with encode(false); every other manager writes PrettyFormat.
 COMPACT_NAMES = frozenset({"timermetrics", "transactionMetrics"})
+
+# A config file longer than this is refused (named) instead of read: the largest real ones (an LMQ
+# broker's lmqConsumerOffset.json with 100,000 queues) are tens of MB.
+CONFIG_MAX_READ = 1 << 28
 
 # JSONLexer.isWhitespace: text of only these makes fastjson return null instead of throwing.
 _FASTJSON_BLANK = " \t\n\r\f\b"
@@ -103,13 +110,14 @@ class ConfigFile:
     def load(self) -> LoadedConfig:
         """`ConfigManager.load()`: the file, else its `.bak`, else empty tables (see module doc)."""
         try:
-            text, warnings = self._read(self.path)
+            text, warnings = read_config_text(self.path)
         except MqtoolError as exc:
             return self._load_bak(f"{self.name} cannot be read ({exc.message})", exc)
         if text is None:
             return self._load_bak(f"{self.name} is missing", None)
         if not text:
-            return self._load_bak(f"{self.name} is empty (0 bytes)", None)
+            why = f" ({warnings[0]})" if warnings else " (0 bytes)"
+            return self._load_bak(f"{self.name} is empty{why}", None)
         try:
             return self._decoded(self.path, text, "file", f"decoded {self.name}", warnings)
         except MqtoolError as exc:
@@ -118,7 +126,7 @@ class ConfigFile:
     def _load_bak(self, problem: str, file_error: MqtoolError | None) -> LoadedConfig:
         bak_name = self.bak_path.name
         try:
-            text, warnings = self._read(self.bak_path)
+            text, warnings = read_config_text(self.bak_path)
         except MqtoolError as exc:
             # ConfigManager.loadBak catches the IOException and returns false.
             raise ConfigLoadError(
@@ -157,28 +165,18 @@ class ConfigFile:
         model = build_config(self.model, value, text, positions, str(path))
         return LoadedConfig(self.name, model, source, path, reason, pretty, warnings=warnings)
 
-    @staticmethod
-    def _read(path: Path) -> tuple[str | None, list[str]]:
-        """(text, warnings), text None when missing; bytes decoded as Java's `new String(bytes, UTF-8)`."""
-        try:
-            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
-                raise MqtoolError("cannot read: not a regular file", str(path))
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None, []
-        except OSError as exc:
-            raise MqtoolError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
-        try:
-            return data.decode("utf-8"), []
-        except UnicodeDecodeError as exc:
-            warning = f"{path.name}: invalid UTF-8 at byte {exc.start}, read as U+FFFD as Java does"
-            return data.decode("utf-8", errors="replace"), [warning]
+    def write_targets(self) -> WriteTargets:
+        """What `save` changes (`atomic_write`): the file, its `.bak` and their temporary files, all in
+        config/ (created when missing)."""
+        tmp = self.path.with_name(self.path.name + TEMP_SUFFIX)
+        bak_tmp = self.bak_path.with_name(self.bak_path.name + TEMP_SUFFIX)
+        return WriteTargets(dirs=[self.path.parent], replaced=[self.path, self.bak_path, tmp, bak_tmp])
 
     def save(self, model: Any, pretty: bool | None = None) -> str:
         """Write `model` atomically; the layout defaults to that of the current file. Returns the text."""
         if pretty is None:
             try:
-                current, _ = self._read(self.path)
+                current, _ = read_config_text(self.path)
             except MqtoolError:
                 current = None
             blank = not current or not current.strip(_FASTJSON_BLANK)
@@ -192,6 +190,46 @@ class ConfigFile:
             ) from exc
         atomic_write(self.path, text)
         return text
+
+
+def read_config_text(path: Path) -> tuple[str | None, list[str]]:
+    """(text, warnings), text None when missing; what `MixAll.file2String` reads, decoded as Java's
+    `new String(bytes, UTF-8)`.
+
+    file2String allocates `new byte[(int) file.length()]` (rocketmq-all-5.3.3 common/.../MixAll.java
+    :243-258): a file past 2 GiB is read through the Java int its length wraps to - negative throws
+    (ConfigManager.load falls back to `.bak`), zero reads as empty, positive reads that many bytes
+    from the start. Larger than `CONFIG_MAX_READ` is refused naming the file, never read whole."""
+    warnings: list[str] = []
+    try:
+        with opened(path) as fd:
+            size = os.fstat(fd).st_size
+            length = to_int32(size)
+            if length != size:
+                if length < 0:
+                    raise MqtoolError(
+                        f"cannot read: {size} bytes, and the broker's file2String allocates (int) {size} "
+                        f"= {length} bytes (NegativeArraySizeException)",
+                        str(path),
+                    )
+                warnings.append(
+                    f"{path.name}: {size} bytes, read as the broker reads it: the first (int) {size} = "
+                    f"{length} bytes"
+                )
+            if length > CONFIG_MAX_READ:
+                raise MqtoolError(
+                    f"cannot read: {length} bytes, more than mqtool reads of a config file "
+                    f"({CONFIG_MAX_READ} bytes)",
+                    str(path),
+                )
+            data = read_from(fd, path, length)
+    except FileNotFoundError:
+        return None, []
+    try:
+        return data.decode("utf-8"), warnings
+    except UnicodeDecodeError as exc:
+        warnings.append(f"{path.name}: invalid UTF-8 at byte {exc.start}, read as U+FFFD as Java does")
+        return data.decode("utf-8", errors="replace"), warnings
 
 
 def atomic_write(path: str | os.PathLike[str], text: str) -> None:
@@ -213,15 +251,15 @@ def atomic_write(path: str | os.PathLike[str], text: str) -> None:
     bak = path.with_name(path.name + BAK_SUFFIX)
     bak_tmp = bak.with_name(bak.name + TEMP_SUFFIX)
     try:
+        current = read_file(path, CONFIG_MAX_READ, "config file")  # a FIFO or a 100 GiB file: refused
+    except FileNotFoundError:
+        current = b""
+    try:
         try:
             mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
             mode = None
         _write_synced(tmp, data, mode)
-        try:
-            current = path.read_bytes()
-        except FileNotFoundError:
-            current = b""
         if current:
             _write_synced(bak_tmp, current, mode)
             os.replace(bak_tmp, bak)

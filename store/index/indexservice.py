@@ -27,7 +27,8 @@ from formats.indexfile import (
 )
 from formats.javahash import index_key, index_key_hash
 from formats.structs import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
-from store.log.mappedfile import MappedFile, StoreFileError
+from store.io.filereads import StoreFileError, file_size
+from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, MappedFile, majority_size
 
 _LONG_NAME = re.compile(r"[0-9]{1,19}")
 
@@ -44,16 +45,17 @@ class QueryOffsetResult:
 
 
 def _index_file_names(directory: Path) -> list[str]:
-    """Index files in name (= creation) order; names that are not a long are skipped, as the broker does."""
+    """Index files in name (= creation) order; names that are not a long are skipped, as the broker does
+    (`Long.parseLong` of the name throws NumberFormatException, which IndexService.load skips). Whatever
+    has such a name counts: a directory, a FIFO or a link loop is refused when opened, as the broker's
+    load fails on it (IOException: rocketmq-all-5.3.3 IndexService.java:64-81)."""
     if not directory.is_dir():
         return []
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
         raise StoreFileError(f"cannot list: {exc.strerror}", str(directory)) from exc
-    return [
-        e.name for e in entries if e.is_file() and _LONG_NAME.fullmatch(e.name) and int(e.name) <= LONG_MAX
-    ]
+    return [e.name for e in entries if _LONG_NAME.fullmatch(e.name) and int(e.name) <= LONG_MAX]
 
 
 def resolve_geometry(
@@ -117,6 +119,20 @@ def resolve_geometry(
     return infer_geometry(first_buffer, where)
 
 
+def _check_sizes(files: list[MappedFile]) -> None:
+    """Every index file has one size (maxHashSlotNum and maxIndexNum make it): a file of another size than
+    most of them is named; one larger than a mapped file can be (a Java int) never decides the size."""
+    common = majority_size(f.size for f in files)
+    for f in files:
+        if f.size > MAX_MAPPED_FILE_SIZE or (common is not None and f.size != common):
+            what = f"the other index files' {common}" if common is not None else "any mapped file's"
+            raise FormatError(
+                f"index file of {f.size} bytes is not {what} size: maxHashSlotNum and maxIndexNum make "
+                "every index file one size",
+                str(f.path),
+            )
+
+
 class IndexService:
     """The index files of a store, oldest first."""
 
@@ -141,9 +157,8 @@ class IndexService:
         if self.directory is None:
             raise ValueError("IndexService needs a store root or in-memory files")
         self.names = _index_file_names(self.directory)
-        self._mapped = [
-            MappedFile(self.directory / n, 0, (self.directory / n).stat().st_size) for n in self.names
-        ]
+        self._mapped = [MappedFile(self.directory / n, 0, file_size(self.directory / n)) for n in self.names]
+        _check_sizes(self._mapped)
         self._headers = [decode_header(m.read(0, 40), str(m.path)) for m in self._mapped]
         self.geometry = geometry or resolve_geometry(
             [m.size for m in self._mapped],

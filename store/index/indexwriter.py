@@ -35,6 +35,7 @@ from formats.structs import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from store.io.filereads import file_size, open_regular, opened, read_from
 from store.io.filewrites import (
     DispatchError,
     FileSet,
@@ -73,13 +74,14 @@ def _name_ms(name: str, zone: tzinfo | None) -> int | None:
 
 
 def list_index_files(directory: Path) -> list[str]:
-    """Index file names in load order (names that are longs, sorted; `IndexService.load`)."""
+    """Index file names in load order (names that are longs, sorted; `IndexService.load`); whatever has
+    such a name counts (a directory, a FIFO or a link loop is refused when opened)."""
     if not directory.is_dir():
         return []
     return sorted(
         e.name
         for e in os.scandir(directory)
-        if e.is_file() and e.name.isdigit() and len(e.name) <= 19 and int(e.name) < 2**63
+        if e.name.isdigit() and len(e.name) <= 19 and int(e.name) < 2**63
     )
 
 
@@ -157,17 +159,22 @@ class IndexWriter:
 
     def _load(self, name: str) -> _IndexFileState:
         path = self.directory / name
-        size = path.stat().st_size
+        size = file_size(path)
         if size != self.geometry.file_size:
             raise DispatchError(
                 f"index file is {size} bytes, but maxHashSlotNum {self.geometry.hash_slot_num} and "
                 f"maxIndexNum {self.geometry.index_num} make {self.geometry.file_size}",
                 str(path),
             )
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
+        with opened(path) as fd:
+            head = read_from(fd, path, HEADER_SIZE)
             slots = self._slot_table(path)
-            fh.readinto(slots)
+            try:
+                got = os.preadv(fd, [memoryview(slots).cast("B")], HEADER_SIZE)
+            except OSError as exc:
+                raise DispatchError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
+            if got != len(slots) * SLOT_SIZE:
+                raise DispatchError(f"short read of the hash slots ({got} bytes)", str(path), HEADER_SIZE)
         if sys.byteorder == "little":
             slots.byteswap()
         h = decode_header(head, str(path))
@@ -406,7 +413,7 @@ def _copy_used_regions(src: Path, dst: Path, geometry: IndexGeometry, entry_coun
     if entry_count > 1:
         start = geometry.entry_position(1)
         used.append((start, (entry_count - 1) * ENTRY_SIZE))
-    fin = os.open(src, os.O_RDONLY)
+    fin = open_regular(src)
     fout = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _copy_regions(fin, fout, geometry, used)

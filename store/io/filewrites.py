@@ -12,10 +12,13 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import MqtoolError
+from store.io.filereads import kind_of
 
 CRASH_ENV = "MQTOOL_CRASH_AFTER_WRITES"
 TMP_PREFIX = ".mqtool-tmp-"
@@ -219,6 +222,92 @@ def remove_leftovers(root: Path) -> list[Path]:
     return removed
 
 
+# --- before the first byte: can every target be written? ----------------------------------------
+
+
+class WriteCheckError(MqtoolError):
+    """A file or directory a write would change cannot be written; refused before anything is written."""
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _refuse(path: Path, why: str) -> WriteCheckError:
+    return WriteCheckError(f"cannot write: {why}; nothing was written", str(path))
+
+
+def _existing_ancestor(path: Path) -> Path:
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_dir(path: Path) -> None:
+    """`path` can take new entries (created, linked, renamed): a writable directory, or creatable."""
+    at = _existing_ancestor(path)
+    try:
+        mode = os.stat(at).st_mode
+    except OSError as exc:  # a dangling link or a loop where a directory should be
+        raise _refuse(at, exc.strerror or str(exc)) from exc
+    if not stat.S_ISDIR(mode):
+        raise _refuse(at, f"{kind_of(mode) if not stat.S_ISREG(mode) else 'a file'}, not a directory")
+    if _read_only_fs(at):
+        raise _refuse(at, "read-only file system")
+    if not os.access(at, os.W_OK | os.X_OK):
+        raise _refuse(at, "permission denied (the directory is not writable)")
+
+
+def _check_file(path: Path, *, replaced: bool) -> None:
+    """`path` is written in place (or, `replaced`, renamed over): a writable regular file, or missing and
+    creatable in its directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise _refuse(path, "a dangling symbolic link") from None
+        _check_dir(path.parent)
+        return
+    except OSError as exc:
+        raise _refuse(path, exc.strerror or str(exc)) from exc
+    if not stat.S_ISREG(mode):
+        raise _refuse(path, f"{kind_of(mode)}, not a regular file")
+    if replaced:
+        _check_dir(path.parent)
+    elif _read_only_fs(path):
+        raise _refuse(path, "read-only file system")
+    elif not os.access(path, os.W_OK):
+        raise _refuse(path, "permission denied (the file is not writable)")
+
+
+@dataclass
+class WriteTargets:
+    """Everything one write command changes: files written in place (`files`; created when missing),
+    directories that get new entries (`dirs`), files created or renamed over (`replaced`: a config file,
+    its `.bak` and temporary files, `store.config.configfile.atomic_write`). `check()`
+    refuses in one line naming the first that cannot be written (a directory or a FIFO where a file
+    goes, no permission, a read-only file system) - before the first byte, so a write never stops half
+    done for a reason that was there from the start."""
+
+    files: list[Path] = field(default_factory=list)
+    dirs: list[Path] = field(default_factory=list)
+    replaced: list[Path] = field(default_factory=list)
+
+    def __add__(self, other: WriteTargets) -> WriteTargets:
+        return WriteTargets(self.files + other.files, self.dirs + other.dirs, self.replaced + other.replaced)
+
+    def check(self) -> None:
+        for d in dict.fromkeys(self.dirs):
+            _check_dir(d)
+        for f in dict.fromkeys(self.files):
+            _check_file(f, replaced=False)
+        for f in dict.fromkeys(self.replaced):
+            _check_file(f, replaced=True)
+
+
 MAX_OPEN_FILES = 256  # descriptors a FileSet keeps open at once
 
 
@@ -260,45 +349,9 @@ class FileSet:
         self._fds.clear()
 
 
-def last_nonzero_end(path: Path, start: int, end: int) -> int:
-    """One past the last non-zero byte of `path` in [start, end), or `start` when that range is all zero.
-
-    Holes of a sparse file are skipped (SEEK_DATA / SEEK_HOLE): only the data extents are read, so a
-    pre-allocated file costs little.
-    """
-    if end <= start:
-        return start
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        extents: list[tuple[int, int]] = []
-        at = start
-        while at < end:
-            try:
-                data_at = os.lseek(fd, at, os.SEEK_DATA)
-                hole_at = os.lseek(fd, data_at, os.SEEK_HOLE)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:
-                    break  # nothing but a hole after `at`
-                extents = [(start, end)]  # no hole support: read it all
-                break
-            if data_at >= end:
-                break
-            extents.append((data_at, min(hole_at, end)))
-            at = hole_at
-        chunk = 1 << 22
-        for lo_bound, hi in reversed(extents):
-            while hi > lo_bound:
-                lo = max(lo_bound, hi - chunk)
-                kept = len(os.pread(fd, hi - lo, lo).rstrip(b"\0"))
-                if kept:
-                    return lo + kept
-                hi = lo
-        return start
-    finally:
-        os.close(fd)
-
-
 __all__ = [
+    "WriteCheckError",
+    "WriteTargets",
     "CRASH_AT_ENV",
     "CRASH_ENV",
     "DispatchError",
@@ -309,7 +362,6 @@ __all__ = [
     "create_sparse_file",
     "fd_path",
     "fsync_dir",
-    "last_nonzero_end",
     "named",
     "pwrite_all",
     "remove_leftovers",

@@ -31,7 +31,7 @@ from formats.message.commitlog import (
 from formats.message.recordcheck import Fields, check_record, store_timestamp_at
 from formats.message.recordfast import SYSFLAG_AT
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
-from store.log.mappedfile import MappedFile, MappedFileQueue
+from store.log.mappedfile import MappedFile, MappedFileQueue, offset_to_file_name
 from store.log.ranges import workers_for
 from store.log.recovery import recovery_start_normal
 
@@ -204,6 +204,19 @@ class CommitLog:
         _, f = self._file_for(phy_offset)
         return str(f.path), phy_offset - f.start_offset
 
+    def missing_file(self, offset: int) -> tuple[int, int] | None:
+        """[start, end) of the file that would hold `offset` when it lies between two present files in a
+        gap where files are missing (a file removed by hand or lost: retention deletes from the start
+        only). The broker's `findMappedFileByOffset` finds no file there either."""
+        files = self.files
+        if not files or not files[0].start_offset <= offset < files[-1].end_offset:
+            return None
+        if self.queue.find(offset) is not None:
+            return None
+        size = self.file_size or files[0].size
+        start = offset - offset % size if size else offset
+        return start, start + size
+
     def _file_for(self, offset: int) -> tuple[int, MappedFile]:
         # the zero-length last file `files` leaves out never contains an offset
         index = self.queue.find_index(offset)
@@ -212,6 +225,13 @@ class CommitLog:
             if not files:
                 raise OffsetError(
                     f"physical offset {offset}: the commitlog has no files", str(self.directory)
+                )
+            gap = self.missing_file(offset)
+            if gap is not None:
+                raise OffsetError(
+                    f"physical offset {offset} is in commitlog file {offset_to_file_name(gap[0])} "
+                    f"[{gap[0]}, {gap[1]}), which is missing (the files before and after it are present)",
+                    str(self.directory),
                 )
             raise OffsetError(
                 f"physical offset {offset} is outside the commitlog files "

@@ -61,8 +61,9 @@ from formats.message.commitlog import (
 )
 from formats.message.recordcheck import check_record, store_timestamp_at
 from store.config.brokerconf import BrokerConfig
+from store.io.filereads import StoreFileError
 from store.log.commitlog import CommitLog, OffsetError, RecordHead, WalkEnd
-from store.log.mappedfile import MappedFile, MappedFileQueue, StoreFileError, is_offset_file_name
+from store.log.mappedfile import MappedFile, MappedFileQueue, is_offset_file_name
 
 DLEDGER_DIR_PREFIX = "dledger-"
 MULTI_PATH_SPLITTER = ","  # MessageStoreConfig.MULTI_PATH_SPLITTER, DLedger's splitter (R5:DLC:64-66)

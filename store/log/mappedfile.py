@@ -1,8 +1,12 @@
 """MappedFileQueue: a directory of files named by their 20-digit start offset, read through mmap.
 
 The commitlog, every ConsumeQueue and the timer log are such queues (`MappedFileQueue.load`). Files are
-opened read-only; nothing here writes. A queue's files must all have one size; the broker refuses to
-start otherwise, and we report the odd one out instead of guessing.
+opened read-only; nothing here writes. Every file of a queue must be the configured size: the broker's
+load refuses a file of another length (rocketmq-all-5.3.3 store/.../MappedFileQueue.java:262-265,
+"length not matched message store config value, please check it manually": `doLoad` returns false and
+the broker does not start), and a mapped file's size is a Java int. What the files show of that size is
+the size most of them have among the sizes a broker can configure (`majority_size`): one outlier, a
+file truncated up to 100 GiB, never decides it; the odd file is reported.
 """
 
 from __future__ import annotations
@@ -10,13 +14,38 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Callable, Sequence
+import stat
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.errors import FormatError, MqtoolError
+from formats.errors import FormatError
 from store.io import remote
+from store.io.filereads import StoreFileError, kind_of, map_readonly, open_regular
 from store.log.recovery import recovery_start_normal
+
+# A mapped file's size is a Java int (MappedFile.fileSize, a MappedByteBuffer's capacity): Integer.MAX_VALUE.
+MAX_MAPPED_FILE_SIZE = 2**31 - 1
+LENGTH_NOT_MATCHED = (
+    "length not matched message store config value: the broker's load refuses it and it does not start"
+)
+
+
+def possible_file_size(size: int, unit: int = 1) -> bool:
+    """A size a broker can configure for a queue of `unit`-byte units: positive, a whole number of units,
+    at most `MAX_MAPPED_FILE_SIZE`."""
+    return 0 < size <= MAX_MAPPED_FILE_SIZE and size % unit == 0
+
+
+def majority_size(sizes: Iterable[int], unit: int = 1) -> int | None:
+    """The size more files have than any other, among the sizes a broker can configure
+    (`possible_file_size`); None when there is none, or two sizes tie."""
+    counts = Counter(s for s in sizes if possible_file_size(s, unit))
+    ranked = counts.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -26,10 +55,6 @@ def offset_to_file_name(offset: int) -> str:
 
 def is_offset_file_name(name: str) -> bool:
     return len(name) == 20 and name.isdigit()
-
-
-class StoreFileError(MqtoolError):
-    """A store file or directory that cannot be opened or is not what the broker would write."""
 
 
 @dataclass
@@ -53,14 +78,19 @@ class MappedFile:
         """The file's bytes: a read-only mmap (empty files give b"")."""
         if self.size == 0:
             return b""
+        if self.size > MAX_MAPPED_FILE_SIZE:
+            raise StoreFileError(
+                f"file of {self.size} bytes, larger than a mapped file can be ({MAX_MAPPED_FILE_SIZE}, a "
+                f"Java int): {LENGTH_NOT_MATCHED}",
+                str(self.path),
+            )
         if self._map is None:
             if remote.placeholder(self.path):
                 remote.fetch_placeholder(self.path)  # a store read by URL: driver code maps this file
             try:
-                with open(self.path, "rb") as fh:
-                    self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except OSError as exc:
-                raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
+                self._map = map_readonly(self.path)
+            except FileNotFoundError as exc:
+                raise StoreFileError("cannot open: the file is gone", str(self.path)) from exc
         return memoryview(self._map)
 
     def release_pages(self, end: int) -> None:
@@ -96,9 +126,9 @@ class MappedFile:
         if self._map is None and (entry := remote.placeholder(self.path)):
             return remote.read_range(entry[0], position, length)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError as exc:
-            raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
+            fd = open_regular(self.path)
+        except FileNotFoundError as exc:
+            raise StoreFileError("cannot open: the file is gone", str(self.path)) from exc
         try:
             return os.pread(fd, length, position) if length else b""
         except OSError as exc:
@@ -146,9 +176,12 @@ class MappedFileQueue:
                     entry.path,
                 )
             try:
-                size = entry.stat().st_size
+                st = entry.stat()
             except OSError as exc:
                 raise StoreFileError(f"cannot stat: {exc.strerror}", entry.path) from exc
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block a read, a device never end
+                raise StoreFileError(f"cannot read: {kind_of(st.st_mode)}, not a regular file", entry.path)
+            size = st.st_size
             files.append(MappedFile(Path(entry.path), int(entry.name), size))
         return cls(directory, files)
 
@@ -160,27 +193,23 @@ class MappedFileQueue:
 
     @property
     def file_size(self) -> int | None:
-        """The configured file size as the files show it (the first file's size)."""
-        sizes = [f.size for f in self.files if f.size > 0]
-        return sizes[0] if sizes else None
+        """The configured file size as the files show it: `majority_size` of their sizes."""
+        return self.majority_size()
 
-    def check_sizes(self) -> None:
-        """Raise when files differ in size: the broker's load() would fail on such a queue."""
-        expected = self.file_size
-        for f in self.files:
-            if f.size not in (expected, 0):
-                raise FormatError(
-                    f"file size {f.size} differs from the queue's file size {expected}", str(f.path)
-                )
+    def majority_size(self, unit: int = 1) -> int | None:
+        """`majority_size` of the files' sizes (for a queue of `unit`-byte units)."""
+        return majority_size((f.size for f in self.files), unit)
 
-    def check_unit_files(self, file_size: int) -> None:
-        """A unit queue's files (ConsumeQueue, BatchConsumeQueue): each `file_size` bytes and named at a
-        multiple of it; the broker refuses to start otherwise."""
+    def check_unit_files(self, file_size: int, unit: int) -> None:
+        """A unit queue's files (ConsumeQueue, BatchConsumeQueue, of `unit`-byte units): each `file_size`
+        bytes and named at a multiple of it; the broker refuses to start otherwise."""
         for f in self.files:
             if f.size != file_size:
+                odd = "" if possible_file_size(f.size, unit) else (
+                    f", nor a multiple of the {unit}-byte unit" if f.size % unit else ", nor a Java int"
+                )  # fmt: skip
                 raise FormatError(
-                    f"file size {f.size} differs from the queue's file size {file_size} "
-                    "(the broker would refuse to start)",
+                    f"file size {f.size} is not the queue's file size {file_size}{odd}: {LENGTH_NOT_MATCHED}",
                     str(f.path),
                 )
             if f.start_offset % file_size:

@@ -32,6 +32,7 @@ from formats.columnar.decoder import (
 )
 from formats.dledger import BODY_OFFSET
 from formats.errors import MqtoolError
+from store.io.filereads import open_regular
 from store.log.commitlog import CommitLog, OffsetError
 from store.log.dledger import DLedgerCommitLog
 from store.log.mappedfile import MappedFile
@@ -75,10 +76,7 @@ def data_extents(path: Path, start: int, end: int) -> list[tuple[int, int]]:
     if not hasattr(os, "SEEK_DATA"):  # pragma: no cover - not Linux
         return [(start, end)]
     out = []
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return [(start, end)]
+    fd = open_regular(path)
     try:
         pos = start
         while pos < end:

@@ -33,6 +33,7 @@ from formats.batchconsumequeue import (
 )
 from formats.errors import FormatError
 from formats.structs import BCQ_STORE_UNIT_SIZE
+from store.io.pathnames import queue_dir
 from store.log.mappedfile import MappedFile, MappedFileQueue, recover_unit_queue_end
 from store.queue.consumequeue import (
     Boundary,
@@ -78,16 +79,16 @@ class BatchConsumeQueue:
         self.root = Path(root)
         self.topic = topic
         self.queue_id = queue_id
-        self.directory = self.root / BATCH_CQ_DIR / topic / str(queue_id)
+        self.directory = queue_dir(self.root / BATCH_CQ_DIR, topic, queue_id)
         self.mapped_file_queue = MappedFileQueue.open(self.directory)
-        self.file_size = self.mapped_file_queue.file_size or DEFAULT_BCQ_FILE_SIZE
+        self.file_size = self.mapped_file_queue.majority_size(UNIT) or DEFAULT_BCQ_FILE_SIZE
         if self.file_size % UNIT:
             # recover() reads a whole unit at every 46-byte step of the file: a partial one throws there
             raise FormatError(
                 f"BatchConsumeQueue file size {self.file_size} is not a multiple of {UNIT}",
                 str(self.directory),
             )
-        self.mapped_file_queue.check_unit_files(self.file_size)
+        self.mapped_file_queue.check_unit_files(self.file_size, UNIT)
         self._commitlog_min_offset = commitlog_min_offset
 
     def __repr__(self) -> str:

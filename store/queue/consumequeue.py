@@ -32,7 +32,15 @@ from formats.consumequeue import (
 )
 from formats.errors import FormatError, MqtoolError
 from formats.structs import CQ_STORE_UNIT_SIZE as UNIT
-from store.log.mappedfile import MappedFile, MappedFileQueue, StoreFileError, recover_unit_queue_end
+from store.io.filereads import StoreFileError
+from store.io.pathnames import component_problem, queue_dir
+from store.log.mappedfile import (
+    MAX_MAPPED_FILE_SIZE,
+    MappedFile,
+    MappedFileQueue,
+    possible_file_size,
+    recover_unit_queue_end,
+)
 
 StoreTimeOf = Callable[[int, int], int]
 """(phy_offset, size) -> STORETIMESTAMP of the record there, or -1 if it is not in the commitlog."""
@@ -94,14 +102,16 @@ class ConsumeQueue:
         self.root = Path(root)
         self.topic = topic
         self.queue_id = queue_id
-        self.directory = self.root / "consumequeue" / topic / str(queue_id)
+        self.directory = queue_dir(self.root / "consumequeue", topic, queue_id)
         self.mapped_file_queue = MappedFileQueue.open(self.directory)
-        self.file_size = file_size or self.mapped_file_queue.file_size or DEFAULT_CQ_FILE_SIZE
-        if self.file_size % UNIT:
+        self.file_size = file_size or self.mapped_file_queue.majority_size(UNIT) or DEFAULT_CQ_FILE_SIZE
+        if not possible_file_size(self.file_size, UNIT):
             raise FormatError(
-                f"ConsumeQueue file size {self.file_size} is not a multiple of {UNIT}", str(self.directory)
+                f"ConsumeQueue file size {self.file_size} is not a positive multiple of {UNIT} of at most "
+                f"{MAX_MAPPED_FILE_SIZE} bytes (a mapped file's size is a Java int)",
+                str(self.directory),
             )
-        self.mapped_file_queue.check_unit_files(self.file_size)
+        self.mapped_file_queue.check_unit_files(self.file_size, UNIT)
         if commitlog_min_offset is None:
             commitlog_min_offset = read_commitlog_min_offset(root)
         self.commitlog_min_offset = commitlog_min_offset
@@ -355,6 +365,8 @@ class ConsumeQueueStore:
 
     def queue_ids(self, topic: str) -> list[int]:
         """Queue ids of a topic, ascending; non-numeric directories are skipped as the broker does."""
+        if component_problem(topic) is not None:  # no directory has that name (store.io.pathnames)
+            return []
         directory = self.directory / topic
         if not directory.is_dir():
             return []

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from formats.consumequeue import CQ_UNIT_STRUCT, FILLER_PHY_OFFSET, FILLER_SIZE
 from formats.structs import CQ_STORE_UNIT_SIZE
-from store.io.filewrites import DispatchError, FileSet, create_sparse_file, last_nonzero_end, pwrite_all
-from store.log.mappedfile import offset_to_file_name
+from store.io.filereads import last_nonzero_end
+from store.io.filewrites import DispatchError, FileSet, create_sparse_file, pwrite_all
+from store.io.pathnames import new_queue_dir
+from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, offset_to_file_name, possible_file_size
 from store.log.recovery import recovery_start_normal
 from store.queue.consumequeue import ConsumeQueue
 
@@ -26,13 +28,26 @@ _FILLER = CQ_UNIT_STRUCT.pack(FILLER_PHY_OFFSET, FILLER_SIZE, 0)
 class ConsumeQueueWriter:
     """`ConsumeQueue.putMessagePositionInfo` for one queue, over its directory under `cq_root`."""
 
-    def __init__(self, cq_root: Path, topic: str, queue_id: int, file_size: int) -> None:
-        if file_size <= 0 or file_size % UNIT:
-            raise DispatchError(f"ConsumeQueue file size {file_size} is not a positive multiple of {UNIT}")
+    def __init__(
+        self,
+        cq_root: Path,
+        topic: str,
+        queue_id: int,
+        file_size: int,
+        *,
+        record: int | None = None,
+        what: str = "topic",
+    ) -> None:
+        """`record`: the physical offset of the record that first names the queue (for a refusal)."""
+        if not possible_file_size(file_size, UNIT):
+            raise DispatchError(
+                f"ConsumeQueue file size {file_size} is not a positive multiple of {UNIT} of at most "
+                f"{MAX_MAPPED_FILE_SIZE} bytes (a mapped file's size is a Java int): refusing to write"
+            )
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.directory = cq_root / topic / str(queue_id)
+        self.directory = new_queue_dir(cq_root, topic, queue_id, record=record, what=what)
         self.warnings: list[str] = []
         if cq_root.name != "consumequeue":
             raise DispatchError("ConsumeQueue root must be a directory named consumequeue", str(cq_root))

@@ -27,7 +27,9 @@ from formats.javaprops import java_parse_long
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.dispatch import DispatchRequest
-from store.log.mappedfile import offset_to_file_name
+from store.io.filereads import written_part
+from store.io.pathnames import queue_dir
+from store.log.mappedfile import MappedFileQueue, majority_size, offset_to_file_name
 
 INVALID = "invalid"  # the broker's check throws on the record: no dispatch at all
 
@@ -120,18 +122,20 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
 
     topics = store.batch_cq_topics
     staged_cq = result.staging / "consumequeue"
-    for key in [k for k in result.queues if k[0] in topics]:
+    moved = [k for k in result.queues if k[0] in topics]
+    for key in moved:
         result.cq_units -= result.queues.pop(key).units
-    for topic in topics:
-        shutil.rmtree(staged_cq / topic, ignore_errors=True)
+    for topic, queue_id in moved:  # names the staging's writer checked (store.io.pathnames)
+        shutil.rmtree(queue_dir(staged_cq, topic, queue_id).parent, ignore_errors=True)
     # the ConsumeQueue writer's complaints about them (batch base offsets are not unit positions)
     result.warnings[:] = [w for w in result.warnings if w.split("/", 1)[0] not in topics]
     old_root, new_root = store.root / BATCH_CQ_DIR, result.staging / BATCH_CQ_DIR
     new_root.mkdir(parents=True, exist_ok=True)
     old_queues = set(store.batch_consume_queues.queues())
-    sizes = [store.batch_consume_queue(t, q).file_size for t, q in sorted(old_queues)]
+    # broker.conf's, else the size most current files have (one outlier never decides), else the default
+    sizes = [f.size for t, q in old_queues for f in MappedFileQueue.open(queue_dir(old_root, t, q))]
     configured = store.layout.configured("mapperFileSizeBatchConsumeQueue")
-    file_size = sizes[0] if sizes else configured or DEFAULT_BCQ_FILE_SIZE
+    file_size = configured or majority_size(sizes, BCQ_STORE_UNIT_SIZE) or DEFAULT_BCQ_FILE_SIZE
     if file_size % BCQ_STORE_UNIT_SIZE:  # the broker's recovery reads whole units at every 46-byte step
         raise MqtoolError(
             f"mapperFileSizeBatchConsumeQueue={file_size} is not a multiple of {BCQ_STORE_UNIT_SIZE}",
@@ -140,8 +144,15 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     built = batch_units(store.commitlog.iter_records(), topics, delay_levels)
     diffs = []
     for topic, queue_id in sorted(old_queues | set(built)):
-        old_dir, new_dir = old_root / topic / str(queue_id), new_root / topic / str(queue_id)
-        old = store.batch_consume_queue(topic, queue_id) if (topic, queue_id) in old_queues else None
+        # names from the listing, or of records the staging's ConsumeQueue writer took (store.io.pathnames)
+        old_dir, new_dir = queue_dir(old_root, topic, queue_id), queue_dir(new_root, topic, queue_id)
+        old, unreadable = None, False
+        if (topic, queue_id) in old_queues:
+            try:
+                old = store.batch_consume_queue(topic, queue_id)
+            except MqtoolError as exc:  # a file of another size, say: the rebuilt queue replaces it
+                unreadable = True
+                result.warnings.append(f"{topic}/{queue_id}: the current files are not read ({exc})")
         units = built.get((topic, queue_id), [])
         kept = old is not None and not units and old.max_offset > 0
         if kept:
@@ -166,6 +177,8 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
         )
         if new is None:
             diff.status = "removed"
+        elif unreadable:
+            diff.status = "differs"
         elif old is None:
             diff.status = "new"
         elif not kept:
@@ -182,7 +195,8 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
 
 
 def _read(path: Path) -> bytes:
-    return path.read_bytes() if path.is_file() else b""
+    """A BatchConsumeQueue file's bytes up to its last non-zero byte (b"" when missing)."""
+    return written_part(path)[1]
 
 
 def _first_base_difference(old, units: list[BcqUnit]) -> int | None:

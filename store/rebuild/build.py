@@ -51,15 +51,17 @@ from store.dispatch import (
     iter_dispatch,
 )
 from store.index.indexwriter import list_index_files
+from store.io.filereads import file_size, opened, read_from, read_head, written_part
 from store.io.filewrites import (
     SWAP_NOTE,
     TMP_PREFIX,
+    WriteTargets,
     fsync_dir,
-    last_nonzero_end,
     remove_leftovers,
     restore_interrupted_swaps,
     write_done,
 )
+from store.io.pathnames import UnsafeNameError, queue_dir
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, resolve_lmq_settings
@@ -154,7 +156,11 @@ def build_staging(
         since_flush = 0
         for item in iter_dispatch(commitlog, accept_v2=accept_v2, delay_levels=delay_levels):
             if isinstance(item, DispatchRequest):
-                dispatcher.dispatch(item, cq=cq, index=index)
+                try:
+                    dispatcher.dispatch(item, cq=cq, index=index)
+                except UnsafeNameError as exc:  # named where the record is, not in the staging
+                    path, position = commitlog.locate(item.commit_log_offset)
+                    raise UnsafeNameError(exc.message, path, position) from exc
                 result.messages += 1
                 result.last_store_timestamp = item.store_timestamp
                 result.valid_end = item.commit_log_offset + item.msg_size
@@ -192,8 +198,8 @@ def build_staging(
         _carry_over_expired_queues(root, staging, min_offset, result)
     if index and dispatcher.index is not None:
         for name in list_index_files(index_dir):
-            with open(index_dir / name, "rb") as fh:
-                result.index_files.append((name, decode_header(fh.read(40), str(index_dir / name))))
+            head = read_head(index_dir / name, 40)
+            result.index_files.append((name, decode_header(head, str(index_dir / name))))
         result.index_end_timestamp = dispatcher.index.end_timestamp
     return result
 
@@ -227,7 +233,7 @@ def _carry_over_expired_queues(root: Path, staging: Path, commitlog_min: int, re
                     f"{topic}/{queue_id}: its units point at commitlog records that do not exist; dropped"
                 )
                 continue
-            target = staging / "consumequeue" / topic / str(queue_id)
+            target = queue_dir(staging / "consumequeue", topic, queue_id)
             target.mkdir(parents=True, exist_ok=True)
             for f in queue.live_files:
                 shutil.copyfile(f.path, target / f.name)
@@ -264,22 +270,6 @@ class QueueDiff:
     first_difference: int | None = None  # queue offset of the first differing unit
 
 
-def _file_data(path: Path) -> tuple[int, bytes]:
-    """(size, bytes up to the last non-zero one): a ConsumeQueue file is mostly an unwritten (sparse)
-    tail, and a store may hold 100,000+ of them; two files are equal when both parts are."""
-    try:
-        if not path.exists():
-            return -1, b""
-        if not path.is_file():  # a FIFO would block, a device never end
-            raise RebuildError("cannot read: not a regular file", str(path))
-        size = path.stat().st_size
-        end = last_nonzero_end(path, 0, size)
-        with open(path, "rb") as fh:
-            return size, fh.read(end)
-    except OSError as exc:
-        raise RebuildError(f"cannot read: {exc.strerror or exc}", str(path)) from exc
-
-
 def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     """Every queue of the current store or the rebuild, with how the rebuild changes it."""
     old_root = root / "consumequeue"
@@ -294,8 +284,8 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     diffs = []
     for topic, queue_id in sorted(old_queues | set(result.queues)):
         new = result.queues.get((topic, queue_id))
-        old_dir = old_root / topic / str(queue_id)
-        new_dir = new_root / topic / str(queue_id)
+        old_dir = queue_dir(old_root, topic, queue_id)  # names from a listing or checked by the writer
+        new_dir = queue_dir(new_root, topic, queue_id)
         try:
             old_names = sorted(n for n in os.listdir(old_dir) if n.isdigit()) if old_dir.is_dir() else []
         except OSError as exc:
@@ -328,7 +318,7 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
         else:
             names = sorted(set(old_names) | set(new.files))
             for name in names:
-                (size_a, a), (size_b, b) = _file_data(old_dir / name), _file_data(new_dir / name)
+                (size_a, a), (size_b, b) = written_part(old_dir / name), written_part(new_dir / name)
                 if size_a != size_b or a != b:
                     diff.status = "differs"
                     width = max(len(a), len(b))
@@ -365,11 +355,7 @@ def compare_index(root: Path, result: BuildResult) -> IndexDiff:
     old_names = list_index_files(old_dir)
     old_headers: list[tuple[str, IndexHeader]] = []
     for name in old_names:
-        try:
-            with open(old_dir / name, "rb") as fh:
-                old_headers.append((name, decode_header(fh.read(40), str(old_dir / name))))
-        except OSError as exc:
-            raise RebuildError(f"cannot read: {exc.strerror or exc}", str(old_dir / name)) from exc
+        old_headers.append((name, decode_header(read_head(old_dir / name, 40), str(old_dir / name))))
     diff = IndexDiff("same", old_headers, result.index_files)
     if not old_names:
         diff.status = "new" if result.index_files else "same"
@@ -395,15 +381,16 @@ def compare_index(root: Path, result: BuildResult) -> IndexDiff:
 
 
 def _same_file(a: Path, b: Path) -> bool:
-    if a.stat().st_size != b.stat().st_size:
+    size = file_size(a)
+    if size != file_size(b):
         return False
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(1 << 22), fb.read(1 << 22)
-            if x != y:
+    with opened(a) as fa, opened(b) as fb:
+        at, step = 0, 1 << 22
+        while at < size:
+            if read_from(fa, a, step, at) != read_from(fb, b, step, at):
                 return False
-            if not x:
-                return True
+            at += step
+        return True
 
 
 # --- swapping in ----------------------------------------------------------------------------------
@@ -457,6 +444,16 @@ def recover_interrupted_swap(root: Path) -> list[str]:
     return restore_interrupted_swaps(root)
 
 
+def rebuild_targets(root: Path, names: list[str], index: bool) -> WriteTargets:
+    """What `prepare_staging` and `finish` change: the store root (the staging directory, the swaps),
+    each directory swapped (a rename out of the root rewrites its `..`), and with the index the
+    checkpoint."""
+    return WriteTargets(
+        dirs=[root, *(root / n for n in names if (root / n).exists())],
+        files=[root / "checkpoint"] if index else [],
+    )
+
+
 def prepare_staging(root: Path) -> Path:
     """A fresh staging directory in the store root, after finishing/cleaning an interrupted rebuild."""
     remove_leftovers(root)
@@ -472,9 +469,25 @@ def finish(root: Path, result: BuildResult, names: list[str]) -> None:
     (fsynced), and a broker starting after a crash (`abort` present) deletes index files that end after
     that time (`IndexService.load`) - it would otherwise throw the rebuilt files away.
     """
-    swap_in(root, result.staging, names)
-    if result.index and result.index_end_timestamp > 0:
-        write_checkpoint(root, index_msg_timestamp=result.index_end_timestamp, scratch=result.staging)
+    swapped: list[str] = []
+    try:
+        for name in names:
+            swap_in(root, result.staging, [name])
+            swapped.append(name)
+        if result.index and result.index_end_timestamp > 0:
+            write_checkpoint(root, index_msg_timestamp=result.index_end_timestamp, scratch=result.staging)
+    except (MqtoolError, OSError) as exc:
+        if not swapped:
+            raise
+        reason = exc.message if isinstance(exc, MqtoolError) else exc.strerror or str(exc)
+        where = exc.file if isinstance(exc, MqtoolError) else exc.filename
+        rest = [n for n in names if n not in swapped]
+        step = f"{', '.join(rest)} was not swapped in" if rest else "the checkpoint was not raised"
+        raise RebuildError(
+            f"{reason}; {', '.join(swapped)} already replaced by the rebuilt one(s) but {step}: run the "
+            "same `mqtool rebuild --execute` again to finish (it rebuilds from the commitlog)",
+            where and str(where),
+        ) from exc
     shutil.rmtree(result.staging, ignore_errors=True)
 
 
@@ -491,6 +504,7 @@ __all__ = [
     "compare_index",
     "finish",
     "prepare_staging",
+    "rebuild_targets",
     "recover_interrupted_swap",
     "swap_in",
 ]

@@ -30,7 +30,7 @@ from formats.config.codec import build_config
 from formats.config.metadata import SubscriptionGroupTable, TopicConfigTable
 from formats.config.offsets import ConsumerOffsetTable
 from formats.errors import MqtoolError
-from store.config.configfile import CONFIG_DIR, ConfigFile, LoadedConfig
+from store.config.configfile import CONFIG_DIR, ConfigFile, LoadedConfig, read_config_text
 from store.queue.consumequeue import is_rocksdb_dir
 from store.rocksdb.db import ReadOnlyRocksDB
 
@@ -237,7 +237,7 @@ class RocksDBConfigFile(ConfigFile):
 
     def _json_counter(self) -> int | None:
         """`loadDataVersion` in merge(): the main file's counter only (None when it is missing)."""
-        text, _ = self._read(self.path)
+        text, _ = read_config_text(self.path)
         if text is None:
             return None
         try:

@@ -5,7 +5,10 @@ RocksDB may write its info LOG there. So the database is opened through a privat
 symbolic links to its files: whatever the binding or RocksDB writes lands in that directory, never in the
 store (tests/test_rocksdb_store.py proves it on a read-only bind mount). Read-only RocksDB replays the WAL
 in memory and takes no LOCK. Every failure (missing CURRENT, a truncated SST, an unknown column family, a
-broken MANIFEST) becomes one `RocksDBReadError` naming the directory.
+broken MANIFEST) becomes one `RocksDBReadError` naming the directory. RocksDB reads some files whole
+(CURRENT, IDENTITY, OPTIONS-*: a 4 GiB one aborts the process with std::bad_alloc, out of reach of any
+Python handler), so those are refused past `_WHOLE_READ_MAX` bytes, naming the file; only regular files
+are linked (`store.io.filereads`: a FIFO, device or loop there is named too).
 """
 
 from __future__ import annotations
@@ -19,9 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
+from store.io.filereads import StoreFileError, file_size
 
 # Files not linked: the lock (read-only RocksDB never takes it) and the database's own info logs.
 _NOT_LINKED = ("LOCK", "LOG", "LOG.old")
+# Files RocksDB reads whole, and the most of them it is given (they hold a few KB).
+_READ_WHOLE = ("CURRENT", "IDENTITY", "OPTIONS-")
+_WHOLE_READ_MAX = 16 << 20
 
 
 class RocksDBReadError(MqtoolError):
@@ -56,8 +63,19 @@ class ReadOnlyRocksDB:
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._links, True)
         try:
             for entry in os.scandir(self.path):
-                if entry.is_file() and not entry.name.startswith(_NOT_LINKED):
-                    os.symlink(os.path.abspath(entry.path), os.path.join(self._links, entry.name))
+                if entry.name.startswith(_NOT_LINKED) or entry.is_dir():
+                    continue
+                size = file_size(entry.path)  # a FIFO, a device, a link loop: named
+                if entry.name.startswith(_READ_WHOLE) and size > _WHOLE_READ_MAX:
+                    self.close()
+                    raise StoreFileError(
+                        f"{size} bytes: RocksDB reads this file whole (it holds a few KB); not opened",
+                        entry.path,
+                    )
+                os.symlink(os.path.abspath(entry.path), os.path.join(self._links, entry.name))
+        except StoreFileError:
+            self.close()
+            raise
         except OSError as exc:
             self.close()
             raise RocksDBReadError(f"cannot list: {exc.strerror or exc}", where) from exc

@@ -54,7 +54,7 @@ from store.broker.messagerebuild import (
     read_message_or_none,
 )
 from store.broker.schedule import real_queue
-from store.io.filewrites import pwrite_all
+from store.io.filewrites import WriteTargets, pwrite_all
 from store.storedir import Store
 from store.timer.timerstore import (
     TimerFileError,
@@ -310,6 +310,11 @@ def plan_dequeue(store: Store, timer: TimerStore, *, now: int) -> DequeuePlan:
     return plan
 
 
+def read_time_targets(store: Store) -> WriteTargets:
+    """What `write_read_time` changes: config/timercheck, in place."""
+    return WriteTargets(files=[timercheck_path(store)])
+
+
 def write_read_time(store: Store, read_time_ms: int, clock_ms: int) -> None:
     """Set timercheck's lastReadTimeMs in place (one 56-byte write inside the first page, fsynced), with
     the data version moved as `updateDateVersion` does (timestamp = now, counter + 1)."""
@@ -341,6 +346,7 @@ __all__ = [
     "dequeue_start",
     "format_time_ms",
     "plan_dequeue",
+    "read_time_targets",
     "recovered_wheel",
     "timer_time_up",
     "write_read_time",

@@ -37,11 +37,13 @@ from formats.timer import (
     timer_log_unit_dtype,
     timer_wheel_slot_dtype,
 )
-from store.log.mappedfile import MappedFileQueue
+from store.io.filereads import file_size, map_readonly, read_head
+from store.log.mappedfile import LENGTH_NOT_MATCHED, MappedFileQueue
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from store.layout import Setting
     from store.storedir import Store
 
 
@@ -79,10 +81,13 @@ def timercheck_path(store: Store) -> Path:
 
 
 def read_timercheck(store: Store) -> TimerCheck | None:
-    """`TimerCheckpoint` as the broker loads it, or None when the file is missing or short."""
+    """`TimerCheckpoint` as the broker loads it, or None when the file is missing or short.
+
+    The broker maps the first OS page of the file and reads its fields there (rocketmq-all-5.3.3
+    store/.../timer/TimerCheckpoint.java:52-63), whatever the file's size: only that head is read."""
     try:
-        data = timercheck_path(store).read_bytes()
-    except OSError:
+        data = read_head(timercheck_path(store), TimerCheckpoint.sizeof())
+    except FileNotFoundError:
         return None
     if len(data) < TimerCheckpoint.sizeof():
         return None
@@ -238,6 +243,20 @@ def timerlog_queue(store_root: Path) -> MappedFileQueue:
     return MappedFileQueue.open(store_root / "timerlog")
 
 
+def check_timerlog_sizes(queue: MappedFileQueue, size: Setting) -> None:
+    """Every timerlog file is `mappedFileSizeTimerLog` bytes (an empty last one aside, which the load
+    deletes): TimerLog's MappedFileQueue load refuses any other, and then TimerMessageStore.load and the
+    broker's start fail (rocketmq-all-5.3.3 TimerMessageStore.java:237-244, BrokerController.java:889-891)."""
+    for i, f in enumerate(queue.files):
+        if f.size == size.value or (f.size == 0 and i == len(queue.files) - 1):
+            continue
+        raise TimerFileError(
+            f"file size {f.size} is not the timerlog file size {size.value} ({size.source}): "
+            f"{LENGTH_NOT_MATCHED}",
+            str(f.path),
+        )
+
+
 def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
     """Every unit of the timerlog files in order, stopping where the broker's recovery stops.
 
@@ -328,10 +347,7 @@ class TimerWheel:
 
         self.path = path
         self.precision_ms = precision_ms
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise TimerFileError(f"cannot read the timer wheel: {exc.strerror}", str(path)) from exc
+        size = file_size(path)
         if size not in (0, TIMER_WHEEL_FILE_SIZE):
             raise TimerFileError(
                 f"timer wheel length {size} != expected {TIMER_WHEEL_FILE_SIZE}: the broker refuses to start",
@@ -340,7 +356,7 @@ class TimerWheel:
         if size == 0:
             self.slots = np.zeros(TIMER_WHEEL_SLOTS * 2, timer_wheel_slot_dtype())
         else:
-            self.slots = np.memmap(path, dtype=timer_wheel_slot_dtype(), mode="r")
+            self.slots = np.frombuffer(map_readonly(path), dtype=timer_wheel_slot_dtype())
 
     def slot_at(self, index: int) -> WheelSlot:
         s = self.slots[index]
@@ -420,12 +436,14 @@ class TimerStore:
         cfg = store.layout.broker_config
         precision = cfg.timerPrecisionMs
         wheel = TimerWheel(root / "timerwheel", precision) if has_wheel else None
+        queue = timerlog_queue(root)
+        check_timerlog_sizes(queue, store.layout.timerlog_file_size())
         return cls(
             root,
             precision,
             roll_window_slots(cfg.timerRollWindowSlot),
             read_timercheck(store),
-            walk_timerlog(timerlog_queue(root)),
+            walk_timerlog(queue),
             wheel,
         )
 

@@ -70,7 +70,11 @@ FILE_KINDS = ("commitlog", "consumequeue", "index", "checkpoint", "config", "lay
 DLEDGER_KIND = (
     "dledger"  # a DLedger commitlog's files: data entries and pads, index units, checkpoint, currterm
 )
-KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND, *TRACE_KINDS)
+# issue 26's families (tests/fuzz/hostile.py): hostile names, size outliers, special files, unwritable
+# targets of the write commands
+HOSTILE_KINDS = ("names", "sizes", "special", "unwritable")
+WRITE_KINDS = ("unwritable",)  # run write commands (--execute), each on a copy of its own
+KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND, *TRACE_KINDS, *HOSTILE_KINDS)
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -96,7 +100,7 @@ CONFIG_FILES = (
 class Op:
     """One change to one path (relative to the store root)."""
 
-    action: str  # write, truncate, append, replace, remove, mkdir, symlink, chmod, fifo, rename
+    action: str  # write, truncate, append, replace, remove, mkdir, symlink, chmod, fifo, socket, rename
     path: str
     offset: int = 0
     data: bytes = b""
@@ -126,6 +130,8 @@ def apply_op(root: Path, op: Op) -> None:
     elif op.action == "replace":  # the whole file's content (created when missing)
         if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p)
+        elif p.is_symlink() or (os.path.lexists(p) and not p.is_file()):
+            p.unlink()
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(op.data)
     elif op.action == "remove":
@@ -142,6 +148,18 @@ def apply_op(root: Path, op: Op) -> None:
     elif op.action == "fifo":
         _remove(p)
         os.mkfifo(p)
+    elif op.action == "socket":  # bound by a relative name: a socket path is at most 107 bytes
+        import socket
+
+        _remove(p)
+        cwd = os.getcwd()
+        sock = socket.socket(socket.AF_UNIX)
+        try:
+            os.chdir(p.parent)
+            sock.bind(p.name)
+        finally:
+            os.chdir(cwd)
+            sock.close()
     elif op.action == "rename":
         os.rename(p, root / op.target)
     else:  # pragma: no cover - a bug in a generator
@@ -157,6 +175,7 @@ class Corruption:
     description: str
     ops: tuple[Op, ...]
     focus: str = ""  # the file the commands should look at (a cq queue, an index file, a config name)
+    reads: str = ""  # the file type whose commands read what changed (hostile families), else `kind`
 
     def apply(self, root: Path) -> None:
         for op in self.ops:
@@ -2648,6 +2667,11 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
         rdb_other_database,
     ),
 }
+
+
+from .hostile import HOSTILE_STRATEGIES  # noqa: E402 - its strategies build on this module's pieces
+
+STRATEGIES.update(HOSTILE_STRATEGIES)
 
 
 def strategy_names(kind: str) -> list[str]:

@@ -19,7 +19,12 @@
   its wall-clock bound (a hang in C code the alarm cannot interrupt) and counts that as a failure.
   Instead of copying a base whole (a timer store holds a 38 MB wheel), a worker hard-links the files of
   a read-only copy of it (`link_sources`, `link_store`), and each file a corruption changes in place gets
-  a copy of its own first (`corrupt`); the commands run here only read.
+  a copy of its own first (`corrupt`); the commands run here only read. After an input nothing may have
+  appeared in the store (a read) or beside it, nor in the worker's TMPDIR where dry runs stage
+  (`escaped`: a path built from a hostile name that climbed out, a staging directory left behind).
+* A write family (`corrupt.WRITE_KINDS`: `unwritable`) runs its `--execute` command on a writable copy of
+  its own (`execute_writes`); on exit 1 the store must be byte for byte as it was, the corrupted paths
+  aside: the command refused before its first byte.
 * For the other robustness tests (tests/test_readonly.py, test_broker_lock.py, test_concurrency.py,
   test_disk_errors.py): `write_commands` (every `--execute` path with arguments that change a sample
   store), `snapshot` (a store tree's bytes and mtimes), `in_private_mounts` / `can_mount` (tmpfs and
@@ -49,11 +54,13 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from .corrupt import (
+    HOSTILE_KINDS,
     KINDS,
     POP_KINDS,
     ROCKSDB_KIND,
     TIMER_KINDS,
     TRACE_KINDS,
+    WRITE_KINDS,
     Corruption,
     StoreLayout,
     apply_op,
@@ -207,7 +214,7 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL, TRACE = KINDS
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL, TRACE = KINDS[: len(KINDS) - len(HOSTILE_KINDS)]
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 POP_READERS = frozenset(POP_KINDS)  # the revive topic's records and the revive group's offsets
 TRACE_READERS = frozenset(TRACE_KINDS)  # the trace topic's records
@@ -400,11 +407,17 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
         ("txn commit", ["txn", "commit", halves[0], "--now", later, "--execute"]),
         ("txn rollback", ["txn", "rollback", halves[0], "--now", later, "--execute"]),
         ("txn resolve", ["txn", "resolve", "--policy", "commit", "--now", later, "--execute"]),
+        *(
+            [("delay replay --timer", ["delay", "replay", "--timer", "--now", later, "--execute"])]
+            if base.layout.timer_units
+            else []
+        ),
     ]
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int] | str]:
-    """Every file's bytes and mtime, every directory, every symlink under root."""
+    """Every file's bytes and mtime, every directory, every symlink (its target), and what any other
+    entry is (a FIFO is never opened) under root."""
     out: dict[str, tuple[bytes, int] | str] = {}
     for dirpath, dirs, files in os.walk(root):
         for name in dirs:
@@ -412,7 +425,13 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int] | str]:
         for name in files:
             p = Path(dirpath, name)
             rel = str(p.relative_to(root))
-            out[rel] = f"-> {os.readlink(p)}" if p.is_symlink() else (p.read_bytes(), p.stat().st_mtime_ns)
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = f"-> {os.readlink(p)}"
+            elif stat.S_ISREG(st.st_mode):
+                out[rel] = (p.read_bytes(), st.st_mtime_ns)
+            else:
+                out[rel] = f"mode {stat.S_IFMT(st.st_mode):o}"
     return out
 
 
@@ -732,7 +751,10 @@ def link_sources(bases: dict[str, Path], directory: Path, owner: int | None) -> 
 
 def execute(task: Task, base_path: Path, scratch: Path, timeout: float, link: bool = False) -> Result:
     """Copy a base (or hard-link it: `link_store`), corrupt it, run the commands, judge them, remove
-    the copy."""
+    the copy. Then nothing may have appeared outside the copy (`escaped`), nor inside it: these commands
+    only read. A task of a write family (`corrupt.WRITE_KINDS`) goes to `execute_writes`."""
+    if task.corruption.kind in WRITE_KINDS:
+        return execute_writes(task, base_path, scratch, timeout)
     root = scratch / "store"
     if root.exists():
         restore_permissions(root)
@@ -744,30 +766,139 @@ def execute(task: Task, base_path: Path, scratch: Path, timeout: float, link: bo
     result = Result(task)
     try:
         corrupt(task.corruption, root)
+        names_before = _entries(root)
         for name, argv in task.commands:
             # "<store>" in an argument: the copy's root (a --broker-config the corruption wrote into it)
             fmt = format_for(task.fmt, argv)
             full = ["-s", str(root), "-f", fmt, *(a.replace("<store>", str(root)) for a in argv)]
             outcome = run_cli(full, timeout=timeout, name=name)
-            verdict = judge(outcome, str(root))
-            result.outcomes.append((name, outcome.code, outcome.seconds, verdict.has_position))
-            if verdict.error_line:
-                result.error_lines.append(_sanitise(verdict.error_line, str(root)))
-            if verdict.failure:
+            _judge_into(result, task, name, full, outcome, str(root))
+            created = sorted(_entries(root) - names_before)
+            if created:
+                shown = [c.replace(str(root), "<store>") for c in created[:3]]
+                argv_shown = [_sanitise(a, str(root)) for a in full]
+                failure = f"a read command created {shown} in the store"
                 result.failures.append(
-                    Failure(
-                        task.base,
-                        task.corruption,
-                        name,
-                        [_sanitise(a, str(root)) for a in full],
-                        _sanitise(verdict.failure, str(root)),
-                        outcome.code,
-                        _sanitise(outcome.stderr + (outcome.crash or "") + outcome.trace, str(root)),
-                    )
+                    Failure(task.base, task.corruption, name, argv_shown, failure, outcome.code, "")
                 )
+                names_before |= set(created)
     finally:
         restore_permissions(root)
         shutil.rmtree(root, ignore_errors=True)
+        result.failures.extend(escaped(task, scratch))
+    return result
+
+
+def _judge_into(
+    result: Result, task: Task, name: str, full: list[str], outcome: Outcome, root: str
+) -> Verdict:
+    verdict = judge(outcome, root)
+    result.outcomes.append((name, outcome.code, outcome.seconds, verdict.has_position))
+    if verdict.error_line:
+        result.error_lines.append(_sanitise(verdict.error_line, root))
+    if verdict.failure:
+        result.failures.append(
+            Failure(
+                task.base,
+                task.corruption,
+                name,
+                [_sanitise(a, root) for a in full],
+                _sanitise(verdict.failure, root),
+                outcome.code,
+                _sanitise(outcome.stderr + (outcome.crash or "") + outcome.trace, root),
+            )
+        )
+    return verdict
+
+
+def _entries(root: Path) -> set[str]:
+    """Every path under `root` (names only: cheap, and never opens a FIFO)."""
+    out = set()
+    for dirpath, dirs, files in os.walk(root):
+        out.update(os.path.join(dirpath, n) for n in (*dirs, *files))
+    return out
+
+
+# Temporary directories a command may leave until the garbage collector closes what holds them.
+_LINGERING = ("mqtool-rocksdb-",)
+
+
+def escaped(task: Task, scratch: Path) -> list[Failure]:
+    """Anything a command created beside the store copy or in the worker's temporary directory (where
+    dry runs stage): a path built from a hostile name that climbed out (`../`), or a staging directory
+    a dry run left. Removed, so the next input starts clean."""
+    found = []
+    tmp = scratch / "tmp"
+    for entry in sorted(os.listdir(scratch)):
+        if entry not in ("store", "tmp"):
+            found.append(str(scratch / entry))
+    if tmp.is_dir():
+        found += [str(tmp / e) for e in sorted(os.listdir(tmp)) if not e.startswith(_LINGERING)]
+    for path in found:
+        p = Path(path)
+        if p.is_dir() and not p.is_symlink():
+            restore_permissions(p)
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()
+    if not found:
+        return []
+    where = [f.replace(str(scratch), "<scratch>") for f in found[:3]]
+    failure = f"created outside the store: {where}"
+    return [Failure(task.base, task.corruption, "(after the commands)", [], failure, None, "")]
+
+
+def _writable_copy(base_path: Path, root: Path) -> None:
+    """A copy of a base its commands may write: the files of the workers' base copies are read-only."""
+    if root.exists():
+        restore_permissions(root)
+        shutil.rmtree(root)
+    shutil.copytree(base_path, root, symlinks=True, copy_function=copy_sparse)
+    for dirpath, _dirs, files in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for f in files:
+            p = Path(dirpath) / f
+            if not p.is_symlink():
+                os.chmod(p, 0o644)
+
+
+def execute_writes(task: Task, base_path: Path, scratch: Path, timeout: float) -> Result:
+    """Each write command on a writable copy of its own, corrupted: judged as a read command, and on an
+    error the store must be byte for byte as it was, the corrupted paths aside - the command refused
+    before its first byte (an append's `lock` file the broker's lock creates aside)."""
+    root = scratch / "store"
+    result = Result(task)
+    touched = {op.path for op in task.corruption.ops}
+    try:
+        for name, argv in task.commands:
+            _writable_copy(base_path, root)
+            corrupt(task.corruption, root)
+            before = snapshot(root)
+            full = ["-s", str(root), "-f", format_for(task.fmt, argv), *argv]
+            outcome = run_cli(full, timeout=timeout, name=name)
+            verdict = _judge_into(result, task, name, full, outcome, str(root))
+            if outcome.code == 1 and verdict.failure is None:
+                after = snapshot(root)
+                changed = sorted(
+                    k
+                    for k in set(before) | set(after)
+                    if before.get(k) != after.get(k)
+                    and k.rstrip("/") not in touched
+                    and not any(k.startswith(t.rstrip("/") + "/") for t in touched if t != ".")
+                    and k != "lock"
+                )
+                if changed:
+                    argv_shown = [_sanitise(a, str(root)) for a in full]
+                    failure = f"failed after changing the store: {changed[:4]}"
+                    stderr = _sanitise(outcome.stderr, str(root))
+                    result.failures.append(
+                        Failure(task.base, task.corruption, name, argv_shown, failure, outcome.code, stderr)
+                    )
+    finally:
+        restore_permissions(root)
+        shutil.rmtree(root, ignore_errors=True)
+        result.failures.extend(escaped(task, scratch))
     return result
 
 
@@ -815,7 +946,7 @@ def _limit_memory(budget_mb: int) -> None:
 
 PRELOAD = (
     "encodings.ascii", "encodings.latin_1", "encodings.utf_8", "encodings.utf_8_sig", "encodings.idna",
-    "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_32", "encodings.cp437",
+    "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_16_be", "encodings.utf_32", "encodings.cp437",
     "encodings.unicode_escape", "encodings.raw_unicode_escape", "encodings.punycode", "zoneinfo", "csv",
     "json", "difflib", "base64", "zlib", "lz4.frame", "lz4.block", "zstandard", "tabulate", "uuid",
     "statistics", "decimal", "gzip", "bz2", "lzma", "shlex", "textwrap", "unicodedata", "locale",
@@ -836,9 +967,13 @@ def preload() -> None:
             importlib.import_module(name)
     for package in ("formats", "store", "mqtool"):
         pkg = importlib.import_module(package)
-        for info in pkgutil.iter_modules(pkg.__path__):
+        # every module of every subpackage (store.timer, formats.columnar's kernels, ...): a kernel module
+        # imported after the fork would try to write its numba cache, which `nobody` cannot
+        for info in pkgutil.walk_packages(pkg.__path__, f"{package}."):
+            if info.name.endswith(".__main__"):  # runs the CLI when imported
+                continue
             with contextlib.suppress(Exception):
-                importlib.import_module(f"{package}.{info.name}")
+                importlib.import_module(info.name)
 
 
 def warm_up(bases: list[Base]) -> None:
@@ -898,6 +1033,10 @@ def _worker(
     link: bool,
 ) -> None:
     scratch.mkdir(parents=True, exist_ok=True)
+    # dry runs stage here, where `escaped` looks for what they left or what climbed out of them
+    (scratch / "tmp").mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(scratch / "tmp")
+    tempfile.tempdir = None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.fsync = lambda _fd: None  # only the rebuild dry run's staging files in /tmp are synced: no need
     if drop and os.geteuid() == 0:
@@ -1073,6 +1212,8 @@ def kind_applies(base: Base, kind: str) -> bool:
     """Timer corruptions need a store with the timer wheel, RocksDB ones a RocksDB-mode store (whose
     consume queue is no ConsumeQueue files), POP ones a revive topic; every other kind applies to every
     base."""
+    if kind in HOSTILE_KINDS:
+        return True
     if kind in POP_READERS:
         return base.name == "store-pop"
     dledger = bool(base.layout.dledger_entries)
@@ -1121,7 +1262,20 @@ def make_tasks(
             fmt = "json" if rng.random() < 0.6 else rng.choice(formats)
             if base.golden and fmt in ("table", "markdown"):
                 fmt = "plain"  # rich tables of thousands of rows take seconds each: not what is tested here
-            yield Task(base.name, corruption, read_commands(base.targets, kind, corruption.focus), fmt)
+            yield Task(base.name, corruption, task_commands(base, corruption), fmt)
+
+
+_WRITE_COMMANDS: dict[Path, list[tuple[str, list[str]]]] = {}
+
+
+def task_commands(base: Base, corruption: Corruption) -> list[tuple[str, list[str]]]:
+    """The commands an input runs: the read commands of the file type it changed (`Corruption.reads`,
+    else its kind), or for a write family the write command it names (`Corruption.focus`)."""
+    if corruption.kind in WRITE_KINDS:
+        if base.path not in _WRITE_COMMANDS:
+            _WRITE_COMMANDS[base.path] = write_commands(base)
+        return [c for c in _WRITE_COMMANDS[base.path] if c[0] == corruption.focus]
+    return read_commands(base.targets, corruption.reads or corruption.kind, corruption.focus)
 
 
 # --- a private mount namespace (read-only and full file systems for the tests) ---------------------

@@ -97,6 +97,7 @@ def failure_row(f: Failure, task: Task) -> dict:
         "strategy": c.strategy,
         "description": c.description,
         "focus": c.focus,
+        "reads": c.reads,
         "ops": [op.__dict__ | {"data": op.data.hex()} for op in c.ops],
         "command": f.command,
         "argv": f.argv,
@@ -121,7 +122,12 @@ def replay(path: Path, workdir: Path, timeout: float) -> int:
         ops = tuple(Op(**{**op, "data": bytes.fromhex(op["data"])}) for op in row["ops"])
         if "kind" in row:
             corruption = Corruption(
-                row["kind"], row["strategy"], row["description"], ops, row.get("focus", "")
+                row["kind"],
+                row["strategy"],
+                row["description"],
+                ops,
+                row.get("focus", ""),
+                row.get("reads", ""),
             )
         else:  # a file written before these fields: "[kind/strategy] description"
             head, _, description = row["corruption"].partition("] ")

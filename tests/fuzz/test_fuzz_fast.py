@@ -54,6 +54,7 @@ from .harness import (
     run_cli,
     run_subprocess,
     snapshot,
+    task_commands,
 )
 
 SAMPLE_BASES = ("tiny5", "tiny4")
@@ -119,7 +120,7 @@ def _run(fuzzer: Fuzzer, tasks: list[Task]) -> list[str]:
 
 def _task(base: Base, kind: str, rng: random.Random, strategy: int | None, fmt: str = "json") -> Task:
     corruption = generate(kind, base.layout, rng, strategy)
-    return Task(base.name, corruption, read_commands(base.targets, kind, corruption.focus), fmt)
+    return Task(base.name, corruption, task_commands(base, corruption), fmt)
 
 
 # Output formats in turn; rich tables cost a second per input, so they come up less often.
