@@ -8,6 +8,7 @@
  *   recover-without-timer STORE [SLOTS NUM]  the same with the timer wheel off (timer files untouched)
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
  *   make-big DIR [MESSAGES]  a ~1.3 GB store (1.6 M messages by default) through the real put path
+ *   clean STORE [KEY=VALUE...] [rounds=N]  on a copy: the real retention services' next runs (Clean)
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  *   batchcq-store DIR [SEED] a 5.x store with BatchCQ topics (inner-batch records) and an ordinary one (BatchStore)
@@ -100,6 +101,9 @@ public final class Oracle {
             }
             case "dledger-read":
                 rc = DLedgerFixture.read(args[1]);
+                break;
+            case "clean":
+                rc = Clean.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
