@@ -112,3 +112,74 @@ def test_batch_never_takes_the_last_file():
     assert [f.name for f in delete_expired_by_time(files, 0, 1, False, 2)] == ["0", "1"]
     assert delete_expired_by_time(files, 100, 1, False, 10) == []
     assert len(delete_expired_by_time(files, 100, 1, True, 10)) == 3
+
+
+def _case(version: str, name: str) -> dict:
+    return next(c for c in CASES if c["version"] == version and c["name"] == name)
+
+
+def test_cli_names_the_topics_and_groups_that_lose_messages(tmp_path, capsys):
+    """`mqtool retention` on the replayed "time-up-expired" case: the queues' new min offsets are the ones
+    the real CorrectMinOffset left, and each group's unconsumed loss is new min - max(committed, old min)."""
+    from golden import run_main
+
+    from mqtool.offsets.progress import committed_offsets
+
+    case = _case("5.3.3", "time-up-expired")
+    oracle = case["oracle"]
+    root = _replay_copy(case, tmp_path)
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"deleteWhen={oracle['settings']['deleteWhen']}\n", encoding="utf-8")
+    code, out, err = run_main(
+        ["retention", "-s", str(root), "--broker-config", str(conf), "--now", str(oracle["nowMs"]),
+         "--tz", oracle["zone"], "--disk-used", str(oracle["diskUsedCommitLog"]), "--format", "json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["runs"][0]["timeUp"] and doc["runs"][0]["commitlogDeleted"]
+    real_after = oracle["rounds"][-1]["queueMin"]
+    for q in doc["queues"]:
+        assert q["minOffsetAfter"] == real_after[f"{q['topic']}/{q['queueId']}"]
+        assert (
+            q["messagesDeleted"]
+            == q["minOffsetAfter"] - oracle["queueMinBefore"][f"{q['topic']}/{q['queueId']}"]
+        )
+    assert {f"{q['topic']}/{q['queueId']}" for q in doc["queues"]} == {
+        k for k, v in real_after.items() if v > oracle["queueMinBefore"][k]
+    }
+    with Store.open(root) as store:
+        offsets = committed_offsets(store)
+    expected = []
+    for (topic, queue_id), groups in offsets.by_queue.items():
+        key = f"{topic}/{queue_id}"
+        for group, committed in groups.items():
+            lost = real_after.get(key, 0) - max(committed, oracle["queueMinBefore"].get(key, 0))
+            if lost > 0:
+                expected.append((group, topic, queue_id, lost))
+    got = [(g["group"], g["topic"], g["queueId"], g["unconsumedDeleted"]) for g in doc["groups"]]
+    assert sorted(got) == sorted(expected) and expected  # groupA, behind on TopicTest, loses messages
+
+
+def test_cli_refuses_what_it_cannot_follow(tmp_path, capsys):
+    from golden import run_main
+
+    root = copy_store("store-a", tmp_path / "s")
+    code, _, err = run_main(["retention", "-s", str(root), "--disk-used", "1.5"], capsys)
+    assert code == 2 and "--disk-used" in err
+    code, _, err = run_main(["retention", "-s", str(root), "-D", "novalue"], capsys)
+    assert code == 2 and "KEY=VALUE" in err
+
+
+def test_forecast_of_a_filling_disk():
+    """threshold_eta: linear growth, less what scheduled deletions free before the threshold."""
+    from store.clean.disk import DiskUsage
+    from store.clean.forecast import threshold_eta, write_rate
+
+    disk = DiskUsage("/x", 0.50, used=50, entire=100)
+    assert threshold_eta(disk, 1.0, 0.85, [], 0) == 35
+    assert threshold_eta(disk, 1.0, 0.85, [(10, 20)], 0) == 55  # 20 bytes freed at t=10
+    assert threshold_eta(disk, 1.0, 0.40, [], 7) == 7  # already past
+    assert threshold_eta(disk, 0.0, 0.85, [], 0) is None
+    rate = write_rate([(0, 1000), (100, 2000), (300, 3000)], window_ms=1500)
+    assert (rate.from_ms, rate.to_ms, rate.bytes) == (1500, 3000, 250)

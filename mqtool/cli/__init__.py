@@ -22,6 +22,7 @@ from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
+from mqtool.cli.retention import retention
 from mqtool.cli.txn import txn_app
 from mqtool.cli.verify import export, verify
 from mqtool.cli.write import rebuild, sample_app
@@ -54,6 +55,7 @@ app.add_typer(pop_app, name="pop")
 app.command()(verify)
 app.command()(export)
 app.command()(audit)
+app.command()(retention)
 
 
 def _print_version(value: bool) -> None:

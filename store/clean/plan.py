@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
-from zoneinfo import ZoneInfo
+from datetime import datetime, tzinfo
 
 from formats.errors import MqtoolError
 from store.clean.commitlog import CleanDecision, TimedFile, decide, delete_expired_by_time
@@ -63,7 +62,7 @@ def timed_files(store) -> list[TimedFile]:
     return out
 
 
-def hour_of(ms: int, zone: ZoneInfo) -> int:
+def hour_of(ms: int, zone: tzinfo) -> int:
     """`Calendar.getInstance().get(HOUR_OF_DAY)` in the broker's zone."""
     return datetime.fromtimestamp(ms / 1000, zone).hour
 
@@ -85,7 +84,7 @@ def plan_clean(
     settings: CleanSettings,
     *,
     now_ms: int,
-    zone: ZoneInfo,
+    zone: tzinfo,
     physic: DiskUsage,
     logics: DiskUsage,
     rounds: int | None = None,
