@@ -98,14 +98,24 @@ def retention_report(
     frees = [(s.deleted_ms, s.file.size) for s in schedule if s.deleted_ms is not None]
     thresholds = []
     for name, getter, meaning in (
-        ("diskMaxUsedSpaceRatio", lambda: settings.disk_max_used_space_ratio,
-         "expired files are deleted at any hour, not only at deleteWhen"),
-        ("forcedClean", lambda: settings.forcibly_ratio,
-         "files are deleted whatever their age" if settings.clean_file_forcibly_enable
-         else "cleanFileForciblyEnable=false: still only expired files"),
-        ("diskFull", lambda: settings.warning_ratio,
-         "the store marks the disk full and refuses writes; files are deleted whatever their age"),
-    ):  # fmt: skip
+        (
+            "diskMaxUsedSpaceRatio",
+            lambda: settings.disk_max_used_space_ratio,
+            "expired files are deleted at any hour, not only at deleteWhen",
+        ),
+        (
+            "forcedClean",
+            lambda: settings.forcibly_ratio,
+            "files are deleted whatever their age"
+            if settings.clean_file_forcibly_enable
+            else "cleanFileForciblyEnable=false: still only expired files",
+        ),
+        (
+            "diskFull",
+            lambda: settings.warning_ratio,
+            "the store marks the disk full and refuses writes; files are deleted whatever their age",
+        ),
+    ):
         try:
             ratio = getter()
         except ValueError as exc:
@@ -125,11 +135,12 @@ def retention_report(
                 "lastModified": f.mtime_ms,
                 "expiresAt": f.mtime_ms + settings.file_reserved_ms,
                 "deletedInRun": deleted_in.get(f.name),
-                "deletedAt": plan.rounds[deleted_in[f.name] - 1].at_ms if f.name in deleted_in
+                "deletedAt": plan.rounds[deleted_in[f.name] - 1].at_ms
+                if f.name in deleted_in
                 else (scheduled.deleted_ms if scheduled else None),
                 "last": f is plan.files[-1],
             }
-        )  # fmt: skip
+        )
     queues, groups = _losses(store, plan)
     return RetentionReport(
         {
@@ -173,9 +184,15 @@ def _losses(store: Store, plan: CleanPlan) -> tuple[list[dict[str, Any]], list[d
         after = plan.queue_min_after[key]
         if after > before:
             queues.append(
-                {"topic": key[0], "queueId": key[1], "minOffsetBefore": before, "minOffsetAfter": after,
-                 "maxOffset": plan.queue_max[key], "messagesDeleted": after - before}
-            )  # fmt: skip
+                {
+                    "topic": key[0],
+                    "queueId": key[1],
+                    "minOffsetBefore": before,
+                    "minOffsetAfter": after,
+                    "maxOffset": plan.queue_max[key],
+                    "messagesDeleted": after - before,
+                }
+            )
     groups = []
     offsets = committed_offsets(store)
     plan.notes.extend(offsets.notes)
@@ -185,9 +202,15 @@ def _losses(store: Store, plan: CleanPlan) -> tuple[list[dict[str, Any]], list[d
             lost = row["minOffsetAfter"] - max(committed, row["minOffsetBefore"])
             if lost > 0:
                 groups.append(
-                    {"group": group, "topic": key[0], "queueId": key[1], "committedOffset": committed,
-                     "minOffsetAfter": row["minOffsetAfter"], "unconsumedDeleted": lost}
-                )  # fmt: skip
+                    {
+                        "group": group,
+                        "topic": key[0],
+                        "queueId": key[1],
+                        "committedOffset": committed,
+                        "minOffsetAfter": row["minOffsetAfter"],
+                        "unconsumedDeleted": lost,
+                    }
+                )
     return queues, groups
 
 

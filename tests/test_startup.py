@@ -61,8 +61,12 @@ def test_a_held_lock_is_exit(tmp_path):
     from golden import LOCK_HOLDER
 
     root = copy_store("store-a", tmp_path / "s")
-    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(root / "lock")], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(root / "lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with Store.open(root) as store:

@@ -15,6 +15,7 @@ import typer
 
 from formats.errors import MqtoolError, UsageError
 from mqtool.cli.audit import audit
+from mqtool.cli.bundle import bundle
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
@@ -56,6 +57,7 @@ app.command()(verify)
 app.command()(export)
 app.command()(audit)
 app.command()(retention)
+app.command()(bundle)
 
 
 def _print_version(value: bool) -> None:

@@ -54,17 +54,25 @@ def summary_fields(doc: dict[str, Any]) -> list[tuple[str, Any, str]]:
         ("deleteWhen", f"{settings['deleteWhen']!r} (hours of the broker's day)", "text"),
         ("fileReservedTime", f"{settings['fileReservedTime']} h", "text"),
         ("disk used", f"{disk['ratio']:.2f}" + ("" if disk["measured"] else " (given)"), "text"),
-        ("ratios", f"reclaim > {settings['diskMaxUsedSpaceRatioInEffect']}, forced clean > "
-                   f"{settings['diskSpaceCleanForciblyRatioInEffect']} (cleanFileForciblyEnable "
-                   f"{str(settings['cleanFileForciblyEnable']).lower()}), disk full > "
-                   f"{settings['diskSpaceWarningLevelRatioInEffect']}", "text"),
-    ]  # fmt: skip
+        (
+            "ratios",
+            f"reclaim > {settings['diskMaxUsedSpaceRatioInEffect']}, forced clean > "
+            f"{settings['diskSpaceCleanForciblyRatioInEffect']} (cleanFileForciblyEnable "
+            f"{str(settings['cleanFileForciblyEnable']).lower()}), disk full > "
+            f"{settings['diskSpaceWarningLevelRatioInEffect']}",
+            "text",
+        ),
+    ]
     if first is not None:
         pairs.append(("next run", _decision_text(first), "text"))
     pairs.append(
-        ("commitlog files deleted", f"{deleted} in {len(doc['runs'])} run(s); min offset "
-         f"{doc['commitlogMinOffset']['before']} -> {doc['commitlogMinOffset']['after']}", "text")
-    )  # fmt: skip
+        (
+            "commitlog files deleted",
+            f"{deleted} in {len(doc['runs'])} run(s); min offset "
+            f"{doc['commitlogMinOffset']['before']} -> {doc['commitlogMinOffset']['after']}",
+            "text",
+        )
+    )
     rate = doc["forecast"]["writeRate"]
     if rate["bytesPerHour"] is not None:
         span = human_duration(rate["toMs"] - rate["fromMs"])

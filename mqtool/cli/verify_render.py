@@ -79,8 +79,9 @@ def startup_text(doc: dict[str, Any]) -> str:
 
 def render_startup(doc: dict[str, Any], ctx: RenderContext) -> None:
     def human() -> None:
-        emit_fields([("store", doc["store"], "text"), ("verdict", startup_text(doc), "text")], ctx,
-                    title="Start-up")  # fmt: skip
+        emit_fields(
+            [("store", doc["store"], "text"), ("verdict", startup_text(doc), "text")], ctx, title="Start-up"
+        )
         emit_rows(
             doc["reasons"], _REASON_COLUMNS, ctx, title="Reasons", empty="(nothing to say: a clean start)"
         )

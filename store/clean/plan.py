@@ -113,9 +113,12 @@ def plan_clean(
         deleted: list[TimedFile] = []
         if decision.runs:
             deleted = delete_expired_by_time(
-                remaining, settings.file_reserved_ms, at, decision.clean_at_once(settings),
+                remaining,
+                settings.file_reserved_ms,
+                at,
+                decision.clean_at_once(settings),
                 settings.delete_file_batch_max,
-            )  # fmt: skip
+            )
         remaining = remaining[len(deleted) :]
         freed = sum(f.size for f in deleted)
         physic = physic.after_freeing(freed)

@@ -38,8 +38,12 @@ INT_DEFAULTS = {
     "cleanResourceInterval": 10_000,
     "replicasPerDiskPartition": 1,  # 5.x only
 }
-ONLY_5X = {"diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio", "deleteFileBatchMax",
-           "replicasPerDiskPartition"}  # fmt: skip
+ONLY_5X = {
+    "diskSpaceWarningLevelRatio",
+    "diskSpaceCleanForciblyRatio",
+    "deleteFileBatchMax",
+    "replicasPerDiskPartition",
+}
 
 
 def _java_double(text: str) -> float | None:

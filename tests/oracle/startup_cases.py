@@ -82,9 +82,14 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
         "maxPhyOffsetAfter": cl["maxPhyOffsetAfter"],
         "truncated": cl["truncated"],
         "truncatedAt": cl["truncatedAt"],
-        "errors": sorted({_no_paths(line.split(" ERROR ", 1)[1]) for line in done.stderr.splitlines()
-                          if " ERROR " in line and "[BUG]" in line}),
-    }  # fmt: skip
+        "errors": sorted(
+            {
+                _no_paths(line.split(" ERROR ", 1)[1])
+                for line in done.stderr.splitlines()
+                if " ERROR " in line and "[BUG]" in line
+            }
+        ),
+    }
 
 
 def main() -> None:
