@@ -14,6 +14,7 @@ from golden import STORES, expect, store_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import store.log.commitlog as commitlog_module
 from formats.message.commitlog import STOPS, Blank, Message, decode_record
 from formats.message.recordcheck import check_record, store_timestamp_at
 from store.log.commitlog import CommitLog, OffsetError
@@ -27,6 +28,16 @@ def _commitlog(store: str) -> CommitLog:
     return CommitLog.open(store_path(store))
 
 
+@pytest.fixture(params=["struct", "kernel"])
+def walker(request, monkeypatch):
+    """Each walk test twice: with the struct check, and with the columnar kernel that `stop_record` and
+    `last_record` switch to on large files (FAST_WALK_BYTES lowered to 0 so the golden stores take it)."""
+    if request.param == "kernel":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(commitlog_module, "FAST_WALK_BYTES", 0)
+    return request.param
+
+
 def _copy(store: str, tmp_path: Path) -> Path:
     dst = tmp_path / store
     shutil.copytree(store_path(store), dst)
@@ -36,7 +47,7 @@ def _copy(store: str, tmp_path: Path) -> Path:
 # --- against the real broker's answers --------------------------------------------------------------
 
 
-def test_valid_end_matches_the_broker():
+def test_valid_end_matches_the_broker(walker):
     assert _commitlog("store-a").max_offset == expect("store-a")["maxPhyOffset"]
     assert _commitlog("store-49a").max_offset == expect("store-49a")["maxPhyOffset"]
     c = expect("store-c")
@@ -48,7 +59,7 @@ def test_valid_end_matches_the_broker():
 
 
 @pytest.mark.parametrize("store", STORES)
-def test_walks_end_where_the_construct_walk_ends(store):
+def test_walks_end_where_the_construct_walk_ends(store, walker):
     cl = _commitlog(store)
     for start in (None, cl.files[0].start_offset, cl.recovery_start_offset):
         for crc in (False, True):
@@ -61,7 +72,7 @@ def test_walks_end_where_the_construct_walk_ends(store):
 
 
 @pytest.mark.parametrize("store", STORES)
-def test_last_and_first_record(store):
+def test_last_and_first_record(store, walker):
     msgs = _messages(store)
     if store == "store-c":  # the torn record is not a MESSAGE in expect.json
         msgs = [m for m in msgs if m["physicalOffset"] < expect(store)["asWritten"]["tornRecordOffset"]]
@@ -114,7 +125,7 @@ def test_check_record_agrees_with_the_construct_decoder(store):
                 assert status != "ok"
 
 
-def test_walk_end_stops_at_a_corrupt_record(tmp_path):
+def test_walk_end_stops_at_a_corrupt_record(tmp_path, walker):
     root = _copy("store-a", tmp_path)
     m = _messages("store-a")[100]
     path = root / "commitlog" / m["file"]
@@ -130,7 +141,7 @@ def test_walk_end_stops_at_a_corrupt_record(tmp_path):
     assert "magic" in cl.stop_record().reason
 
 
-def test_walk_end_crc(tmp_path):
+def test_walk_end_crc(tmp_path, walker):
     root = _copy("store-a", tmp_path)
     m = next(m for m in _messages("store-a")[50:] if m["bodyLength"] > 100)
     path = root / "commitlog" / m["file"]
@@ -155,7 +166,7 @@ def test_walk_from_inside_a_record_is_refused():
         cl.walk_end(10**12)
 
 
-def test_empty_commitlog(tmp_path):
+def test_empty_commitlog(tmp_path, walker):
     (tmp_path / "commitlog").mkdir()
     cl = CommitLog.open(tmp_path)
     assert cl.walk_end().reason == "empty"
@@ -242,7 +253,7 @@ def test_check_record_decides_as_the_decoder_on_corrupted_files(data, check_crc,
         return
 
 
-def test_last_record_when_the_last_file_holds_none(tmp_path):
+def test_last_record_when_the_last_file_holds_none(tmp_path, walker):
     """The newest record comes from the last file that holds one: with the last file zeroed at its start,
     the walk from the file before it (across its BLANK) gives that file's last message."""
     root = _copy("store-a", tmp_path)
@@ -254,3 +265,69 @@ def test_last_record_when_the_last_file_holds_none(tmp_path):
     before = [m for m in _messages("store-a") if m["physicalOffset"] < last_file.start_offset]
     assert cl.last_record().physical_offset == before[-1]["physicalOffset"]
     assert cl.max_offset == last_file.start_offset  # the recovery walk stops at the zeros
+
+
+# --- the columnar kernel's walk (`formats.columnar.decoder.walk_stop`), the twin of the struct walk ------
+
+
+def _struct_walk(data: bytes, start: int, check_crc: bool, accept_v2: bool) -> tuple[str, int, list[int]]:
+    """(status, position, accepted record positions) of a `check_record` walk of one file from `start`."""
+    pos, accepted = start, []
+    while True:
+        status, total, _ = check_record(data, len(data), pos, check_crc, accept_v2)
+        if status != "ok":
+            return status, pos, accepted
+        accepted.append(pos)
+        pos += total
+
+
+@given(corrupted_files(), st.booleans(), st.booleans(), st.integers(0, 5))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_walk_stop_stops_where_the_struct_walk_stops(data, check_crc, accept_v2, keep):
+    pytest.importorskip("numba")
+    from formats.columnar.decoder import walk_stop
+
+    status, pos, accepted = _struct_walk(data, 0, check_crc, accept_v2)
+    got = walk_stop(data, 0, check_crc=check_crc, accept_v2=accept_v2, keep=keep)
+    assert got == (status, pos, accepted[-keep:] if keep else [])
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_walk_stop_from_each_record(store):
+    """From every record start of a golden file, the kernel ends where the struct walk ends."""
+    pytest.importorskip("numba")
+    from formats.columnar.decoder import walk_stop
+
+    for index in range(len(_commitlog(store).files)):
+        data, starts = _clean_file(store, index)
+        for start in starts[::7]:
+            status, pos, accepted = _struct_walk(data, start, True, True)
+            assert walk_stop(data, start, keep=3) == (status, pos, accepted[-3:])
+
+
+def test_large_walks_take_the_kernel(monkeypatch):
+    """The switch itself: below FAST_WALK_BYTES the struct walk decides, at or above it the kernel."""
+    pytest.importorskip("numba")
+    cl = _commitlog("store-a")
+    assert cl._kernel_walk_end(cl.min_offset, True) is None  # the golden store is far below 64 MiB
+    monkeypatch.setattr(commitlog_module, "FAST_WALK_BYTES", 0)
+    fast = cl._kernel_walk_end(cl.min_offset, True)
+    slow = cl.walk_end(cl.min_offset, check_crc=True)
+    assert (fast.valid_end, fast.reason, fast.file, fast.position) == (
+        slow.valid_end,
+        slow.reason,
+        slow.file,
+        slow.position,
+    )
+    assert cl._kernel_last_record(cl.files[-1]) == cl.walk_end(cl.files[-1].start_offset).last
+    m = _messages("store-a")[10]
+    with pytest.raises(OffsetError, match="not a record boundary"):
+        cl.stop_record(m["physicalOffset"] + 4)
+
+
+def test_stop_record_is_remembered():
+    """A read-only store is walked once per (start, CRC check): `info` and `verify --startup` both ask."""
+    cl = _commitlog("store-a")
+    first = cl.stop_record(cl.recovery_start_offset, check_crc=True)
+    assert cl.stop_record(cl.recovery_start_offset, check_crc=True) is first
+    assert cl.stop_record(cl.recovery_start_offset, check_crc=False) is not first
