@@ -25,6 +25,7 @@ from store.clean.forecast import (
 )
 from store.clean.plan import CleanPlan, plan_clean
 from store.clean.settings import broker_conf_properties, clean_settings
+from store.queue.lmq import is_lmq
 from store.storedir import Store
 
 
@@ -50,17 +51,36 @@ def _refuse_layouts(store: Store) -> None:
 
 
 def _rate_points(store: Store) -> list[tuple[int, int]]:
-    """(physical offset, store time) of each file's first record and of the end of the last record."""
+    """(physical offset, store time) of each file's first record and of the end of the newest record a
+    ConsumeQueue points at (the dispatched end: found from the queues' last units without walking a
+    1 GiB file; LMQ queues left out, as `info` leaves them), else of the commitlog's last record. A
+    crashed broker's undispatched tail is left out: the rate is that of the writes the broker dispatched."""
     log = store.commitlog
     points = []
     for f in log.files:
         stamp = log.store_time_at(f.start_offset)
         if stamp is not None:
             points.append((f.start_offset, stamp))
-    last = log.last_record()
-    if last is not None:
-        points.append((last.physical_offset + last.total_size, last.store_timestamp))
-    return points
+    newest = None
+    if not store.layout.consume_queues_in_rocksdb:
+        for topic, queue_id in store.consume_queues.queues():
+            if is_lmq(topic):
+                continue
+            queue = store.consume_queues.open(topic, queue_id)
+            try:
+                unit = queue.unit(queue.max_offset - 1) if queue.max_offset > queue.min_offset else None
+            finally:
+                queue.close()
+            if unit is not None and not unit.is_filler and (newest is None or unit.phy_offset > newest[0]):
+                newest = (unit.phy_offset, unit.size)
+    stamp = log.store_time_at(*newest) if newest is not None else None
+    if newest is not None and stamp is not None:
+        points.append((newest[0] + newest[1], stamp))
+    else:  # no queue to ask (none written, or kept in RocksDB): walk the last file
+        last = log.last_record()
+        if last is not None:
+            points.append((last.physical_offset + last.total_size, last.store_timestamp))
+    return sorted(points)
 
 
 def retention_report(

@@ -183,3 +183,54 @@ def test_forecast_of_a_filling_disk():
     assert threshold_eta(disk, 0.0, 0.85, [], 0) is None
     rate = write_rate([(0, 1000), (100, 2000), (300, 3000)], window_ms=1500)
     assert (rate.from_ms, rate.to_ms, rate.bytes) == (1500, 3000, 250)
+
+
+def _expected_rate_end(name: str) -> tuple[int, int]:
+    """(end, store time) of the newest record a ConsumeQueue unit points at, from the store's expect.json
+    (what the real ConsumeQueue held; LMQ queues left out)."""
+    doc = json.loads((GOLDEN / name / "expect.json").read_text(encoding="utf-8"))
+    # a crash store: the queue files as written, before its recovery re-dispatched the tail
+    queues = doc["asWritten"]["consumeQueueFiles"] if "asWritten" in doc else doc["consumeQueues"]
+    units = [
+        unit
+        for key, queue in queues.items()
+        if not key.startswith("%LMQ%")
+        for field, values in queue.items()
+        if field.startswith("units[")
+        for unit in values
+    ]
+    _, phy, size, _ = max(units, key=lambda u: u[1])
+    message = next(m for m in doc["messages"] if m["physicalOffset"] == phy)
+    return phy + size, message["storeTimestamp"]
+
+
+@pytest.mark.parametrize("name", ["store-a", "store-c", "store-49a"])
+def test_write_rate_points(name):
+    """The forecast's rate points: each commitlog file's first record, and the end of the newest record a
+    queue points at - on store-c (a crash) short of the undispatched tail the commitlog still holds."""
+    from mqtool.retention import _rate_points
+
+    doc = json.loads((GOLDEN / name / "expect.json").read_text(encoding="utf-8"))
+    with Store.open(GOLDEN / name) as store:
+        points = _rate_points(store)
+        last = store.commitlog.last_record()
+    firsts = {}
+    for m in doc["messages"]:
+        if m["kind"] == "MESSAGE":
+            firsts.setdefault(int(m["file"]), (int(m["file"]), m["storeTimestamp"]))
+    end = _expected_rate_end(name)
+    assert points == sorted([*firsts.values(), end])
+    if name == "store-c":
+        assert end[0] < last.physical_offset + last.total_size
+    else:
+        assert end == (last.physical_offset + last.total_size, last.store_timestamp)
+
+
+def test_write_rate_without_queues_ends_at_the_last_record(tmp_path):
+    """No ConsumeQueue to ask: the end point is the commitlog's last record."""
+    from mqtool.retention import _rate_points
+
+    root = copy_store("store-a", tmp_path / "s", drop=("consumequeue",))
+    with Store.open(root) as store:
+        last = store.commitlog.last_record()
+        assert _rate_points(store)[-1] == (last.physical_offset + last.total_size, last.store_timestamp)
