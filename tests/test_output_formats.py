@@ -59,12 +59,16 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "export": ("store-a", ["--output", "{tmp}"]),
     "rebuild": ("store-a", ["cq"]),
     "sample create": ("", ["{tmp}/new", "-n", "40"]),
+    "retention": ("store-a", ["--now", NOW, "--disk-used", "0.8"]),
+    "bundle": ("store-a", ["-o", "{tmp}.tar.gz", "--now", NOW, "--disk-used", "0.8"]),
 }
 ELSEWHERE = {"audit"}  # tests/test_audit.py: test_every_format_is_honoured_or_refused
 
 # commands whose output is several tables: --format csv is refused (the others honour every format)
 CSV_REFUSED = {
     "info",
+    "retention",
+    "bundle",
     "delay stats",
     "delay replay",
     "pop stats",

@@ -19,6 +19,8 @@ from mqtool.cli.bundle import bundle
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
+from mqtool.cli.examples import add_examples
+from mqtool.cli.manual_sections import help_summary
 from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
@@ -37,7 +39,7 @@ app = typer.Typer(
     name="mqtool",
     help=HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install/--show-completion: no start-up cost, typer.completion is loaded anyway
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     suggest_commands=False,  # click names a mistyped command itself; typer's suggestion would repeat it
@@ -58,6 +60,8 @@ app.command()(export)
 app.command()(audit)
 app.command()(retention)
 app.command()(bundle)
+add_examples(app)
+app.info.epilog += "\n\n" + help_summary()
 
 
 def _print_version(value: bool) -> None:
