@@ -27,7 +27,6 @@ from typing import Any
 
 from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message, decode_record
-from formats.message.recordcheck import check_record
 from mqtool.render import to_json_text
 from mqtool.secrets import Scrubber, sanitize_properties
 from store.storedir import Store
@@ -133,22 +132,12 @@ def inventory(store: Store) -> list[dict[str, Any]]:
 def last_records(store: Store, count: int, with_bodies: bool) -> list[dict[str, Any]]:
     """The last `count` accepted records of the commitlog, oldest first (walked with the broker's check
     from the start of the last files holding records)."""
-    kept: deque[tuple[Any, int]] = deque(maxlen=count)
-    files = store.commitlog.files
-    for f in reversed(files):
-        buf, n, pos, found = f.buffer(), f.size, 0, []
-        while True:
-            status, total, _ = check_record(buf, n, pos, False, True)
-            if status != "ok":
-                break
-            found.append((f, pos))
-            pos += total
-        for item in reversed(found):
-            kept.appendleft(item)
-            if len(kept) == count:
-                break
-        if len(kept) == count:
+    kept: deque[tuple[Any, int]] = deque()
+    log = store.commitlog
+    for f in reversed(log.files):
+        if len(kept) >= count:
             break
+        kept.extendleft((f, pos) for pos in reversed(log.tail_positions(f, count - len(kept))))
     out = []
     for f, pos in kept:
         record = decode_record(f.buffer(), pos, f.start_offset, check_crc=False, file=str(f.path))

@@ -7,7 +7,7 @@ import io
 import json
 import tarfile
 
-from golden import copy_store, run_main
+from golden import copy_store, expect, run_main
 
 SECRETS = {
     "accessKey": "AKIDsecretaccess0001",
@@ -121,6 +121,8 @@ def test_members_bodies_and_readme(tmp_path, capsys):
     assert inventory["commitlog/00000000000000000000"]["headSha256"] == hashlib.sha256(head).hexdigest()
     last = json.loads(members["mqtool-bundle/last-records.json"])
     assert len(last) == 20 and all("bodyBase64" not in r and "body" not in r for r in last)
+    messages = [m for m in expect("store-a")["messages"] if m["kind"] == "MESSAGE"]
+    assert [r["physicalOffset"] for r in last] == [m["physicalOffset"] for m in messages[-20:]]
     assert members["mqtool-bundle/checkpoint"] == (root / "checkpoint").read_bytes()
     # the same store and --now give the same members in the same order
     out2 = tmp_path / "b2.tar.gz"
@@ -160,3 +162,19 @@ def test_output_never_in_the_store_nor_over_a_file(tmp_path, capsys):
     assert code == 2 and "--force" in err and existing.read_bytes() == b"keep"
     assert run_main(["bundle", "-s", str(root), "-o", str(existing), "--force"], capsys)[0] == 0
     assert existing.read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_last_records_across_files():
+    """More records than the last file holds: the files before it give the older ones, in order."""
+    from golden import store_path
+
+    from mqtool.bundle import last_records
+    from store.storedir import Store
+
+    messages = [m for m in expect("store-a")["messages"] if m["kind"] == "MESSAGE"]
+    last_file = messages[-1]["file"]
+    count = sum(m["file"] == last_file for m in messages) + 5
+    with Store.open(store_path("store-a")) as store:
+        got = last_records(store, count, with_bodies=False)
+        assert last_records(store, 0, with_bodies=False) == []
+    assert [r["physicalOffset"] for r in got] == [m["physicalOffset"] for m in messages[-count:]]

@@ -331,3 +331,14 @@ def test_stop_record_is_remembered():
     first = cl.stop_record(cl.recovery_start_offset, check_crc=True)
     assert cl.stop_record(cl.recovery_start_offset, check_crc=True) is first
     assert cl.stop_record(cl.recovery_start_offset, check_crc=False) is not first
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_tail_positions(store, walker):
+    """The last records of each file, as the construct walk of that file finds them, either walk."""
+    cl = _commitlog(store)
+    for index, f in enumerate(cl.files):
+        _, starts = _clean_file(store, index)
+        accepted = list(starts[:-1])  # the last start is where the walk stops
+        for keep in (0, 1, 3, len(accepted) + 2):
+            assert cl.tail_positions(f, keep) == (accepted[-keep:] if keep else [])

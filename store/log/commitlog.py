@@ -9,6 +9,7 @@ faster than decoding every record. Read-only.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -460,3 +461,24 @@ class CommitLog:
             return None
         status, total, fields = check_record(buf, f.size, kept[-1], False, True)
         return RecordHead.of(f.start_offset + kept[-1], total, fields) if fields is not None else None
+
+    def tail_positions(self, f: MappedFile, keep: int) -> list[int]:
+        """Positions in `f` of its last `keep` accepted records, oldest first, walked from the file's start
+        with the broker's check (CRC unchecked): by the columnar kernel on a file of FAST_WALK_BYTES or
+        more when numba is installed, else by the struct check."""
+        if keep <= 0:
+            return []
+        if f.size >= FAST_WALK_BYTES:
+            try:
+                from formats.columnar.decoder import walk_stop
+            except ImportError:  # pragma: no cover - numba is an optional dependency
+                pass
+            else:
+                return walk_stop(f.buffer(), 0, check_crc=False, keep=keep)[2]
+        buf, pos, found = f.buffer(), 0, deque(maxlen=keep)
+        while True:
+            status, total, _ = check_record(buf, f.size, pos, False, True)
+            if status != "ok":
+                return list(found)
+            found.append(pos)
+            pos += total
