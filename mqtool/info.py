@@ -291,6 +291,16 @@ def timer_info(store: Store) -> dict[str, Any] | None:
     }
 
 
+def startup_info(store: Store) -> dict[str, Any] | None:
+    """The start-up verdict of the store's broker version (`store.startup`); None for a store read by URL
+    (its files are fetched on demand: the verdict reads every file's size and the recovery's walk)."""
+    from store.startup import startup_verdict
+
+    if store.location != str(store.root):
+        return None
+    return startup_verdict(store).as_dict()
+
+
 def _section(fn, store: Store) -> Any:
     try:
         return fn(store)
@@ -321,4 +331,5 @@ def store_info(store: Store, jobs: int = 1) -> dict[str, Any]:
         "configFiles": _section(config_files_info, store),
         "timer": _section(timer_info, store),
         "dledger": _section(dledger_info, store),
+        "startup": _section(startup_info, store),
     }

@@ -319,6 +319,15 @@ def _verify_rest(
     return VerifyReport(store.location, table, count_by_severity(table), summary)
 
 
+def startup_check(store: Store, broker_version: int | None = None) -> dict[str, Any]:
+    """`verify --startup`: what a broker of `broker_version` (default: the store's) started on this store
+    now would do - start, refuse or exit - with each reason and what its recovery does
+    (`store.startup`)."""
+    from store.startup import startup_verdict
+
+    return {"store": store.location, **startup_verdict(store, broker_version).as_dict()}
+
+
 def verify_total(store: Store) -> int:
     """Bytes `verify_store` reports to its progress callback (for a progress bar)."""
     try:
@@ -355,4 +364,4 @@ def _known_topics(store: Store) -> set[str] | None:
 # --- rendering ------------------------------------------------------------------------------------
 
 
-__all__ = ["VerifyReport", "verify_store", "verify_total"]
+__all__ = ["VerifyReport", "startup_check", "verify_store", "verify_total"]

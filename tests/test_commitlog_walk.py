@@ -301,3 +301,58 @@ def test_the_compiled_walk_stops_where_the_struct_walk_stops(file_and_base, chec
                 stop = (got, at, last_ok)
                 break
         assert stop == (status, pos, last)
+
+
+# --- the columnar kernel's walk (`formats.columnar.decoder.walk_stop`), the twin of the struct walk ------
+
+
+def _struct_walk(data: bytes, start: int, check_crc: bool, accept_v2: bool) -> tuple[str, int, list[int]]:
+    """(status, position, accepted record positions) of a `check_record` walk of one file from `start`."""
+    pos, accepted = start, []
+    while True:
+        status, total, _ = check_record(data, len(data), pos, check_crc, accept_v2)
+        if status != "ok":
+            return status, pos, accepted
+        accepted.append(pos)
+        pos += total
+
+
+@given(corrupted_files(), st.booleans(), st.booleans(), st.integers(0, 5))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_walk_stop_stops_where_the_struct_walk_stops(data, check_crc, accept_v2, keep):
+    from formats.columnar.decoder import walk_stop
+
+    status, pos, accepted = _struct_walk(data, 0, check_crc, accept_v2)
+    got = walk_stop(data, 0, check_crc=check_crc, accept_v2=accept_v2, keep=keep)
+    assert got == (status, pos, accepted[-keep:] if keep else [])
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_walk_stop_from_each_record(store):
+    """From every record start of a golden file, the kernel ends where the struct walk ends."""
+    from formats.columnar.decoder import walk_stop
+
+    for index in range(len(_commitlog(store).files)):
+        data, starts = _clean_file(store, index)
+        for start in starts[::7]:
+            status, pos, accepted = _struct_walk(data, start, True, True)
+            assert walk_stop(data, start, keep=3) == (status, pos, accepted[-3:])
+
+
+def test_stop_record_is_remembered():
+    """A read-only store is walked once per (start, CRC check): `info` and `verify --startup` both ask."""
+    cl = _commitlog("store-a")
+    first = cl.stop_record(cl.recovery_start_offset, check_crc=True)
+    assert cl.stop_record(cl.recovery_start_offset, check_crc=True) is first
+    assert cl.stop_record(cl.recovery_start_offset, check_crc=False) is not first
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_tail_positions(store, walk):
+    """The last records of each file, as the construct walk of that file finds them, either walk."""
+    cl = _commitlog(store)
+    for index, f in enumerate(cl.files):
+        _, starts = _clean_file(store, index)
+        accepted = list(starts[:-1])  # the last start is where the walk stops
+        for keep in (0, 1, 3, len(accepted) + 2):
+            assert cl.tail_positions(f, keep) == (accepted[-keep:] if keep else [])

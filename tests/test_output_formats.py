@@ -61,12 +61,16 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "sample create": ("", ["{tmp}/new", "-n", "40"]),
     "trace": ("store-trace-b", ["FD00000000000000000000000000000212CA4E0E2F2A88D24EBF0002", "--now", NOW]),
     "dump trace": ("store-trace-a", []),
+    "retention": ("store-a", ["--now", NOW, "--disk-used", "0.8"]),
+    "bundle": ("store-a", ["-o", "{tmp}.tar.gz", "--now", NOW, "--disk-used", "0.8"]),
 }
 ELSEWHERE = {"audit"}  # tests/test_audit.py: test_every_format_is_honoured_or_refused
 
 # commands whose output is several tables: --format csv is refused (the others honour every format)
 CSV_REFUSED = {
     "info",
+    "retention",
+    "bundle",
     "delay stats",
     "delay replay",
     "pop stats",

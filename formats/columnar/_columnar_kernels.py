@@ -445,3 +445,23 @@ def walk(
         w[W_TOUCH],
         h_count[2],
     )
+
+
+@njit(cache=True, nogil=True)
+def walk_stop(b, start, check_crc, accept_v2, crc_tab, crc_fn, digits, ring):
+    """(status, position) of the record that ends a walk of one file from `start` - the broker's check on
+    each record in turn, an accepted one moving on by its TOTALSIZE - and how many records it accepted;
+    the positions of the last len(ring) accepted ones are left in `ring`, cyclically (record i at
+    i % len(ring)). No columns are built: where only the end matters (a recovery's walk)."""
+    s = np.zeros(N_SCRATCH, dtype=np.int64)
+    n = b.shape[0]
+    k = ring.shape[0]
+    pos = start
+    count = 0
+    while True:
+        st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
+        if st != OK:
+            return st, pos, count
+        ring[count % k] = pos
+        count += 1
+        pos += s[S_TOTAL]

@@ -163,6 +163,23 @@ _VALID_DICT_BIT = 1 << 5
 HOST_SPILL_MIN = 1 << 12
 
 
+def walk_stop(
+    buf, start: int = 0, *, check_crc: bool = True, accept_v2: bool = True, keep: int = 1
+) -> tuple[str, int, list[int]]:
+    """Where a walk of one commitlog file from `start` (a record boundary) stops, without decoding columns:
+    (status name, position of the stopping record, positions of the last `keep` accepted records, oldest
+    first). The same stop as `decode_range`'s last row."""
+    from formats.columnar.kernels import kernel, tables
+
+    ring = np.zeros(max(1, keep), dtype=np.int64)
+    status, pos, count = kernel("walk_stop")(
+        _as_array(buf), int(start), bool(check_crc), bool(accept_v2), *tables(), ring
+    )
+    count, size = int(count), len(ring)
+    kept = [int(ring[i % size]) for i in range(max(0, count - size), count)]
+    return STATUS_NAMES[int(status)], int(pos), kept[-keep:] if keep else []
+
+
 def decode_range(
     buf,
     base_offset: int,

@@ -43,6 +43,11 @@ SPECS: dict[str, tuple[str, str, list[str]]] = {
         "walk",
         ["u8[:]", "i64", "i64", "i64", "b", "b", "b", "b", "i64", *_TABLES, *_WALK_OUT, *["u8[:]+"] * 4],
     ),
+    "walk_stop": (
+        "formats.columnar._columnar_kernels",
+        "walk_stop",
+        ["u8[:]", "i64", "b", "b", *_TABLES, "i64[:]+"],
+    ),
     "walk_chain": (
         "formats.columnar._record_kernels",
         "walk_chain",

@@ -15,6 +15,7 @@ import typer
 
 from formats.errors import MqtoolError, UsageError
 from mqtool.cli.audit import audit
+from mqtool.cli.bundle import bundle
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
@@ -24,6 +25,7 @@ from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
+from mqtool.cli.retention import retention
 from mqtool.cli.trace import dump_trace, trace
 from mqtool.cli.txn import txn_app
 from mqtool.cli.verify import export, verify
@@ -59,6 +61,8 @@ app.command()(export)
 app.command()(audit)
 app.command()(trace)
 dump_app.command("trace")(dump_trace)
+app.command()(retention)
+app.command()(bundle)
 add_examples(app)
 app.info.epilog += "\n\n" + help_summary()
 

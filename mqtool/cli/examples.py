@@ -203,6 +203,28 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "mqtool verify --deep --show warning",
             "Also prove every key reachable through the index; hide infos.",
         ),
+        E(
+            "mqtool verify --startup",
+            "Would a 5.3.3 / 4.9.8 broker started on the store now start, and what its recovery would do.",
+        ),
+    ),
+    "retention": (
+        E(
+            "mqtool retention --disk-used 0.9",
+            "What the clean services delete next on a disk 90% full, which groups lose unconsumed "
+            "messages, and when the forced clean starts.",
+        ),
+        E(
+            "mqtool -f json retention --runs 1 --now '2026-12-31 04:00'",
+            "The clean run at 4 a.m. (deleteWhen's default hour) on that day alone, as JSON.",
+        ),
+    ),
+    "bundle": (
+        E(
+            "mqtool bundle -o support.tar.gz",
+            "Everything needed to look at the store (reports, inventory, configs with secrets removed, "
+            "the last records without bodies) in one archive.",
+        ),
     ),
     "export": (
         E("mqtool export --output out", "Every message's metadata to out/messages.parquet."),

@@ -112,6 +112,15 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                     "text",
                 )
             )
+        startup = doc.get("startup")
+        if startup and "error" in startup:
+            pairs.append(("start-up", startup["error"], "text"))
+        elif startup:
+            from mqtool.cli.verify_render import startup_text
+
+            pairs.append(("start-up", startup_text(startup), "text"))
+            for reason in startup["reasons"]:
+                pairs.append((f"  {reason['effect']}", f"{reason['code']}: {reason['message']}", "text"))
         emit_fields(pairs, ctx, title="Store")
         render_dledger(doc.get("dledger"), ctx)
         queues = doc["queues"]

@@ -45,12 +45,22 @@ def verify(
             "--max-problems", help="Rows listed per check before they are summarised (0: no limit)."
         ),
     ] = 1000,
-    broker_version: Annotated[
-        int,
+    startup: Annotated[
+        bool,
         typer.Option(
-            "--broker-version", metavar="4|5", help="Check as this broker reads: 4 rejects V2 records."
+            "--startup",
+            help="Only the start-up verdict: would a broker started on this store now start, refuse or exit, "
+            "and what would its recovery truncate or rebuild.",
         ),
-    ] = 5,
+    ] = False,
+    broker_version: Annotated[
+        int | None,
+        typer.Option(
+            "--broker-version",
+            metavar="4|5",
+            help="Check as this broker reads: 4 rejects V2 records (default: 5; --startup: detected).",
+        ),
+    ] = None,
     broker_config: BrokerConfigOpt = None,
     jobs: JobsOpt = None,
     store: StoreOpt = None,
@@ -68,15 +78,27 @@ def verify(
     broker's dispatch would turn into a path outside the store. Problems are listed by file and offset
     with a severity; the exit status is 0 only when no error is found (1 otherwise).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
-    infos, not errors."""
+    infos, not errors. With --startup, only the verdict of a broker started on the store now (start,
+    refuse, exit: exit status 1 unless start), each reason with the real code that decides it, and what
+    its recovery does."""
     skip_pandas_probe()
     from mqtool import verify as ops
     from mqtool.render import progress
 
     if show not in _SEVERITIES:
         raise UsageError(f"--show must be one of {', '.join(_SEVERITIES)}")
-    if broker_version not in (4, 5):
+    if broker_version not in (None, 4, 5):
         raise UsageError("--broker-version must be 4 or 5")
+    if startup:
+        s = session(store, fmt, tz, wide, record, csv=False)
+        with s.open_store(broker_config) as st:
+            doc = ops.startup_check(st, broker_version)
+        from mqtool.cli import verify_render
+
+        verify_render.render_startup(doc, s.ctx)
+        if doc["verdict"] != "start":
+            raise typer.Exit(1)
+        return
     workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record)
     with s.open_store(broker_config, url_ok=True) as st:
@@ -85,7 +107,7 @@ def verify(
                 st,
                 deep=deep,
                 check_crc=not no_crc,
-                accept_v2=broker_version == 5,
+                accept_v2=broker_version != 4,
                 max_rows=max_problems or None,
                 progress=advance,
                 jobs=workers,

@@ -54,3 +54,38 @@ def render_verify(report: VerifyReport, ctx: RenderContext, *, min_severity: str
         pairs.append(("index keys checked (--deep)", ix.get("keysChecked"), "int"))
     pairs.append(("seconds", report.summary.get("seconds", {}).get("total"), "text"))
     emit_fields(pairs, ctx, title="Checked")
+
+
+_REASON_COLUMNS = [
+    Column("effect"),
+    Column("code", kind="name"),
+    Column("file", kind="name", max_width=50),
+    Column("message", max_width=100),
+    Column("source", "decided by", max_width=50),
+]
+
+
+def startup_text(doc: dict[str, Any]) -> str:
+    """One line: the verdict and what the recovery does."""
+    rec = doc["recovery"]
+    text = {"start": "starts", "refuse": "refuses to start (exit -3)", "exit": "exits (-1)"}[doc["verdict"]]
+    line = f"a {doc['broker']} broker started now {text}"
+    if doc["verdict"] == "start" and rec:
+        line += f"; {rec['mode']} recovery ends the commitlog at {rec['commitlogEnd']}"
+        if rec.get("truncatedBytes"):
+            line += f", dropping {rec['truncatedBytes']} bytes"
+    return line
+
+
+def render_startup(doc: dict[str, Any], ctx: RenderContext) -> None:
+    def human() -> None:
+        emit_fields(
+            [("store", doc["store"], "text"), ("verdict", startup_text(doc), "text")], ctx, title="Start-up"
+        )
+        emit_rows(
+            doc["reasons"], _REASON_COLUMNS, ctx, title="Reasons", empty="(nothing to say: a clean start)"
+        )
+
+    from mqtool.render import emit_document
+
+    emit_document(doc, ctx, human)

@@ -9,6 +9,7 @@ faster than decoding every record. Read-only.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -148,6 +149,7 @@ class CommitLog:
     def __init__(self, directory: Path | str, queue: MappedFileQueue | None = None) -> None:
         self.directory = Path(directory)
         self.queue = queue if queue is not None else MappedFileQueue.open(self.directory)
+        self._stops: dict[tuple[int, bool], EndOfData | BadRecord] = {}  # a read-only store's walks
 
     @classmethod
     def open(cls, root: Path | str) -> CommitLog:
@@ -417,6 +419,13 @@ class CommitLog:
         """The item that ends the walk from `from_offset` (default: the first file): where the valid data
         ends, and why. Found by `walk_end`; the stopping record alone is decoded, for its explanation."""
         start = self.min_offset if from_offset is None else from_offset
+        known = self._stops.get((start, check_crc))
+        if known is not None:
+            return known
+        self._stops[(start, check_crc)] = stop = self._stop_record(start, check_crc, jobs)
+        return stop
+
+    def _stop_record(self, start: int, check_crc: bool, jobs: int) -> EndOfData | BadRecord:
         end = self.walk_end(start, check_crc=check_crc, jobs=jobs)
         if end.file is None:
             return EndOfData(0, "the commitlog has no files")
@@ -432,7 +441,7 @@ class CommitLog:
         if isinstance(record, STOPS):
             return record
         # the quick check and the decoder disagree (a property test says they never do): trust the decoder
-        for record in self.iter_records(from_offset, check_crc):  # pragma: no cover
+        for record in self.iter_records(start, check_crc):  # pragma: no cover
             if isinstance(record, STOPS):
                 return record
         raise AssertionError("iter_records always ends with a stop")  # pragma: no cover
@@ -531,3 +540,21 @@ class CommitLog:
             if last is not None:
                 return last
         return None
+
+    def tail_positions(self, f: MappedFile, keep: int) -> list[int]:
+        """Positions in `f` of its last `keep` accepted records, oldest first, walked from the file's start
+        with the broker's check (CRC unchecked): by the compiled walk on a file of COMPILED_WALK_MIN bytes or
+        more, else by the struct check."""
+        if keep <= 0:
+            return []
+        if f.size >= COMPILED_WALK_MIN:
+            from formats.columnar.decoder import walk_stop
+
+            return walk_stop(f.buffer(), 0, check_crc=False, keep=keep)[2]
+        buf, pos, found = f.buffer(), 0, deque(maxlen=keep)
+        while True:
+            status, total, _ = check_record(buf, f.size, pos, False, True)
+            if status != "ok":
+                return list(found)
+            found.append(pos)
+            pos += total

@@ -9,6 +9,7 @@
  *   bench STORE [REPEAT]     decode every record with MessageDecoder: once and warm (one thread)
  *   make-big DIR [MESSAGES [PRODUCERS [IPV6_PER_MILLE [TOPICS]]]]  a ~1.3 GB store (1.6 M messages by
  *                            default) through the real put path; PRODUCERS 0: a born host per message
+ *   clean STORE [KEY=VALUE...] [rounds=N]  on a copy: the real retention services' next runs (Clean)
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  *   queue-offsets STORE SLOTS NUM SPEC...  the real min/max/by-time answers of queues TOPIC/QID at times @T (QueueOffsets)
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
@@ -121,6 +122,9 @@ public final class Oracle {
                 break;
             case "trace-decode":
                 rc = TraceBodies.decodeFile(args[1]);
+                break;
+            case "clean":
+                rc = Clean.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

@@ -89,6 +89,13 @@ public final class Stores {
         return new Stores(store, timer, stats, c, loaded);
     }
 
+    /** A store built from a config the caller filled in (`clean`: a broker.conf's settings on top). */
+    public static Stores openConfigured(MessageStoreConfig c, Geometry g) throws Exception {
+        BrokerConfig bc = new BrokerConfig();
+        bc.setBrokerName(BROKER_NAME);
+        return open(c, g, new ConcurrentHashMap<String, TopicConfig>(), bc, new BrokerStatsManager("DefaultCluster", true));
+    }
+
     public void start() throws Exception {
         store.start();
         if (timer != null) {

@@ -2,6 +2,7 @@
  * The 4.9.8 oracle's entry point (built with RMQ_TAG=rocketmq-all-4.9.8, run with ORACLE_VERSION=4.9.8).
  * Commands, as the 5.3.3 oracle's:
  *   recover STORE [SLOTS NUM]  run the real 4.9.8 recovery in place (load, start, clean shutdown)
+ *   clean STORE [KEY=VALUE...] [rounds=N]  on a copy: the real 4.9.8 retention services' next runs (Clean)
  *   load STORE [SLOTS NUM]     open STORE with the real 4.9.8 DefaultMessageStore, recover, print one JSON object
  *   queue-offsets STORE SLOTS NUM SPEC...  the real 4.9.8 min/max/by-time answers (QueueOffsets)
  *   dledger-store DIR [SEED]   a store of a 4.9.8 DLedger broker (DLedgerFixture49; DLedgerFixture's plain shape)
@@ -30,6 +31,9 @@ public final class Oracle {
                 break;
             case "trace-decode":
                 rc = TraceBodies.decodeFile(args[1]);
+                break;
+            case "clean":
+                rc = Clean.run(args[1], extra);
                 break;
             case "load":
                 rc = Judge.onCopy(args[1], (root, shown) -> Load.judge(root, shown, extra));

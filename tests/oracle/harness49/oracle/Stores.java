@@ -65,6 +65,11 @@ public final class Stores {
         return new Stores(store, stats, c, loaded);
     }
 
+    /** A store built from a config the caller filled in (`clean`: a broker.conf's settings on top). */
+    public static Stores openConfigured(MessageStoreConfig c, Geometry g) throws Exception {
+        return open(c, brokerConfig(), new BrokerStatsManager("DefaultCluster", true));
+    }
+
     public void start() throws Exception {
         store.start();
     }

@@ -1,0 +1,107 @@
+"""Record what the real broker's load does on mutated stores: tests/data/startup/expect.json.
+
+Each case copies a golden store (store-a for 5.3.3, store-49a for 4.9.8, store-c for an `abort` crash),
+applies one mutation, and runs the oracle's `load` command (the real `DefaultMessageStore.load()` with its
+recovery, and the real `ConsumerOffsetManager.load()`, on a copy). What a broker started on the store would
+do follows from that: `BrokerController.initialize()` returns false when a manager's or the store's load
+does (BrokerStartup then exits with -3: "refuse"). tests/test_startup.py checks mqtool's verdict on the same
+mutations against the recorded outcome.
+
+Run: PYTHONPATH=. .venv/bin/python tests/oracle/startup_cases.py (both oracles built).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from startup_mutations import MUTATIONS  # noqa: E402
+
+OUT = ROOT / "tests" / "data" / "startup" / "expect.json"
+CASES = [
+    ("5.3.3", "store-a", "clean"),
+    ("5.3.3", "store-a", "commitlog-file-short"),
+    ("5.3.3", "store-a", "commitlog-middle-missing"),
+    ("5.3.3", "store-a", "cq-file-short"),
+    ("5.3.3", "store-a", "cq-last-file-zero-length"),
+    ("5.3.3", "store-a", "offsets-and-bak-corrupt"),
+    ("5.3.3", "store-a", "offsets-corrupt-bak-good"),
+    ("5.3.3", "store-c", "clean"),
+    ("4.9.8", "store-49a", "clean"),
+    ("4.9.8", "store-49a", "commitlog-file-short"),
+    ("4.9.8", "store-49a", "commitlog-middle-missing"),
+    ("4.9.8", "store-49a", "cq-last-file-zero-length"),
+    ("4.9.8", "store-49a", "offsets-and-bak-corrupt"),
+]
+
+
+def _no_paths(message: str) -> str:
+    """A log line without the oracle's temporary copy's paths (they differ on every run)."""
+    return re.sub(r"/\S*/store/", "<store>/", message)
+
+
+def last_json(text: str) -> dict:
+    """The JSON object the oracle prints (4.9.8's logging may print lines before it)."""
+    return json.loads(text[text.index("{\n") :])
+
+
+def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
+    copy = work / f"{version}-{store}-{mutation}"
+    shutil.copytree(ROOT / "tests" / "data" / store, copy)
+    MUTATIONS[mutation](copy)
+    env = dict(os.environ, ORACLE_VERSION=version)
+    done = subprocess.run(
+        [str(ROOT / "tests" / "oracle" / "run.sh"), "load", str(copy)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    shutil.rmtree(copy)
+    out = last_json(done.stdout)
+    cl = out["commitlog"]
+    offsets = out["config"]["consumerOffset"]
+    return {
+        "version": version,
+        "store": store,
+        "mutation": mutation,
+        "loaded": out["loaded"],
+        "recovery": out["recovery"],
+        "consumerOffsetLoaded": offsets["loaded"],
+        "consumerOffsetSource": offsets["source"],
+        "minPhyOffsetAfter": cl["minPhyOffsetAfter"],
+        "maxPhyOffsetAfter": cl["maxPhyOffsetAfter"],
+        "truncated": cl["truncated"],
+        "truncatedAt": cl["truncatedAt"],
+        "errors": sorted(
+            {
+                _no_paths(line.split(" ERROR ", 1)[1])
+                for line in done.stderr.splitlines()
+                if " ERROR " in line and "[BUG]" in line
+            }
+        ),
+    }
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="mqtool-startup-"))
+    try:
+        recorded = [run_case(v, s, m, work) for v, s, m in CASES]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"cases": recorded}, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(recorded)} cases -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()
