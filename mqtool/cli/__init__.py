@@ -11,7 +11,9 @@ import os
 import sys
 from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from formats.errors import MqtoolError
 from mqtool.cli.audit import audit
@@ -31,7 +33,24 @@ HELP = (
     "working on the store files with the broker down."
 )
 
+
+class PipeClosed(Exception):
+    """stdout's reader closed the pipe. Not an OSError, so that click, which ends every command that
+    meets EPIPE with status 1, lets it through to `main`."""
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: click.Context):
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at interpreter exit
+            return result
+        except BrokenPipeError as exc:
+            raise PipeClosed() from exc
+
+
 app = typer.Typer(
+    cls=_Group,
     name="mqtool",
     help=HELP,
     no_args_is_help=True,
@@ -88,10 +107,12 @@ def main() -> None:
         app()
     except MqtoolError as exc:
         _fail(str(exc), 1)
-    except BrokenPipeError:
+    except (BrokenPipeError, PipeClosed):
+        # the reader downstream has all it wanted (`| head`): not an error; stdout goes to /dev/null so
+        # the interpreter's last flush has nowhere to fail
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(0)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except MemoryError:
