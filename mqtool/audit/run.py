@@ -91,7 +91,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
     timings: dict[str, float] = {}
     began = time.monotonic()
     plans, failures = open_stores(opts)
-    prepare_output(opts.output)
+    prepare_output(opts.output, [*opts.stores, *(plan.root for plan in plans)])
     started_here = False
     try:
         # the session starts (~10 s of JVM start-up) while this thread plans what needs no Spark

@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from formats.errors import MqtoolError
+from mqtool import exitstatus
 from mqtool.cli.audit import audit
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
@@ -105,8 +106,8 @@ def main() -> None:
         reconfigure(errors="backslashreplace")
     try:
         app()
-    except MqtoolError as exc:
-        _fail(str(exc), 1)
+    except MqtoolError as exc:  # an error class may carry its own status (mqtool.exitstatus)
+        _fail(str(exc), getattr(exc, "exit_status", exitstatus.FOUND))
     except (BrokenPipeError, PipeClosed):
         # the reader downstream has all it wanted (`| head`): not an error; stdout goes to /dev/null so
         # the interpreter's last flush has nowhere to fail
@@ -125,7 +126,10 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: one line, not a traceback
         if os.environ.get("MQTOOL_DEBUG"):
             raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} (set MQTOOL_DEBUG=1 for a traceback)", 70)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (set MQTOOL_DEBUG=1 for a traceback)",
+            exitstatus.INTERNAL,
+        )
 
 
 def _fail(message: str, code: int) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import GLOBALS, ForceOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 dump_app = new_app("Dump one kind of store file record by record (like kafka-dump-log).")
 
@@ -38,6 +38,7 @@ def dump_commitlog(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="With --format parquet: the Parquet file to write.")
     ] = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: Annotated[
         str | None,
@@ -67,6 +68,7 @@ def dump_commitlog(
                 topic=topic,
                 with_body=body,
                 check_crc=not no_crc,
+                force=force,
             )
         from mqtool.cli import export_render
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import BrokerConfigOpt, ForceOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue, and planned resets.")
 
@@ -124,6 +124,7 @@ def offsets_reset(
     execute: Annotated[
         bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
     ] = False,
+    force: ForceOpt = False,
     broker_version: _BrokerVersionOpt = None,
     allow_new_group: _AllowNewGroupOpt = False,
     store: StoreOpt = None,
@@ -138,11 +139,12 @@ def offsets_reset(
     the store lock."""
     from mqtool.offsets import reset as ops
     from mqtool.offsets.apply import apply_plan
-    from mqtool.offsets.plan_file import export_plan
+    from mqtool.offsets.plan_file import export_plan, plan_output
     from mqtool.timeparse import parse_duration, parse_time
 
     s = session(store, fmt, tz)
     with s.open_store(broker_config) as st:
+        target = None if export is None else plan_output(export, stores=[st.root], force=force)
         plan = ops.plan_offsets_reset(
             st,
             group=group,
@@ -163,8 +165,8 @@ def offsets_reset(
         from mqtool.cli import offset_reset_render
 
         offset_reset_render.render_plan(plan, s.ctx)
-        if export is not None:
-            export_plan(plan, export)
+        if target is not None:
+            export_plan(plan, target)
             sys.stderr.write(f"mqtool: plan written to {export}\n")
         result = apply_plan(st, plan, execute)
         from mqtool.cli import offset_reset_render

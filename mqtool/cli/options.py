@@ -54,6 +54,15 @@ BrokerConfigOpt = Annotated[
     ),
 ]
 
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Let the output option replace an existing file that mqtool did not write (a store's "
+        "files never).",
+    ),
+]
+
 
 @dataclass
 class Globals:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import ForceOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
 
 query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
 
@@ -58,7 +58,17 @@ def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | N
     return parsed
 
 
-def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str) -> None:
+def _check_export(st, export: Path | None, force: bool) -> None:
+    """Refuse a bad --export directory before the query runs (it is checked again when written)."""
+    if export is not None:
+        from mqtool.query.view import export_directory
+
+        export_directory(export, st, force=force)
+
+
+def _finish(
+    st, s, messages, notes, body_limit: int | None, export: Path | None, title: str, force: bool = False
+) -> None:
     """Render the messages, print the notes on stderr, export when asked."""
     from mqtool.offsets.progress import committed_offsets
     from mqtool.query.view import export_messages
@@ -72,7 +82,7 @@ def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None,
     if not messages:
         note("no message found")
     if export is not None:
-        result = export_messages(messages, export, st, committed)
+        result = export_messages(messages, export, st, committed, force=force)
         note(f"exported {len(result.files)} bodies and {result.manifest.name} to {result.directory}")
 
 
@@ -101,6 +111,7 @@ def query_key(
     ] = None,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -115,6 +126,7 @@ def query_key(
     s = session(store, fmt, tz)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
+        _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_key(
                 st,
@@ -127,7 +139,7 @@ def query_key(
                 scan_from=scan_from,
                 advance=advance,
             )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}")
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", force)
 
 
 @query_app.command("id")
@@ -147,6 +159,7 @@ def query_id(
     scan: ScanOpt = False,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -159,9 +172,11 @@ def query_id(
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
+        _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Message id {result.msg_id}")
+        title = f"Message id {result.msg_id}"
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, force)
 
 
 @query_app.command("offset")
@@ -174,6 +189,7 @@ def query_offset(
     ] = 1,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -184,10 +200,11 @@ def query_offset(
 
     s = session(store, fmt, tz)
     with s.open_store() as st:
+        _check_export(st, export, force)
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
         title = f"{topic}/{queue} from queue offset {offset} (the queue holds {holds})"
-        _finish(st, s, result.messages, result.notes(), body_limit, export, title)
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, force)
 
 
 @query_app.command("time")
@@ -210,6 +227,7 @@ def query_time(
     ] = 100,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -221,6 +239,7 @@ def query_time(
     s = session(store, fmt, tz)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
+        _check_export(st, export, force)
         result = query_by_time(
             st,
             topic,
@@ -231,4 +250,4 @@ def query_time(
             skip=skip,
             max_num=max_num or None,
         )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time")
+        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time", force)

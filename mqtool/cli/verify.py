@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, session
+from mqtool.cli.options import BrokerConfigOpt, ForceOpt, FormatOpt, StoreOpt, TzOpt, session
 
 _SEVERITIES = ("error", "warning", "info")
 
@@ -98,6 +98,7 @@ def export(
     crc: Annotated[
         bool, typer.Option("--crc", help="Verify body CRCs; the walk stops at a bad one.")
     ] = False,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     tz: TzOpt = None,
 ) -> None:
@@ -124,6 +125,7 @@ def export(
                 with_body=bodies,
                 check_crc=crc,
                 progress=advance,
+                force=force,
             )
     from mqtool.cli import export_render
 
