@@ -5,6 +5,8 @@ and `audit` choose between CLEAN, FOUND and UNREADABLE, and README, `--help` and
 
 from __future__ import annotations
 
+from formats.errors import MqtoolError
+
 CLEAN = 0
 """Done; for a check (verify, audit): nothing found at the severity asked for (`--fail-on`)."""
 FOUND = 1
@@ -24,6 +26,11 @@ EXIT_STATUS_HELP = (
     "with --fail-on warning), 2 usage error, 3 a store could not be read, 70 internal error."
 )
 
+GENERAL_EXIT_STATUS_HELP = (
+    "Exit status: 0 done; 1 failed (verify and audit: problems found at the --fail-on severity); 2 usage "
+    "error, a refused output path included; 3 (verify, audit) a store could not be read; 70 internal error."
+)
+
 
 def check_status(counts: dict[str, int], fail_on: str, *, unreadable: bool = False) -> int:
     """The exit status of a check from its problem counts per severity."""
@@ -33,3 +40,18 @@ def check_status(counts: dict[str, int], fail_on: str, *, unreadable: bool = Fal
         return CLEAN
     worst = ("error",) if fail_on == "error" else ("error", "warning")
     return FOUND if any(counts.get(s, 0) for s in worst) else CLEAN
+
+
+class StoreUnreadableError(MqtoolError):
+    """A store a check was asked to read could not be read: the check ends with UNREADABLE."""
+
+    exit_status = UNREADABLE
+
+    @classmethod
+    def of(cls, exc: BaseException) -> StoreUnreadableError:
+        """The same one-line message, with this class's exit status."""
+        if isinstance(exc, MqtoolError):
+            return cls(exc.message, exc.file, exc.offset)
+        if isinstance(exc, OSError):
+            return cls(exc.strerror or str(exc), exc.filename)
+        return cls(str(exc))

@@ -28,6 +28,7 @@ from mqtool.audit.assemble import group_of  # noqa: E402
 from mqtool.audit.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E402
 from mqtool.audit.plan import AuditError, AuditOptions, auto_split_size, choose_bucket, plan_splits  # noqa: E402
 from mqtool.audit.run import run_audit  # noqa: E402
+from mqtool.exitstatus import StoreUnreadableError  # noqa: E402
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
 NOW = 1_800_000_000_000  # delay "due" and lag ages are judged at this time
@@ -506,7 +507,7 @@ def test_a_store_that_cannot_be_opened_is_reported_and_the_others_are_audited(sp
 def test_no_store_that_can_be_opened_is_an_error(spark, tmp_path):
     with pytest.raises(MqtoolError, match="no such store directory"):
         run_audit(AuditOptions(stores=[str(tmp_path / "gone")]), spark=spark)
-    with pytest.raises(AuditError, match=r"no store could be audited: .*gone.*; .*also-gone"):
+    with pytest.raises(StoreUnreadableError, match=r"no store could be audited: .*gone.*; .*also-gone"):
         run_audit(AuditOptions(stores=[str(tmp_path / "gone"), str(tmp_path / "also-gone")]), spark=spark)
 
 

@@ -35,3 +35,69 @@ def test_a_closed_pipe_downstream_exits_0_in_every_format(fmt: str) -> None:
     # writer is still writing when the reader closes
     code, err = _run_into_closed_pipe("--store", str(store_path("store-a")), "-f", fmt, "dump", "commitlog")
     assert (code, err) == (0, "")
+
+
+# --- verify: the exit status says what was found, at the --fail-on severity -------------------------
+
+
+def _status(*args: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "mqtool.cli", *args],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(
+    "store, args, status",
+    [
+        ("store-c", [], 1),  # a torn tail: an error
+        ("store-c", ["--fail-on", "never"], 0),
+        ("store-c", ["--fail-on", "warning"], 1),
+        ("store-timer-crash", [], 0),  # warnings only (a crash's twice-enqueued timer messages)
+        ("store-timer-crash", ["--fail-on", "warning"], 1),
+        ("store-timer-crash", ["--strict"], 1),
+        ("store-timer-crash", ["--strict", "--fail-on", "warning"], 1),
+        ("store-a", ["--fail-on", "warning"], 0),  # infos never fail
+        ("store-a", ["--fail-on", "sometimes"], 2),
+        ("store-a", ["--strict", "--fail-on", "never"], 2),
+    ],
+)
+def test_verify_exit_status(store: str, args: list[str], status: int) -> None:
+    code, err = _status("--store", str(store_path(store)), "verify", *args)
+    assert code == status, err
+
+
+def test_verify_of_a_store_that_cannot_be_read_exits_3(tmp_path) -> None:
+    code, err = _status("--store", str(tmp_path / "gone"), "verify")
+    assert code == 3
+    assert err.startswith("mqtool: error: ") and err.count("\n") == 1
+    (tmp_path / "notes").mkdir()
+    assert _status("--store", str(tmp_path / "notes"), "verify")[0] == 3
+
+
+def test_an_audit_of_no_readable_store_exits_3_before_spark_starts(tmp_path) -> None:
+    code, err = _status("audit", str(tmp_path / "gone"), str(tmp_path / "also-gone"))
+    assert code == 3, err
+    assert "no store could be audited" in err
+
+
+def test_exit_statuses_are_documented_alike_in_readme_help_and_man() -> None:
+    from typer.testing import CliRunner
+
+    from mqtool.cli import app
+    from mqtool.cli.manpages import generate
+    from mqtool.exitstatus import EXIT_STATUS_HELP
+    from tests.golden import ROOT
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    pages = generate()
+    for command in ("verify", "audit"):
+        shown = " ".join(CliRunner().invoke(app, [command, "--help"], terminal_width=400).output.split())
+        assert EXIT_STATUS_HELP in shown, command
+        page = " ".join(pages[f"mqtool-{command}.1"].replace("\\-", "-").split())
+        assert ".SH EXIT STATUS" in page and EXIT_STATUS_HELP.removeprefix("Exit status: ") in page
+    assert EXIT_STATUS_HELP in readme

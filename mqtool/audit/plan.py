@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.scan import close_map
+from mqtool.exitstatus import StoreUnreadableError
 from store.remote import is_url, placeholder, redact
 from store.storedir import Store
 
@@ -160,10 +161,12 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
             failures.append(StoreFailure(label, str(exc)))
             continue
         plans.append(StorePlan(len(plans), label, store.root.resolve(), files, store))
-    if not plans:
+    if not plans:  # exit status UNREADABLE (mqtool.exitstatus)
         if len(errors) == 1:
-            raise errors[0]
-        raise AuditError("no store could be audited: " + "; ".join(f"{f.store}: {f.error}" for f in failures))
+            raise StoreUnreadableError.of(errors[0])
+        raise StoreUnreadableError(
+            "no store could be audited: " + "; ".join(f"{f.store}: {f.error}" for f in failures)
+        )
     return plans, failures
 
 

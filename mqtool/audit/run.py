@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
-from mqtool.audit.checks import store_context
+from mqtool.audit.checks import sort_problems, store_context
 from mqtool.audit.job import ProgressFn, run_job
 from mqtool.audit.output import prepare_output, write_output
 from mqtool.audit.plan import (
@@ -129,7 +129,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
             spark, opts, plans, splits, contexts, bucket, document, timings, progress, scan_partition
         )
         document["failedStores"] = [asdict(f) for f in failures]
-        document["problems"] = [f.problem() for f in failures] + document["problems"]
+        document["problems"] = sort_problems([f.problem() for f in failures] + document["problems"])
         t = time.monotonic()
         if opts.output:
             write_output(opts.output, document)

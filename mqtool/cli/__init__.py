@@ -54,6 +54,7 @@ app = typer.Typer(
     cls=_Group,
     name="mqtool",
     help=HELP,
+    epilog=exitstatus.GENERAL_EXIT_STATUS_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -70,9 +71,9 @@ app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
 app.add_typer(pop_app, name="pop")
-app.command()(verify)
+app.command(epilog=exitstatus.EXIT_STATUS_HELP)(verify)
 app.command()(export)
-app.command()(audit)
+app.command(epilog=exitstatus.EXIT_STATUS_HELP)(audit)
 
 
 def _print_version(value: bool) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from mqtool import __version__
 
 DATE = "mqtool " + __version__
+EXIT_STATUS_PREFIX = "Exit status: "  # an epilog that starts so is the EXIT STATUS section
 
 
 def _escape(text: str) -> str:
@@ -87,6 +88,9 @@ def _page(path: list[str], command, sections: list[tuple[list[str], object]], *,
             lines += [".SS " + _escape(_usage(sub_path, sub)), _escape(" ".join((sub.help or "").split()))]
             if detailed:
                 lines += _params(sub, "", sub=True)
+    epilog = (command.epilog or "").strip()
+    if epilog.startswith(EXIT_STATUS_PREFIX):
+        lines += [".SH EXIT STATUS", _escape(" ".join(epilog.removeprefix(EXIT_STATUS_PREFIX).split()))]
     lines += [".SH SEE ALSO", ", ".join(f"\\fB{name}\\fR(1)" for name in _see_also(path))]
     return "\n".join(lines) + "\n"
 

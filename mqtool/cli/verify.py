@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from formats.errors import MqtoolError
-from mqtool.cli.options import BrokerConfigOpt, ForceOpt, FormatOpt, StoreOpt, TzOpt, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FailOnOpt,
+    ForceOpt,
+    FormatOpt,
+    StoreOpt,
+    TzOpt,
+    fail_on_level,
+    session,
+)
 
 _SEVERITIES = ("error", "warning", "info")
 
@@ -23,7 +32,8 @@ def verify(
     no_crc: Annotated[
         bool, typer.Option("--no-crc", help="Do not verify body CRCs (the broker does, by default).")
     ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit non-zero on warnings too.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="The same as --fail-on warning.")] = False,
+    fail_on: FailOnOpt = None,
     show: Annotated[
         str,
         typer.Option("--show", metavar="error|warning|info", help="Least severe problems to list."),
@@ -50,21 +60,26 @@ def verify(
     their records (size, topic, queue, queue offset, tags code) and records against their units, index
     headers and hash chains (--deep: every key reachable), checkpoint and abort state, and on a 5.x store
     the timer wheel (timerlog cut, units without their record, slots, chains, counts, timercheck).
-    Problems are listed by file and offset with a severity; the exit status is 0 only when no error is
-    found (1 otherwise).
+    Problems are listed by file and offset with a severity, worst first; the exit status says whether
+    any reached the --fail-on severity (default: error).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
     infos, not errors."""
     _skip_pandas_probe()
     from mqtool import verify as ops
+    from mqtool.exitstatus import StoreUnreadableError, check_status
     from mqtool.render import progress
 
     if show not in _SEVERITIES:
         raise MqtoolError(f"--show must be one of {', '.join(_SEVERITIES)}")
     if broker_version not in (4, 5):
         raise MqtoolError("--broker-version must be 4 or 5")
+    threshold = fail_on_level(fail_on, strict)
     s = session(store, fmt, tz)
-    with s.open_store(broker_config, url_ok=True) as st:
-        with progress(ops.verify_total(st), "verifying") as advance:
+    try:
+        with (
+            s.open_store(broker_config, url_ok=True) as st,
+            progress(ops.verify_total(st), "verifying") as advance,
+        ):
             report = ops.verify_store(
                 st,
                 deep=deep,
@@ -73,11 +88,14 @@ def verify(
                 max_rows=max_problems or None,
                 progress=advance,
             )
-        from mqtool.cli import verify_render
+    except (MqtoolError, OSError) as exc:  # the store, or a file of it, could not be read
+        raise StoreUnreadableError.of(exc) from exc
+    from mqtool.cli import verify_render
 
-        verify_render.render_verify(report, s.ctx, min_severity=show)
-    if not report.clean or (strict and report.counts.get("warning", 0)):
-        raise typer.Exit(1)
+    verify_render.render_verify(report, s.ctx, min_severity=show)
+    status = check_status(report.counts, threshold)
+    if status:
+        raise typer.Exit(status)
 
 
 def export(
