@@ -407,7 +407,8 @@ def test_plan_and_buckets():
     ]
     assert auto_split_size(10 << 30, 2) == 128 << 20
     assert auto_split_size(3 << 20, 8) == 4 << 20
-    assert choose_bucket((0, 60_000)) == 1_000
+    assert choose_bucket((0, 60_000)) == 500
+    assert choose_bucket((0, 350)) == 2  # a store written in a third of a second: 175 buckets, not one
     assert choose_bucket((0, 86_400_000)) == 600_000
     assert group_of("%RETRY%popGroupC_RetentionTopic", {"popGroupC", "groupA"}) == ("popGroupC", "retry")
     assert group_of("%DLQ%groupA", {"groupA"}) == ("groupA", "dlq")

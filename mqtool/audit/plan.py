@@ -26,7 +26,16 @@ MiB = 1 << 20
 MIN_SPLIT = 4 * MiB
 MAX_SPLIT = 128 * MiB
 TASKS_PER_CORE = 4
-BUCKETS = (
+BUCKETS = (  # from 1 ms: a store written in a second still gets a curve, not one bucket
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
     1_000,
     5_000,
     10_000,

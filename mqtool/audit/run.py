@@ -132,6 +132,8 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
         document["problems"] = sort_problems([f.problem() for f in failures] + document["problems"])
         t = time.monotonic()
         if opts.output:
+            # what is written carries the seconds so far (all but writing it); the result, all of them
+            document["scan"]["seconds"] = _seconds(timings | {"total": t - began})
             write_output(opts.output, document)
         timings["output"] = time.monotonic() - t
     finally:
@@ -140,8 +142,12 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
         if started_here and spark is not None:
             stop_session(spark)
     timings["total"] = time.monotonic() - began
-    document["scan"]["seconds"] = {k: round(v, 3) for k, v in timings.items()}
+    document["scan"]["seconds"] = _seconds(timings)
     return AuditResult(document, timings, opts.output)
+
+
+def _seconds(timings: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in timings.items()}
 
 
 def _start_session(start_session, master: str):
