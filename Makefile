@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq
+.PHONY: setup demo test lint man architecture clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: setup lint
 
 man: setup
 	$(BIN)/python -m mqtool.cli.manpages man
+
+# the import graph at the top of docs/ARCHITECTURE.md (tests/test_docs.py fails when it drifts)
+architecture: setup
+	$(BIN)/python docs/import_graph.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 def generate(store: Path, queues: int, records: int) -> None:
     from formats.config.offsets import LmqConsumerOffsetTable
+    from store.appender import CommitLogAppender, NewMessage
     from store.config.brokerconf import BrokerConfig
     from store.dispatch import Dispatcher, DispatchRequest, iter_dispatch
-    from store.log.appender import CommitLogAppender, NewMessage
     from store.log.commitlog import CommitLog
     from store.queue.lmq import LmqSettings
     from store.storedir import Store

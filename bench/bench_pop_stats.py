@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_timer_list import _fmt, timed  # noqa: E402
 from formats.config.offsets import offset_key  # noqa: E402
 from formats.pop.bodies import AckMsg, PopCheckPoint  # noqa: E402
-from store.log.appender import CommitLogAppender, NewMessage  # noqa: E402
+from store.appender import CommitLogAppender, NewMessage  # noqa: E402
 from store.pop.revive import REVIVE_GROUP  # noqa: E402
 from store.storedir import Store  # noqa: E402
 

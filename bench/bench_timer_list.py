@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from formats.javahash import java_string_hash  # noqa: E402
+from formats.names import TIMER_TOPIC  # noqa: E402
 from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint  # noqa: E402
 from formats.timer import (  # noqa: E402
     MAGIC_DEFAULT,
@@ -49,9 +50,8 @@ from formats.timer import (  # noqa: E402
     timer_log_unit_dtype,
     timer_wheel_slot_dtype,
 )
-from store.log.appender import CommitLogAppender, NewMessage  # noqa: E402
+from store.appender import CommitLogAppender, NewMessage  # noqa: E402
 from store.storedir import Store  # noqa: E402
-from store.timer.timerstore import TIMER_TOPIC  # noqa: E402
 
 STORE_MS = 1_800_000_000_000  # when the producers sent them
 DAY_MS = 86_400_000

@@ -218,8 +218,9 @@ def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
 def timer_info(store: Store) -> dict[str, Any] | None:
     """The 5.x timer wheel in brief (None without timer files): the timerlog's units and where its walk
     ends, the wheel's non-empty slots, timercheck's read time and where the enqueue resumes."""
+    from formats.names import TIMER_TOPIC
     from store.timer.messages import enqueue_position
-    from store.timer.timerstore import TIMER_TOPIC, TimerStore
+    from store.timer.timerstore import TimerStore
 
     timer = TimerStore.open(store)
     if timer is None:

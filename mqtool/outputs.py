@@ -32,8 +32,8 @@ from typing import IO
 
 from formats.errors import MqtoolError
 from mqtool.exitstatus import USAGE
+from store.io.remote import is_url
 from store.recognise import store_evidence
-from store.remote import is_url
 
 WrittenBy = Callable[[Path], bool]
 """Whether an existing file is the kind of output the option writes (so mqtool may replace it)."""

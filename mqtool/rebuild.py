@@ -1,13 +1,13 @@
 """`mqtool rebuild [cq|index|all]`: rebuild ConsumeQueues and/or the index from the commitlog.
 
-The rebuild dispatches every live commitlog record as the broker does (`store.rebuild`, whose
+The rebuild dispatches every live commitlog record as the broker does (`store.rebuild.build`, whose
 docstring says what a rebuild of a crashed or retention-trimmed store means) into a staging
 directory, compares the result with the current files, and prints that plan: per queue whether its
 files stay the same, differ (and from which queue offset), are new, removed or kept, and whether the
 index contents change. That makes the dry run a consistency check. With `--execute`, under
 `mqtool.safety.write_guard` (refused while a broker holds the lock), the rebuilt directories are
 swapped in atomically; nothing is written when nothing differs. BatchCQ topics (`queue.type=BatchCQ`)
-are rebuilt into `batchconsumequeue/` (`store.queue.batchcq_build`), their units byte-identical to the
+are rebuilt into `batchconsumequeue/` (`store.rebuild.batchcq`), their units byte-identical to the
 broker's.
 
 Settings, each from the first source that has it: the command-line flag, `--broker-config`, the
@@ -33,7 +33,7 @@ from formats.indexfile import IndexGeometry, oversized_index
 from mqtool.safety import warn, write_guard
 from store.layout import Setting
 from store.queue.consumequeue import is_rocksdb_dir
-from store.rebuild import (
+from store.rebuild.build import (
     DIRECTORIES,
     BuildResult,
     IndexDiff,
@@ -263,7 +263,7 @@ def rebuild(
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
-                from store.queue.batchcq_build import stage_batch_queues
+                from store.rebuild.batchcq import stage_batch_queues
 
                 batch_queues = stage_batch_queues(store, result, delay_levels)
             report = RebuildReport(

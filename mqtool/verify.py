@@ -34,8 +34,8 @@ from store.checks.problems import (
     sort_problems,
 )
 from store.checks.records import RecordIndexBuilder
-from store.queue.batchcq_check import check_batch_queue_files
-from store.storecheck import (
+from store.checks.storefiles import (
+    check_batch_queue_files,
     check_checkpoint_file,
     check_index_files,
     check_queue_files,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from formats.checkpoint import CHECKPOINT_FILE_SIZE, StoreCheckpoint, decode_checkpoint, encode_checkpoint
-from store.filewrites import create_sparse_file, pwrite_all
+from store.io.filewrites import create_sparse_file, pwrite_all
 from store.log.mappedfile import StoreFileError
 
 

@@ -8,10 +8,10 @@ For every commitlog record the broker dispatches (`CommitLogDispatcherBuildConsu
   queue.
 * `IndexWriter` (`store.index.indexwriter`) is `IndexService.buildIndex` + `IndexFile.putKey`.
 * `Dispatcher` feeds both and `commit()` writes them in the order the crash rules need (see
-  `store.log.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
+  `store.appender` for the whole argument): ConsumeQueue units (fsync), then index files (fsync), and
   returns what the checkpoint must say; `store.checkpoint.write_checkpoint` writes it.
 
-Writes are plain `pwrite`s on full-size files, through `store.filewrites` (new files sparse under a
+Writes are plain `pwrite`s on full-size files, through `store.io.filewrites` (new files sparse under a
 temporary name, linked into place; every state-changing call passes its crash-test hook `write_done()`).
 """
 
@@ -58,8 +58,8 @@ from formats.structs import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from store.filewrites import FileSet
 from store.index.indexwriter import IndexWriter
+from store.io.filewrites import FileSet
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue_writer import ConsumeQueueWriter
 from store.queue.lmq import (

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from store.config.brokerconf import BrokerConfig
+from store.io.remote import is_url, list_files, open_view, redact, refuse_url
 from store.liveness import Liveness, check_liveness
-from store.remote import is_url, open_view, redact, refuse_url
 
 if TYPE_CHECKING:
     from store.layout import StoreLayout
@@ -30,6 +30,14 @@ LOADED_DIRS = ("commitlog", "consumequeue", BATCH_CQ_DIR, "index", "config")
 
 class NotAStoreError(MqtoolError):
     """The path given is missing or is not a RocketMQ store root."""
+
+
+def _require_markers(names: set[str], where: str) -> None:
+    if not names.intersection(STORE_MARKERS):
+        raise NotAStoreError(
+            "not a RocketMQ store: none of commitlog/, consumequeue/, index/, config/ or checkpoint here",
+            where,
+        )
 
 
 def resolve_store_root(path: Path | str | None) -> Path:
@@ -78,11 +86,7 @@ class Store:
             present = {entry.name for entry in os.scandir(root)}
         except OSError as exc:
             raise NotAStoreError(f"cannot list the store directory: {exc.strerror}", str(root)) from exc
-        if not present.intersection(STORE_MARKERS):
-            raise NotAStoreError(
-                "not a RocketMQ store: none of commitlog/, consumequeue/, index/, config/ or checkpoint here",
-                str(root),
-            )
+        _require_markers(present, str(root))
         _refuse_dangling_links(root)
         return cls(root, broker_config)
 
@@ -90,11 +94,16 @@ class Store:
     def open_location(
         cls, path: Path | str | None = None, broker_config: BrokerConfig | None = None
     ) -> Store:
-        """Store.open, or for a URL (s3://, gs://, hdfs://, file://, ...) its driver view (store.remote)."""
+        """Store.open, or for a URL (s3://, gs://, hdfs://, file://, ...) its driver view
+        (store.io.remote)."""
         if path is None and is_url(os.environ.get("MQTOOL_STORE")):
             path = os.environ["MQTOOL_STORE"]
         if is_url(path):
-            store = cls.open(open_view(str(path)), broker_config)
+            files = list_files(str(path))
+            if files is None:
+                raise NotAStoreError("no such store (nothing at that URL)", redact(str(path)))
+            _require_markers({name.split("/", 1)[0] for name in files}, redact(str(path)))
+            store = cls.open(open_view(str(path), files), broker_config)
             store.location = redact(str(path))
             return store
         return cls.open(path, broker_config)
@@ -232,7 +241,7 @@ class Store:
 
     def appender(self, **options):
         """A `CommitLogAppender` on this store and its layout (options: see `CommitLogAppender`)."""
-        from store.log.appender import CommitLogAppender
+        from store.appender import CommitLogAppender
 
         return CommitLogAppender(self, **options)
 

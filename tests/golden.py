@@ -96,8 +96,8 @@ def rebuild_staged(root: Path):
     import time
 
     from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
-    from store import rebuild
     from store.layout import existing_cq_file_size, existing_index_geometry
+    from store.rebuild import build as rebuild
 
     return rebuild.build_staging(
         root,
@@ -113,7 +113,7 @@ def rebuild_staged(root: Path):
 
 def rebuild_matches(root: Path) -> None:
     """The store passes the rebuild check: ConsumeQueues and index rebuilt from the commitlog are equal."""
-    from store import rebuild
+    from store.rebuild import build as rebuild
 
     result = rebuild_staged(root)
     try:
@@ -128,7 +128,7 @@ def rebuild_matches(root: Path) -> None:
 def recover_like_the_broker(root: Path) -> None:
     """What the broker's abnormal recovery does for these tests: dispatch what is in the commitlog, then a
     clean shutdown removes `abort`."""
-    from store import rebuild
+    from store.rebuild import build as rebuild
 
     rebuild.finish(root, rebuild_staged(root), ["consumequeue", "index"])
     (root / "abort").unlink(missing_ok=True)

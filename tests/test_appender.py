@@ -1,4 +1,4 @@
-"""Offline appends with the broker's rules (store/log/appender.py) and the dispatcher (store/dispatch.py).
+"""Offline appends with the broker's rules (store/appender.py) and the dispatcher (store/dispatch.py).
 
 The strongest check used throughout: after an append, rebuilding the ConsumeQueues and the index from
 the commitlog (the broker's own dispatch, as store.rebuild does it) gives exactly the files the
@@ -30,16 +30,16 @@ from formats.structs import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from store.appender import AppendError, CommitLogAppender, NewMessage
 from store.dispatch import DispatchRequest
-from store.filewrites import FileSet, set_crash_after
 from store.index.indexservice import IndexService
 from store.index.indexwriter import IndexWriter, list_index_files
+from store.io.filewrites import FileSet, set_crash_after
 from store.layout import delay_levels_ms
-from store.log.appender import AppendError, CommitLogAppender, NewMessage
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue import ConsumeQueue
 from store.queue.consumequeue_writer import ConsumeQueueWriter
-from store.rebuild import build_staging, compare_consume_queues, compare_index
+from store.rebuild.build import build_staging, compare_consume_queues, compare_index
 from store.version import detect_broker_version
 
 GEOMETRY = {"store-a": IndexGeometry(64, 4000), "store-49a": IndexGeometry(64, 2500)}
@@ -416,7 +416,7 @@ def test_crash_hook_counts_writes(tmp_path):
     try:
         with CommitLogAppender(root, now=Clock()) as ap:
             ap.append(NewMessage("TopicTest", b"x", {"KEYS": "k"}))
-        from store import filewrites
+        from store.io import filewrites
 
         writes = 10**9 - filewrites._crash_budget[0]
     finally:

@@ -11,7 +11,7 @@ from golden import expect, store_path
 from formats.batchconsumequeue import BcqUnit
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS
 from store.config.brokerconf import load_broker_config
-from store.queue.batchcq_build import INVALID, batch_fields, batch_unit, batch_units, queue_files
+from store.rebuild.batchcq import INVALID, batch_fields, batch_unit, batch_units, queue_files
 from store.storedir import Store
 
 STORE = "store-batchcq"

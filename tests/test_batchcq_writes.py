@@ -20,8 +20,8 @@ from mqtool.delay.replay import execute_replay, plan_replay
 from mqtool.delay.timer_replay import plan_timer_replay
 from mqtool.transactions.end_transaction import plan_end, select_halves
 from mqtool.transactions.listing import list_transactions
+from store.appender import CommitLogAppender, NewMessage
 from store.dispatch import BatchCQTopicError
-from store.log.appender import CommitLogAppender, NewMessage
 from store.storedir import Store
 
 LATE = 1_900_000_000_000  # everything is due

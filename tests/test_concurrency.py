@@ -2,7 +2,7 @@
 
 Writer A is `mqtool ... --execute` in another process (a forked child running the console entry; once a
 new interpreter), paused in the middle of its write: at its N-th write call (the crash hook of
-store/filewrites.py, whose SIGKILL is turned into a pause) or at its N-th `os.replace` (config files).
+store/io/filewrites.py, whose SIGKILL is turned into a pause) or at its N-th `os.replace` (config files).
 While it is paused:
 
 * the lock is held by A's pid, as `F_GETLK` shows - at the first, a middle and the last write, so nothing
@@ -44,7 +44,7 @@ def pause():
     sys.stdin.readline()
 
 if point == "write":
-    from store import filewrites
+    from store.io import filewrites
     real_kill = os.kill
     def kill(pid, sig):  # the crash hook's SIGKILL becomes a pause, once
         if pid == os.getpid() and sig == signal.SIGKILL and not state["paused"]:
@@ -113,7 +113,7 @@ class Paused:
             os.read(go_r, 1)
 
         if point == "write":
-            from store import filewrites
+            from store.io import filewrites
 
             real_kill = os.kill
 
@@ -203,7 +203,7 @@ def _broker_try_lock(root: Path) -> str:
 
 def _count_writes(base, argv: list[str], tmp_path: Path) -> int:
     """How many write calls the command makes (its run to completion, counted by the crash hook)."""
-    from store import filewrites
+    from store.io import filewrites
 
     root = tmp_path / "count"
     shutil.copytree(base.path, root)

@@ -438,7 +438,7 @@ def test_killed_inside_the_append_then_recovered(tmp_path: Path) -> None:
 
 
 def test_timer_messages_are_listed_not_replayed(tmp_path: Path) -> None:
-    from store.log.appender import CommitLogAppender, NewMessage
+    from store.appender import CommitLogAppender, NewMessage
 
     root = copy_store("store-a", tmp_path / "s")
     deliver = 1_795_261_100_000

@@ -39,7 +39,7 @@ from fuzz.harness import (
 
 from formats.message.commitlog import Message
 from store.config.configfile import CONFIG_NAMES
-from store.filewrites import CRASH_ENV, TMP_PREFIX
+from store.io.filewrites import CRASH_ENV, TMP_PREFIX
 from store.storedir import Store
 
 CONFIG_WRITERS = {"offsets reset": "consumerOffset.json", "consume-mode set": "messageRequestMode.json"}
@@ -391,7 +391,7 @@ def _killed_at_step(argv: list[str], kill_at: int) -> int:
 def _killed_after_writes(argv: list[str], n: int) -> int:
     """Run `mqtool ARGV` in a forked child armed to SIGKILL itself after its n-th write call (the
     MQTOOL_CRASH_AFTER_WRITES hook, without a new interpreter); its status."""
-    from store import filewrites
+    from store.io import filewrites
 
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child

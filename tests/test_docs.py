@@ -80,3 +80,35 @@ def test_each_man_page_documents_every_option_of_its_commands() -> None:
             if isinstance(param, click.Option) and not param.hidden:
                 missing += [f"{path} {o}" for o in param.opts if o.startswith("--") and o not in page]
     assert not missing, f"man pages do not document: {missing}"
+
+
+def _import_graph():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "docs" / "import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_architecture_picture_is_what_the_code_imports() -> None:
+    graph = _import_graph()
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    assert graph.current_block(text) == graph.block(), (
+        "docs/ARCHITECTURE.md's graph drifted: run make architecture"
+    )
+
+
+def test_no_layer_imports_a_layer_above_it() -> None:
+    assert _import_graph().upward_imports() == []
+
+
+def test_every_package_is_described_in_the_architecture() -> None:
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    nodes, _ = _import_graph().package_edges()
+    for layer in nodes.values():
+        for node in layer:
+            if "." in node:
+                assert f"`{node.replace('.', '/')}/`" in text, (
+                    f"{node} has no paragraph in docs/ARCHITECTURE.md"
+                )

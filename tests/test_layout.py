@@ -167,8 +167,8 @@ def test_an_empty_delay_level_table(tmp_path: Path) -> None:
 
 def test_the_appender_writes_with_the_stores_layout(tmp_path: Path) -> None:
     from formats.indexfile import IndexGeometry
+    from store.appender import NewMessage
     from store.liveness import hold_store_lock
-    from store.log.appender import NewMessage
     from store.queue.consumequeue import ConsumeQueue
 
     root = tmp_path / "store-49a"

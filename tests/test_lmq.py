@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from golden import GOLDEN, copy_store, run_mqtool, snapshot
 
-from store import rebuild
 from store.config.brokerconf import load_broker_config
 from store.queue.consumequeue import ConsumeQueue
 from store.queue.lmq import LmqSettings, multi_dispatch_units, resolve_lmq_settings
+from store.rebuild import build as rebuild
 from store.storedir import Store
 
 ROOT = GOLDEN / "store-lmq"
@@ -275,7 +275,7 @@ def test_offsets_reset_writes_lmq_consumer_offset_json(tmp_path: Path) -> None:
 
 
 def test_appender_refuses_a_message_naming_lmq_queues(tmp_path: Path) -> None:
-    from store.log.appender import AppendError, CommitLogAppender, NewMessage
+    from store.appender import AppendError, CommitLogAppender, NewMessage
 
     root = copy_store("store-lmq", tmp_path / "s")
     props = {"INNER_MULTI_DISPATCH": "%LMQ%hot", "TAGS": "t"}

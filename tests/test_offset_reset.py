@@ -28,7 +28,7 @@ from mqtool.offsets.apply import ConfigNotWritableError, PlanOutdatedError, appl
 from mqtool.offsets.plan import ResetPlanError, reset_target
 from mqtool.offsets.plan_file import export_plan, read_plan_file
 from mqtool.offsets.reset import plan_from_file, plan_offsets_reset, plan_reset
-from store.filewrites import CRASH_AT_ENV
+from store.io.filewrites import CRASH_AT_ENV
 from store.liveness import BrokerRunningError
 from store.queue.consumequeue import ConsumeQueue
 from store.storedir import Store

@@ -12,10 +12,10 @@ import pytest
 from golden import expect
 from golden import run_mqtool as mqtool
 
+from formats.names import TIMER_TOPIC
 from mqtool.pop import pop_list, pop_stats
 from store.pop.revive import REVIVE_GROUP, pop_state
 from store.storedir import Store
-from store.timer.timerstore import TIMER_TOPIC
 
 NAME = "store-pop"
 ROOT = Path(__file__).parent / "data" / NAME

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from formats.pop.bodies import AckMsg, PopCheckPoint
 from formats.pop.columns import ACK, BATCH_ACK, CK, _reference, parse_bodies
 from mqtool.pop import summarize
-from store.log.appender import CommitLogAppender, NewMessage
+from store.appender import CommitLogAppender, NewMessage
 from store.pop.columns import PopColumns, pop_columns
 from store.pop.revive import pop_state
 from store.storedir import Store

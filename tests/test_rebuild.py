@@ -2,7 +2,7 @@
 
 Proof: on copies of the golden stores with consumequeue/ and index/ deleted, the rebuilt ConsumeQueue
 files have the broker's names and bytes, and the rebuilt index files its contents (names are creation
-times). store-c (retention + crash) checks what a rebuild of a crashed store means (store/rebuild.py).
+times). store-c (retention + crash) checks what a rebuild of a crashed store means (store/rebuild/build.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from store.index.indexservice import IndexService
 from store.index.indexwriter import list_index_files
 from store.liveness import BrokerRunningError
 from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.rebuild import STAGING_NAME, recover_interrupted_swap
+from store.rebuild.build import STAGING_NAME, recover_interrupted_swap
 from store.storedir import Store
 
 SETTINGS = {

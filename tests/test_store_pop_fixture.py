@@ -13,9 +13,9 @@ from golden import GOLDEN
 from test_commitlog_store import check_message
 
 from formats.message.commitlog import Blank, EndOfData, Message
+from formats.names import TIMER_TOPIC
 from formats.pop.bodies import AckMsg, PopCheckPoint
 from store.storedir import Store
-from store.timer.timerstore import TIMER_TOPIC
 from store.version import detect_broker_version
 
 ROOT = GOLDEN / "store-pop"

@@ -14,6 +14,7 @@ from golden import GOLDEN
 from test_commitlog_store import check_message
 
 from formats.message.commitlog import Blank, EndOfData, Message
+from formats.names import TIMER_TOPIC
 from formats.structs import (
     TIMER_LOG_UNIT_SIZE,
     TIMER_WHEEL_SLOT_SIZE,
@@ -26,7 +27,7 @@ from store.index.indexservice import IndexService
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue import ConsumeQueueStore
 from store.storedir import Store
-from store.timer.timerstore import TIMER_TOPIC, read_timercheck
+from store.timer.timerstore import read_timercheck
 from store.version import detect_broker_version
 
 ROOT = GOLDEN / "store-timer5"

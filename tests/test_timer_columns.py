@@ -14,16 +14,17 @@ from hypothesis import strategies as st
 from formats.columnar.properties import plain_longs, property_strings
 from formats.indexfile import IndexGeometry
 from formats.message.properties import decode_properties
+from formats.names import TIMER_TOPIC
 from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint
 from formats.timer import timer_log_unit_dtype
 from mqtool.delay.timer import TimerRow, list_timer_messages, timer_summary
+from store.appender import CommitLogAppender, NewMessage
 from store.broker.messagerebuild import read_message_or_none
-from store.log.appender import CommitLogAppender, NewMessage
 from store.log.scan import records_at
 from store.storedir import Store
 from store.timer.columns import timer_columns
 from store.timer.messages import STATES, timer_messages
-from store.timer.timerstore import TIMER_TOPIC, TimerStore
+from store.timer.timerstore import TimerStore
 from tests.golden import GOLDEN, expect
 
 NOWS = (0, 2_000, 1795664876000, 1795664876000 + 7_200_000, 10**13)

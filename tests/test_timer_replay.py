@@ -18,12 +18,13 @@ from golden import copy_store, expect, rebuild_matches, snapshot
 from golden import run_mqtool as mqtool
 
 from formats.errors import MqtoolError
+from formats.names import TIMER_TOPIC
 from formats.timer import MAGIC_DELETE, MAGIC_ROLL, TIMER_WHEEL_SLOTS
 from mqtool.delay.timer_replay import execute_timer_replay, plan_timer_replay
 from store.storedir import Store
 from store.timer.dequeue import recovered_wheel, timer_time_up
 from store.timer.messages import timer_messages
-from store.timer.timerstore import TIMER_TOPIC, TimerStore, read_timercheck
+from store.timer.timerstore import TimerStore, read_timercheck
 
 TIMER_STORES = ("store-timer-states", "store-timer5", "store-timer-crash")
 

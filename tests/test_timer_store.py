@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from golden import GOLDEN, expect
 
+from formats.names import TIMER_TOPIC
 from formats.structs import TIMER_LOG_UNIT_SIZE
 from formats.timer import MAGIC_DELETE, MAGIC_ROLL, TIMER_WHEEL_FILE_SIZE
 from store.log.mappedfile import MappedFileQueue
 from store.storedir import Store
 from store.timer.messages import enqueue_position, timer_messages
-from store.timer.timerstore import TIMER_TOPIC, TimerFileError, TimerStore, chain, walk_timerlog
+from store.timer.timerstore import TimerFileError, TimerStore, chain, walk_timerlog
 
 TIMER_STORES = ("store-timer5", "store-timer-states")
 

@@ -260,7 +260,7 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
 def _append_copies(root: Path) -> None:
     """What the check service leaves: half 2 re-put (checked once), half 5 an immunity copy, half 8 given up
     and copied to TRANS_CHECK_MAX_TIME_TOPIC, check progress at 12 (past 11, which has no op)."""
-    from store.log.appender import CommitLogAppender, NewMessage
+    from store.appender import CommitLogAppender, NewMessage
 
     with Store.open(root) as st:
         halves = {

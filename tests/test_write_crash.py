@@ -31,14 +31,14 @@ from formats.indexfile import IndexGeometry
 from formats.message.commitlog import Message
 from mqtool.sample.create import create_sample
 from mqtool.sample.options import SampleOptions
-from store import filewrites
-from store.filewrites import CRASH_ENV, set_crash_after
 from store.index.indexservice import IndexService
 from store.index.indexwriter import list_index_files
+from store.io import filewrites
+from store.io.filewrites import CRASH_ENV, set_crash_after
 from store.layout import delay_levels_ms
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore
-from store.rebuild import build_staging
+from store.rebuild.build import build_staging
 
 ROOT = Path(__file__).resolve().parent.parent
 GEOMETRY = IndexGeometry(64, 100)
@@ -47,7 +47,7 @@ SAMPLE = {"messages": 300, "file_size": 65536, "cq_file_size": 600, "hash_slot_n
 APPEND_SCRIPT = """
 import sys
 from pathlib import Path
-from store.log.appender import CommitLogAppender, NewMessage
+from store.appender import CommitLogAppender, NewMessage
 from store.liveness import hold_store_lock
 
 

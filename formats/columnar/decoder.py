@@ -67,9 +67,28 @@ STATUS_NAMES = (
     "bad_property",
 )
 STATUS_OK, STATUS_BLANK, STATUS_END = 0, 1, 2
+# the statuses of a record the broker's check rejects (the walk stops there; recovery truncates)
+FAILURE_STATUSES = frozenset(STATUS_NAMES[3:])
 
 _DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 _STATUS_TYPE = pa.dictionary(pa.int8(), pa.string())
+
+
+def column_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A decoded column's values as numpy (one chunk)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    return col.to_numpy(zero_copy_only=False)
+
+
+def dictionary_indices(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A dictionary column's indices as numpy (`status`: indices into STATUS_NAMES; nulls read as 0)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    indices = col.indices
+    if indices.null_count:
+        indices = indices.fill_null(0)
+    return indices.to_numpy(zero_copy_only=False)
 
 
 def _strings(values: Sequence[str | None]) -> pa.Array:

@@ -128,6 +128,15 @@ def java_parse_int(text: str) -> int | None:
     return value if -(2**31) <= value < 2**31 else None
 
 
+def java_parse_long(text: str) -> int | None:
+    """`Long.parseLong`: the value, or None where Java throws (not a decimal, or out of range)."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
 def deliver_tags_code(store_timestamp: int, delay: str, delay_levels: tuple[int, ...]) -> int | None:
     """Tags code of a SCHEDULE_TOPIC_XXXX record with a DELAY property: its delivery time
     (`ScheduleMessageService.computeDeliverTimestamp`).

@@ -11,7 +11,7 @@ from typing import Any
 from formats.errors import MqtoolError
 from mqtool.audit.plan import StorePlan, relative_path
 from mqtool.audit.schema import BODY, RATE
-from store.remote import redact, store_url
+from store.io.remote import redact, store_url
 from store.storedir import Store
 
 DISPATCHED_NOTE = (

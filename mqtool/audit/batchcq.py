@@ -4,7 +4,7 @@ The driver reads each queue's units and what the dispatch takes from their recor
 (`batch_queue_contexts`, shipped in `StoreContext.batch_queues`); each executor judges the units that
 point into its split (`check_batch_split`: their record hits and the queues' facts count for the dispatch
 coverage); the driver judges the units outside the data, the base offsets unit to unit, the queue types
-and the file tails (`store.queue.batchcq_check.check_batch_queue_files` with `outside_only`). The queues
+and the file tails (`store.checks.storefiles.check_batch_queue_files` with `outside_only`). The queues
 table gets their min/max offsets (`batch_queue_rows`) and counts their messages, not their records
 (`count_batch_messages`).
 """
@@ -22,7 +22,7 @@ from formats.errors import MqtoolError
 @dataclass(frozen=True)
 class BatchQueueContext:
     """One BatchConsumeQueue as the driver read it: its units and, per unit, the dispatch facts
-    (`store.queue.batchcq_check.dispatch_facts`)."""
+    (`store.checks.storefiles.dispatch_facts`)."""
 
     topic: str
     queue_id: int
@@ -39,7 +39,7 @@ def batch_queue_contexts(
 ) -> tuple[list[BatchQueueContext], dict[tuple[str, int], tuple[int, int, int]]]:
     """Every readable BatchConsumeQueue with its dispatch facts, and each queue's (min, max, last end).
     Records up to `commitlog_end` are read: units past the recovery walk's end are the driver's."""
-    from store.queue.batchcq_check import dispatch_facts
+    from store.checks.storefiles import dispatch_facts
 
     contexts: list[BatchQueueContext] = []
     facts: dict[tuple[str, int], tuple[int, int, int]] = {}

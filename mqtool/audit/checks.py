@@ -31,8 +31,8 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
+from store.io.remote import is_url, location
 from store.queue.lmq import is_lmq
-from store.remote import is_url, location
 from store.storedir import Store
 
 # --- what the executors get (driver) --------------------------------------------------------------
@@ -125,7 +125,7 @@ def _read_index_keys(plan: StorePlan, ctx, opts: AuditOptions) -> None:
     read and its problems are kept for the driver's index checks, which then do not read again."""
     from store.checks.index import ReachableKeys
     from store.checks.problems import ProblemList
-    from store.storecheck import read_index_files
+    from store.checks.storefiles import read_index_files
 
     problems = ProblemList(plan.label, max_rows=opts.max_rows)
     plan.index_read = read_index_files(plan.store, problems)
@@ -320,8 +320,8 @@ def store_problems(
     from store.checks.lmq import report_lmq_missing
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
-    from store.queue.batchcq_check import check_batch_queue_files
-    from store.storecheck import (
+    from store.checks.storefiles import (
+        check_batch_queue_files,
         check_checkpoint_file,
         check_index_files,
         check_queue_files,

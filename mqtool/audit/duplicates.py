@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqtool.audit.schema import DUP_KEY, DUP_UNIQ, SplitTask, constant, partial_rows
-from store.remote import placeholder
+from store.io.remote import placeholder
 
 if TYPE_CHECKING:
     from mqtool.audit.plan import StorePlan

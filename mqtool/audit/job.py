@@ -25,7 +25,7 @@ from mqtool.audit.output import drop_invalid_message_files
 from mqtool.audit.plan import AuditOptions, Split, StoreFailure, StorePlan
 from mqtool.audit.recovery import SplitStop, recovery_cut
 from mqtool.audit.schema import BODY, NO_STOP, PARTIAL_DDL, PROBLEM, QUEUE, RATE, RETRY, SPLIT_FIELDS, STOP
-from store.remote import is_url, location
+from store.io.remote import is_url, location
 
 SCAN_GROUP = "mqtool-audit-scan"
 

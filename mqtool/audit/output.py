@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 from mqtool.audit.plan import AuditError
 from mqtool.audit.scan import message_file, message_name
 from mqtool.outputs import OutputRefused, output_directory
-from store.remote import is_url, join, redact, write_bytes
+from store.io.remote import is_url, join, redact, write_bytes
 
 if TYPE_CHECKING:
     from mqtool.audit.plan import Split

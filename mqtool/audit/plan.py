@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from formats.errors import MqtoolError
 from mqtool.audit.scan import close_map
 from mqtool.exitstatus import StoreUnreadableError
-from store.remote import is_url, placeholder, redact
+from store.io.remote import is_url, placeholder, redact
 from store.storedir import Store
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from store.storecheck import IndexRead
+    from store.checks.storefiles import IndexRead
 
 MiB = 1 << 20
 MIN_SPLIT = 4 * MiB

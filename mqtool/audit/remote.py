@@ -1,7 +1,7 @@
-"""The audit over stores and outputs named by URL (`store.remote`): what an executor reads of a split, and
+"""The audit over stores and outputs named by URL (`store.io.remote`): what an executor reads of a split, and
 the output directory on object storage.
 
-A split of a remote commitlog file is decoded from `store.remote.file_array`: an array of the file's size
+A split of a remote commitlog file is decoded from `store.io.remote.file_array`: an array of the file's size
 (zero pages cost nothing until touched) holding [start, end) plus a tail for the records that start in
 the split and end after it. The decoder then sees file positions, so its blank check (a blank reaches the
 file's end) and resync work as on a mapped file. When a row reaches past what was read, or the split held
@@ -9,7 +9,7 @@ bytes but no record start was confirmed (a record longer than the tail), more is
 decoded again; a split that stops (blank, end of data, a rejected record) reads the rest of its file, as
 the walk facts (`mqtool.audit.scan._walk_facts`) look at every byte after the stop.
 
-Executors import this module: at module level only the standard library, numpy, pyarrow and `store.remote`.
+Executors import this module: at module level only the standard library, numpy, pyarrow and `store.io.remote`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from formats.columnar.decoder import STATUS_OK, decode_resync
-from store import remote
+from store.io import remote
 
 TAIL = 256 << 10  # read past a split's end: the records that start in it usually end within this
 HEADER = 96  # a record's fixed fields: a row reaching past filled bytes is re-read

@@ -67,7 +67,7 @@ from mqtool.audit.schema import (
     constant,
     partial_rows,
 )
-from store.remote import is_url
+from store.io.remote import is_url
 
 TRAN_TYPE_MASK = 0xC  # MessageSysFlag.TRANSACTION_ROLLBACK_TYPE: getTransactionValue(sysFlag)
 
@@ -318,7 +318,7 @@ def write_message_rows(task: SplitTask, ok: pa.RecordBatch) -> Path | None:
     table = table.add_column(0, "store", pa.array([task.label] * table.num_rows, pa.string()))
     if is_url(task.output):  # one object per split: a retried task replaces it whole
         from mqtool.audit.remote import write_table
-        from store.remote import join
+        from store.io.remote import join
 
         write_table(table, join(task.output, "messages", message_name(task.store, task.seq)))
         return None

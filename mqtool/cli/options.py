@@ -23,7 +23,7 @@ class StoreLocation(click.ParamType):
     name = "path"
 
     def convert(self, value, param, ctx):
-        from store.remote import is_url
+        from store.io.remote import is_url
 
         return value if isinstance(value, Path) or is_url(value) else Path(value)
 
@@ -108,7 +108,7 @@ class Session:
     ctx: object  # mqtool.render.RenderContext (imported lazily to keep --help fast)
 
     def open_store(self, broker_config: Path | None = None, *, url_ok: bool = False):
-        """The store; a URL only where the command reads stores through store.remote (`url_ok`)."""
+        """The store; a URL only where the command reads stores through store.io.remote (`url_ok`)."""
         from store.config.brokerconf import load_broker_config
         from store.storedir import Store
 

@@ -22,7 +22,7 @@ from formats.message.properties import (
     CRC32_RESERVED_LEN,
     split_crc32_trailer,
 )
-from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
+from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC
 from mqtool.delay.timer import TIMER_REPLAY_HINT
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import (
@@ -46,10 +46,9 @@ from store.broker.schedule import (
     message_time_up,
     schedule_levels,
 )
-from store.filewrites import crash_point
+from store.io.filewrites import crash_point
 from store.layout import DelayLevelTable as DelayLevels
 from store.storedir import Store
-from store.timer.timerstore import TIMER_TOPIC
 from store.version import BrokerVersion
 
 Action = Literal["deliver", "done", "skip", "drop", "stop"]

@@ -13,11 +13,12 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from formats.names import TIMER_TOPIC
 from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS
 from store.storedir import Store
 from store.timer.columns import TimerColumns, timer_columns
 from store.timer.messages import STATES, TimerMessage
-from store.timer.timerstore import TIMER_TOPIC, TimerStore
+from store.timer.timerstore import TimerStore
 
 TIMER_REPLAY_HINT = (
     "5.x timer-wheel messages are delivered by the broker's TimerMessageStore from its wheel: "

@@ -18,16 +18,16 @@ from typing import Any
 import numpy as np
 
 from formats.message.commitlog import Message
-from formats.message.properties import decode_properties, split_crc32_trailer
+from formats.message.properties import PROPERTY_TIMER_DEQUEUE_MS, decode_properties, split_crc32_trailer
 from mqtool.delay.replay import CopyFinder, ReplayResult, destination_notes, same_delivery
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import queue_max_offset, refuse_unclean, store_writer
 from store.broker.schedule import DelayError, real_queue
-from store.filewrites import crash_point
+from store.io.filewrites import crash_point
 from store.storedir import Store
 from store.timer.columns import STATE_CODE, timer_columns
 from store.timer.dequeue import DequeuePlan, TimerDelivery, plan_dequeue, write_read_time
-from store.timer.timerstore import PROPERTY_TIMER_DEQUEUE_MS, TimerStore, timercheck_path
+from store.timer.timerstore import TimerStore, timercheck_path
 
 
 @dataclass

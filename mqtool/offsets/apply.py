@@ -20,7 +20,7 @@ from mqtool.offsets.plan import ResetPlan
 from mqtool.safety import warn, write_guard
 from mqtool.timeparse import now_ms
 from store.config.configfile import LoadedConfig
-from store.filewrites import crash_point
+from store.io.filewrites import crash_point
 from store.storedir import Store
 
 CONSUMER_OFFSET = "consumerOffset.json"

@@ -9,9 +9,8 @@ from __future__ import annotations
 import weakref
 
 from formats.errors import MqtoolError
-from formats.names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from store.storedir import Store
-from store.timer.timerstore import TIMER_TOPIC
 
 
 class UnknownTopicError(MqtoolError):

@@ -1,6 +1,6 @@
 """`mqtool sample create`: a realistic broker store, written through the store's own write path.
 
-Every record goes through `store.log.appender.CommitLogAppender` and is dispatched by `store.dispatch`
+Every record goes through `store.appender.CommitLogAppender` and is dispatched by `store.dispatch`
 exactly as a broker would (ConsumeQueues, index, checkpoint); config files are written with
 `formats.config.codec` models through `store.config.configfile` in fastjson's layout. What the store holds,
 for a simulated broker `broker-a` (cluster DefaultCluster, 192.168.0.10:10911) and three producers

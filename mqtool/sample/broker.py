@@ -24,7 +24,7 @@ from mqtool.sample.options import (
     SampleOptions,
 )
 from mqtool.sample.producers import _ProducerTraffic, _Stored
-from store.log.appender import CommitLogAppender, NewMessage
+from store.appender import CommitLogAppender, NewMessage
 
 DELAY_LEVELS_USED = (1, 1, 2, 2, 3, 4, 5, 16, 18)
 MAX_RECONSUME = 16

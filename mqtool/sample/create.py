@@ -38,8 +38,8 @@ from mqtool.sample.options import (
     SampleOptions,
 )
 from store.config.configfile import ConfigFile
-from store.filewrites import TMP_PREFIX, fsync_dir
 from store.index.indexwriter import list_index_files
+from store.io.filewrites import TMP_PREFIX, fsync_dir
 
 SYSTEM_TOPICS_5 = (
     (SCHEDULE_TOPIC, 18, 6, False),

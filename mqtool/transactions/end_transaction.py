@@ -27,7 +27,7 @@ from store.broker.transaction import (
     op_bodies,
     op_message,
 )
-from store.filewrites import crash_point
+from store.io.filewrites import crash_point
 from store.storedir import Store
 from store.version import BrokerVersion
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from formats.errors import MqtoolError
 from formats.javahash import tags_code as tags_hash
-from formats.message.commitlog import Message, java_parse_int
+from formats.message.commitlog import Message, java_parse_int, java_parse_long
 from formats.message.properties import (
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -43,7 +43,6 @@ from store.broker.transaction import (
     HalfRecord,
     OpRecord,
     TransactionError,
-    java_parse_long,
     scan_ops,
 )
 from store.storedir import Store

@@ -201,7 +201,7 @@ def refuse_unclean(store: Store) -> None:
 
 
 class StoreWriter:
-    """The store write path for records built here: `store.log.appender.CommitLogAppender` appends them with
+    """The store write path for records built here: `store.appender.CommitLogAppender` appends them with
     the broker's CommitLog rules (queue offset, physical offset, store time, file roll) and dispatches
     them to the ConsumeQueues and the index as ReputMessageService does."""
 
@@ -218,7 +218,7 @@ class StoreWriter:
         host = next(iter(hosts)) if len(hosts) == 1 else None
         if host is None:
             self.warnings.append("records with different store hosts: the store's own host is written")
-        from store.log.appender import CommitLogAppender, NewMessage
+        from store.appender import CommitLogAppender, NewMessage
 
         written: list[Message] = []
         with CommitLogAppender(

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from formats.errors import FormatError, MqtoolError
-from formats.message.commitlog import Message, build_message, java_length, java_parse_int
+from formats.message.commitlog import Message, build_message, java_length, java_parse_int, java_parse_long
 from formats.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    TIMER_PROPERTIES,
     encode_properties,
 )
 from formats.names import TRANS_OP_HALF_TOPIC
@@ -26,7 +27,6 @@ from store.broker.messagerebuild import (
     rebuild_properties,
 )
 from store.storedir import Store
-from store.timer.timerstore import TIMER_PROPERTIES
 
 CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 REMOVE_TAG = "d"
@@ -72,15 +72,6 @@ class HalfRecord:
     @property
     def is_immunity_copy(self) -> bool:
         return PROPERTY_PREPARED_QUEUE_OFFSET in self.message.properties
-
-
-def java_parse_long(text: str) -> int | None:
-    """`Long.parseLong`: the value, or None where Java throws (not a decimal, or out of range)."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""Store checks as pure functions over Arrow batches and numpy arrays (`mqtool verify` and the audit).
+"""Store checks (`mqtool verify` and the audit): pure functions over Arrow batches and numpy arrays, fed
+from a store's files by `storefiles`.
 
 Inputs are decoded commitlog record batches (`formats.columnar.decoder.MESSAGE_SCHEMA`), ConsumeQueue units
 (`store.queue.consumequeue.NATIVE_UNIT_DTYPE`), IndexFile slot/entry views (`formats.indexfile`) and small
 metadata; the output is rows of a problems table (`PROBLEM_SCHEMA`: store, file, offset, kind, severity,
-detail). Nothing here reads files, imports numba or Spark, or loops over records in Python (only over the
-few problem rows, over the rare non-ASCII strings, and over records of SCHEDULE_TOPIC_XXXX), so a Spark
-executor can run the same functions on its split.
+detail). Nothing here but `storefiles` reads files; nothing imports numba or Spark or loops over records in
+Python (only over the few problem rows, over the rare non-ASCII strings, and over records of
+SCHEDULE_TOPIC_XXXX), so a Spark executor can run the same functions on its split.
 
 `file` is the path relative to the store root (`commitlog/00000000000000000000`); `offset` is the byte
 position inside that file (a physical offset = file name + offset; details name it too).

@@ -1,7 +1,7 @@
 """BatchConsumeQueue checks (BatchCQ topics): units against the records they point at, base offsets.
 
 Inputs: one queue's units (`store.queue.batchconsumequeue.native_bcq_dtype`), the `RecordIndex`, and per unit
-what the dispatch takes from its record (`store.queue.batchcq_build.batch_fields`: INNER_BASE and INNER_NUM
+what the dispatch takes from its record (`store.rebuild.batchcq.batch_fields`: INNER_BASE and INNER_NUM
 when both are set, else the record's queue offset and 1; -2 where the broker's check refuses them, -1
 where the record was not read), its INNER_NUM and the number of messages in its inner-batch body (-1
 when absent, not an inner batch or unreadable).

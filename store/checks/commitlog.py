@@ -6,53 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
-from formats.columnar.decoder import STATUS_NAMES
+from formats.columnar.decoder import FAILURE_STATUSES, column_values, dictionary_indices
 from store.checks.problems import FAILURE_KIND, OK, ProblemList, fmt
-from store.checks.records import _indices, _np
-
-_FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTimestamp", "status")
-
-
-@dataclass
-class CommitLogFile:
-    """One commitlog file as the checks see it (filled by `store.log.scan`, or by an audit executor)."""
-
-    name: str  # relative path, e.g. commitlog/00000000000000000000
-    start: int
-    size: int
-    batch: pa.RecordBatch | None  # decode from position 0: ok rows, then the row that stopped the walk
-    data_end: int = 0  # position after the last non-zero byte in [stop row, file end), else the stop row
-    beyond: pa.RecordBatch | None = None  # records resynchronised after a rejected record
-    stop_data_end: int | None = None  # the same inside a rejected record's extent (its written prefix)
-
-    def stop(self) -> tuple[str, int, int] | None:
-        """(status, position, totalSize) of the last row, None for an empty file."""
-        if self.batch is None or self.batch.num_rows == 0:
-            return None
-        last = self.batch.num_rows - 1
-        status = STATUS_NAMES[int(_indices(self.batch.column("status"))[last])]
-        pos = int(_np(self.batch.column("physicalOffset"))[last]) - self.start
-        total = int(_np(self.batch.column("totalSize"))[last])
-        return status, pos, total
-
-    def slim(self) -> None:
-        """Keep only the columns `check_commitlog` reads (drops strings and properties)."""
-        if self.batch is not None:
-            self.batch = self.batch.select(list(_FILE_COLUMNS))
-        if self.beyond is not None:
-            self.beyond = self.beyond.select(list(_FILE_COLUMNS))
-
-    def message_count(self) -> int:
-        if self.batch is None:
-            return 0
-        return int(np.count_nonzero(_indices(self.batch.column("status")) == OK))
-
-    def beyond_count(self) -> int:
-        if self.beyond is None:
-            return 0
-        return int(np.count_nonzero(_indices(self.beyond.column("status")) == OK))
+from store.log.scan import CommitLogFile
 
 
 @dataclass
@@ -125,7 +82,7 @@ def check_commitlog(
     after = f.beyond_count() + later_records
     extent = max(total, 8) if status != "end" else 8
     tail_zero = f.data_end <= pos + extent and not later_data and f.beyond_count() == 0
-    torn = status in FAILURE_KIND and tail_zero
+    torn = status in FAILURE_STATUSES and tail_zero
     if status == "end":
         if after or later_data:
             problems.add(
@@ -185,9 +142,9 @@ def check_file_records(f: CommitLogFile, problems: ProblemList) -> None:
     """Per-record facts of one file: PHYSICALOFFSET fields, BLANK size, bytes after a BLANK."""
     batches = [b for b in (f.batch, f.beyond) if b is not None and b.num_rows]
     for batch in batches:
-        status = _indices(batch.column("status"))
-        phy = _np(batch.column("physicalOffset"))
-        field = _np(batch.column("physicalOffsetField"))
+        status = dictionary_indices(batch.column("status"))
+        phy = column_values(batch.column("physicalOffset"))
+        field = column_values(batch.column("physicalOffsetField"))
         bad = np.flatnonzero((status == OK) & (field != phy))
         if len(bad):
             problems.add_many(
@@ -214,24 +171,3 @@ def check_file_records(f: CommitLogFile, problems: ProblemList) -> None:
             pos + 8,
             f"non-zero bytes after the BLANK record up to position {f.data_end} (ignored by the broker)",
         )
-
-
-def recovery_start_normal(file_starts: Sequence[int], cq_max_phy: int | None = None) -> int | None:
-    """Index of the file normal recovery starts from: the third-from-last (4.9.x, 5.0-5.3.1), or with
-    `cq_max_phy` (5.3.2+) the last file starting at or before maxPhyOffsetOfConsumeQueue."""
-    if not file_starts:
-        return None
-    if cq_max_phy is None:
-        return max(0, len(file_starts) - 3)
-    idx = [i for i, s in enumerate(file_starts) if s <= cq_max_phy]
-    return idx[-1] if idx else 0
-
-
-def recovery_start_abnormal(first_records: Sequence[tuple[int, int] | None], bound: int) -> int:
-    """`recoverAbnormally`: the last file whose first record is a message with 0 < STORETIMESTAMP <=
-    bound (checkpoint min timestamp); else the first file. first_records: (magic ok, storeTs) or None."""
-    for i in range(len(first_records) - 1, -1, -1):
-        fr = first_records[i]
-        if fr is not None and 0 < fr[1] <= bound:
-            return i
-    return 0

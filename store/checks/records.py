@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from formats.columnar.decoder import column_values, dictionary_indices
 from formats.javahash import java_string_hash
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, java_parse_int
 from formats.message.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
@@ -129,8 +130,8 @@ class RecordIndexBuilder:
             if batch.num_rows == 0:
                 return
             batch = batch.combine_chunks().to_batches()[0]
-        status = _indices(batch.column("status"))
-        phy = _np(batch.column("physicalOffset"))
+        status = dictionary_indices(batch.column("status"))
+        phy = column_values(batch.column("physicalOffset"))
         mask = status == OK
         if below is not None:
             mask &= phy < below
@@ -156,13 +157,15 @@ class RecordIndexBuilder:
             dtype=np.int32,
         )
         cols = self.cols
-        cols["phy"].append(_np(batch.column("physicalOffset")))
-        cols["size"].append(_np(batch.column("totalSize")))
-        cols["topic"].append(mapping[_indices(topic_col)] if len(mapping) else _indices(topic_col))
-        cols["qid"].append(_np(batch.column("queueId")))
-        cols["qoff"].append(_np(batch.column("queueOffset")))
-        cols["sys"].append(_np(batch.column("sysFlag")))
-        cols["ts"].append(_np(batch.column("storeTimestamp")))
+        cols["phy"].append(column_values(batch.column("physicalOffset")))
+        cols["size"].append(column_values(batch.column("totalSize")))
+        cols["topic"].append(
+            mapping[dictionary_indices(topic_col)] if len(mapping) else dictionary_indices(topic_col)
+        )
+        cols["qid"].append(column_values(batch.column("queueId")))
+        cols["qoff"].append(column_values(batch.column("queueOffset")))
+        cols["sys"].append(column_values(batch.column("sysFlag")))
+        cols["ts"].append(column_values(batch.column("storeTimestamp")))
         cols["tags"].append(batch_tags_codes(batch, self.delay_levels))
         if self.with_keys:
             self.keys.append(batch.column("keys"))
@@ -207,21 +210,6 @@ def locate(
     return names.dictionary_decode(), phy - file_starts[i]
 
 
-def _np(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    return col.to_numpy(zero_copy_only=False)
-
-
-def _indices(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    indices = col.indices
-    if indices.null_count:
-        indices = indices.fill_null(0)
-    return indices.to_numpy(zero_copy_only=False)
-
-
 def take_rows(arr: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """`arr.take(rows)`, also for binary_view columns (pyarrow has no take kernel for them): their
     16-byte views are gathered, the data buffers shared. Binary views come back as plain binary."""
@@ -257,10 +245,10 @@ def batch_tags_codes(
     topic = batch.column("topic")
     dictionary = topic.dictionary.to_pylist()
     if SCHEDULE_TOPIC in dictionary:
-        sched = np.flatnonzero(_indices(topic) == dictionary.index(SCHEDULE_TOPIC))
+        sched = np.flatnonzero(dictionary_indices(topic) == dictionary.index(SCHEDULE_TOPIC))
         sched = sched[topic.is_valid().to_numpy(zero_copy_only=False)[sched]]
         if len(sched):
-            ts = _np(batch.column("storeTimestamp"))[sched]
+            ts = column_values(batch.column("storeTimestamp"))[sched]
             props = take_rows(batch.column("properties"), sched)
             level = delay_levels_of(props)
             level = np.minimum(level, len(delay_levels))

@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from formats.names import TIMER_TOPIC
 from formats.structs import TIMER_WHEEL_SLOT_SIZE
 from store.checks.problems import ProblemList
-from store.timer.timerstore import TIMER_TOPIC, TimerStore, chain
+from store.timer.timerstore import TimerStore, chain
 
 
 def check_timer(

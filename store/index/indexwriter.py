@@ -35,7 +35,7 @@ from formats.structs import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from store.filewrites import (
+from store.io.filewrites import (
     DispatchError,
     FileSet,
     create_sparse_file,

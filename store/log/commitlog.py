@@ -32,6 +32,7 @@ from formats.message.recordcheck import Fields, check_record, store_timestamp_at
 from formats.message.recordfast import SYSFLAG_AT
 from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.log.mappedfile import MappedFile, MappedFileQueue
+from store.log.recovery import recovery_start_normal
 
 
 class OffsetError(MqtoolError):
@@ -133,7 +134,8 @@ class CommitLog:
     def recovery_start_offset(self) -> int | None:
         """Where normal recovery starts walking (4.9.x, 5.0-5.3.1): the third-from-last file."""
         files = self.files
-        return files[max(0, len(files) - 3)].start_offset if files else None
+        first = recovery_start_normal([f.start_offset for f in files])
+        return None if first is None else files[first].start_offset
 
     def locate(self, phy_offset: int) -> tuple[str, int]:
         """(file path, position in it) of a physical offset inside the commitlog files: where an error

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.errors import FormatError, MqtoolError
-from store import remote
+from store.io import remote
+from store.log.recovery import recovery_start_normal
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -64,7 +65,7 @@ class MappedFile:
 
     def record_buffer(self, position: int) -> memoryview | bytes:
         """A buffer of the whole file in which the record at `position` can be read: the map, or for a
-        placeholder of a store read by URL (`store.remote`) a file-sized array holding that record only
+        placeholder of a store read by URL (`store.io.remote`) a file-sized array holding that record only
         (two ranged reads; a file read this way many times is fetched whole instead)."""
         entry = remote.placeholder(self.path)
         if entry is None or remote.read_often(self.path):
@@ -211,7 +212,8 @@ def recover_unit_queue_end(
     whole (the end of the last file when all are). `valid_units(f)`: how many units from the start of `f`
     pass the queue's validity test."""
     end = 0
-    for f in files[max(0, len(files) - 3) :]:
+    first = recovery_start_normal([f.start_offset for f in files]) or 0
+    for f in files[first:]:
         end = f.start_offset + valid_units(f) * unit_size
         if end < f.start_offset + file_size:
             break

@@ -23,6 +23,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from formats.columnar.decoder import (
+    FAILURE_STATUSES,
+    STATUS_NAMES,
+    STATUS_OK,
+    column_values,
+    dictionary_indices,
+)
 from formats.errors import MqtoolError
 from store.log.commitlog import CommitLog, OffsetError
 from store.log.mappedfile import MappedFile
@@ -107,6 +114,49 @@ def relative_name(f: MappedFile, root: Path | None) -> str:
     return f"{f.path.parent.name}/{f.path.name}"
 
 
+_FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTimestamp", "status")
+
+
+@dataclass
+class CommitLogFile:
+    """One commitlog file as the checks see it (filled by `scan_file`, or by an audit executor)."""
+
+    name: str  # relative path, e.g. commitlog/00000000000000000000
+    start: int
+    size: int
+    batch: pa.RecordBatch | None  # decode from position 0: ok rows, then the row that stopped the walk
+    data_end: int = 0  # position after the last non-zero byte in [stop row, file end), else the stop row
+    beyond: pa.RecordBatch | None = None  # records resynchronised after a rejected record
+    stop_data_end: int | None = None  # the same inside a rejected record's extent (its written prefix)
+
+    def stop(self) -> tuple[str, int, int] | None:
+        """(status, position, totalSize) of the last row, None for an empty file."""
+        if self.batch is None or self.batch.num_rows == 0:
+            return None
+        last = self.batch.num_rows - 1
+        status = STATUS_NAMES[int(dictionary_indices(self.batch.column("status"))[last])]
+        pos = int(column_values(self.batch.column("physicalOffset"))[last]) - self.start
+        total = int(column_values(self.batch.column("totalSize"))[last])
+        return status, pos, total
+
+    def slim(self) -> None:
+        """Keep only the columns `check_commitlog` reads (drops strings and properties)."""
+        if self.batch is not None:
+            self.batch = self.batch.select(list(_FILE_COLUMNS))
+        if self.beyond is not None:
+            self.beyond = self.beyond.select(list(_FILE_COLUMNS))
+
+    def message_count(self) -> int:
+        if self.batch is None:
+            return 0
+        return int(np.count_nonzero(dictionary_indices(self.batch.column("status")) == STATUS_OK))
+
+    def beyond_count(self) -> int:
+        if self.beyond is None:
+            return 0
+        return int(np.count_nonzero(dictionary_indices(self.beyond.column("status")) == STATUS_OK))
+
+
 # --- whole-store scan -----------------------------------------------------------------------------
 
 
@@ -119,9 +169,6 @@ def scan_file(
     resync: bool = True,
 ):
     """Decode one commitlog file from position 0 (see the module docstring)."""
-    from store.checks.commitlog import CommitLogFile
-    from store.checks.problems import FAILURE_KIND
-
     columnar = _columnar()
     if f.size == 0:
         return CommitLogFile(name, f.start_offset, 0, None)
@@ -134,7 +181,7 @@ def scan_file(
         return result
     status, pos, total = stop
     result.data_end = last_nonzero_in_file(f, data, pos, f.size)
-    if status in FAILURE_KIND:
+    if status in FAILURE_STATUSES:
         extent = min(max(total, 8), f.size - pos)
         result.stop_data_end = last_nonzero_in_file(f, data, pos, pos + extent)
         if resync and result.data_end > pos + extent:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from formats.consumequeue import CQ_UNIT_STRUCT, FILLER_PHY_OFFSET, FILLER_SIZE
 from formats.structs import CQ_STORE_UNIT_SIZE
-from store.filewrites import DispatchError, FileSet, create_sparse_file, last_nonzero_end, pwrite_all
+from store.io.filewrites import DispatchError, FileSet, create_sparse_file, last_nonzero_end, pwrite_all
 from store.log.mappedfile import offset_to_file_name
+from store.log.recovery import recovery_start_normal
 from store.queue.consumequeue import ConsumeQueue
 
 UNIT = CQ_STORE_UNIT_SIZE
@@ -51,7 +52,8 @@ class ConsumeQueueWriter:
             self.max_physic_offset = -1
             self.last_unit_end = -1  # end of the last unit that is not a filler
             if self.file_starts:
-                scan_start = queue.files[max(0, len(queue.files) - 3)].start_offset
+                first = recovery_start_normal([f.start_offset for f in queue.files]) or 0
+                scan_start = queue.files[first].start_offset
                 if self.write_end - UNIT >= scan_start:
                     last = queue.unit_at(self.write_end - UNIT)
                     assert last is not None

@@ -23,18 +23,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from formats.message.commitlog import java_parse_int
-from formats.timer import MAGIC_DELETE, MAGIC_ROLL
-from store.log.scan import records_at
-from store.timer.messages import STATES, enqueue_position, parse_roll_times
-from store.timer.timerstore import (
+from formats.message.properties import (
     PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_DEQUEUE_MS,
     PROPERTY_TIMER_OUT_MS,
     PROPERTY_TIMER_ROLL_TIMES,
-    TIMER_TOPIC,
-    TimerStore,
-    timer_out_ms,
 )
+from formats.names import TIMER_TOPIC
+from formats.timer import MAGIC_DELETE, MAGIC_ROLL
+from store.log.scan import records_at
+from store.timer.messages import STATES, enqueue_position, parse_roll_times
+from store.timer.timerstore import TimerStore, timer_out_ms
 
 if TYPE_CHECKING:
     from store.storedir import Store

@@ -37,7 +37,14 @@ import numpy as np
 
 from formats.errors import FormatError
 from formats.message.commitlog import Message, java_parse_int
-from formats.message.properties import decode_properties, encode_properties
+from formats.message.properties import (
+    PROPERTY_TIMER_DEL_UNIQKEY,
+    PROPERTY_TIMER_DEQUEUE_MS,
+    PROPERTY_TIMER_ENQUEUE_MS,
+    PROPERTY_TIMER_ROLL_TIMES,
+    decode_properties,
+    encode_properties,
+)
 from formats.structs import TimerCheckpoint
 from formats.timer import TIMER_BLANK_SLOTS, TIMER_WHEEL_SLOTS, slot_index
 from store.broker.messagerebuild import (
@@ -47,13 +54,9 @@ from store.broker.messagerebuild import (
     read_message_or_none,
 )
 from store.broker.schedule import real_queue
-from store.filewrites import pwrite_all
+from store.io.filewrites import pwrite_all
 from store.storedir import Store
 from store.timer.timerstore import (
-    PROPERTY_TIMER_DEL_UNIQKEY,
-    PROPERTY_TIMER_DEQUEUE_MS,
-    PROPERTY_TIMER_ENQUEUE_MS,
-    PROPERTY_TIMER_ROLL_TIMES,
     TimerFileError,
     TimerLogUnit,
     TimerStore,

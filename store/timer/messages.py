@@ -25,18 +25,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from formats.message.commitlog import Message
-from formats.structs import TIMER_LOG_UNIT_SIZE
-from store.broker.messagerebuild import read_message_or_none
-from store.broker.schedule import real_queue
-from store.timer.timerstore import (
+from formats.message.properties import (
     PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_DEQUEUE_MS,
     PROPERTY_TIMER_ROLL_TIMES,
-    TIMER_TOPIC,
-    TimerLogUnit,
-    TimerStore,
-    message_deliver_ms,
 )
+from formats.names import TIMER_TOPIC
+from formats.structs import TIMER_LOG_UNIT_SIZE
+from store.broker.messagerebuild import read_message_or_none
+from store.broker.schedule import real_queue
+from store.timer.timerstore import TimerLogUnit, TimerStore, message_deliver_ms
 
 if TYPE_CHECKING:
     from store.storedir import Store

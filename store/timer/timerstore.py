@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from formats.message.commitlog import Message, java_parse_int
+from formats.message.properties import PROPERTY_TIMER_OUT_MS
 from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint
 from formats.timer import (
     MAGIC_DELETE,
@@ -42,23 +43,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from store.storedir import Store
-
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-
-PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
-PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
-PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
-PROPERTY_TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
-PROPERTY_TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
-PROPERTY_TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
-PROPERTY_TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
-TIMER_PROPERTIES = (
-    PROPERTY_TIMER_DELIVER_MS,
-    PROPERTY_TIMER_DELAY_SEC,
-    PROPERTY_TIMER_DELAY_MS,
-    PROPERTY_TIMER_OUT_MS,
-)
 
 
 class TimerFileError(MqtoolError):
@@ -474,16 +458,6 @@ def timer_out_ms(text: str | None) -> int | None:
 
 
 __all__ = [
-    "PROPERTY_TIMER_DELAY_MS",
-    "PROPERTY_TIMER_DELAY_SEC",
-    "PROPERTY_TIMER_DELIVER_MS",
-    "PROPERTY_TIMER_DEL_UNIQKEY",
-    "PROPERTY_TIMER_DEQUEUE_MS",
-    "PROPERTY_TIMER_ENQUEUE_MS",
-    "PROPERTY_TIMER_OUT_MS",
-    "PROPERTY_TIMER_ROLL_TIMES",
-    "TIMER_PROPERTIES",
-    "TIMER_TOPIC",
     "TimerCheck",
     "TimerFileError",
     "TimerLogUnit",

@@ -176,7 +176,7 @@ renames, and `<name>.old` beside the note is the previous directory until the sw
 
 
 def restore_interrupted_swaps(root: Path) -> list[str]:
-    """Put back directories a killed two-rename swap took out of the store root (see store.rebuild)."""
+    """Put back directories a killed two-rename swap took out of the store root (see store.rebuild.build)."""
     restored: list[str] = []
     if not root.is_dir():
         return restored

@@ -6,6 +6,12 @@ chains, where entries point), the checkpoint against the data, and where the bro
 start and end. `verify` passes every decoded record; the audit's executors have judged the records
 of their byte ranges already, so its driver passes no records and asks only about the units that
 point outside the data.
+
+BatchConsumeQueues (BatchCQ topics) are read the same way (`check_batch_queues`): each queue's units,
+and per unit what the dispatch reads from its record (`INNER_NUM`, `INNER_BASE`) and how many messages
+its inner-batch body holds (one record decode per unit: a BatchCQ unit stands for a whole batch). Their
+file tails and dirty files are judged as for ConsumeQueues; the record rows the units hit and each
+queue's facts come back so the dispatch coverage check counts BatchCQ records as dispatched.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from formats.batchconsumequeue import BATCH_CQ_DIR, PROPERTY_INNER_NUM
 from formats.errors import MqtoolError
+from formats.message.innerbatch import count_inner_messages, is_inner_batch
+from store.checks.batchcq import check_batch_consume_queue, check_batch_offset_gaps
 from store.checks.checkpoint import check_checkpoint
 from store.checks.commitlog import (
     CommitLogFile,
     CommitLogVerdict,
-    recovery_start_abnormal,
-    recovery_start_normal,
 )
 from store.checks.consumequeue import QueueFacts, check_consume_queue, check_cq_tail
 from store.checks.index import (
@@ -32,8 +39,11 @@ from store.checks.index import (
     check_index_targets,
 )
 from store.checks.problems import ProblemList
-from store.filewrites import last_nonzero_end
+from store.io.filewrites import last_nonzero_end
+from store.log.recovery import recovery_start_abnormal, recovery_start_normal
+from store.queue.batchconsumequeue import configured_batch_cq_topics
 from store.queue.lmq import is_lmq
+from store.rebuild.batchcq import INVALID, batch_fields
 from store.storedir import Store
 
 
@@ -265,9 +275,10 @@ def check_checkpoint_file(
 
 def check_timer_files(store: Store, problems: ProblemList, *, commitlog_min: int) -> dict[str, Any] | None:
     """The 5.x timer wheel files (`store.checks.timer`), when the store has them; their summary."""
+    from formats.names import TIMER_TOPIC
     from store.checks.timer import check_timer
     from store.timer.messages import enqueue_position
-    from store.timer.timerstore import TIMER_TOPIC, TimerStore
+    from store.timer.timerstore import TimerStore
 
     try:
         timer = TimerStore.open(store)
@@ -350,3 +361,120 @@ def recovery_summary(
         detail += f"; it does not see the stop at phy {verdict.valid_end} in an earlier file"
     problems.add("recovery", end_file.name, end_pos, detail)
     return {"mode": mode, "startFile": files[start].name, "end": end, "droppedBytes": max(dropped, 0)}
+
+
+# --- BatchConsumeQueues (BatchCQ topics) ---------------------------------------------------------------
+
+
+def dispatch_facts(store: Store, units: np.ndarray, commitlog_min: int, valid_end: int) -> tuple[Any, ...]:
+    """Per unit, from its record: the base offset and batch size the dispatch takes (-2 where the broker's
+    check refuses the batch properties, -1 where the record is not read), INNER_NUM (-1: none) and the
+    messages its inner-batch body holds (-1: not an inner batch, or unreadable)."""
+    n = len(units)
+    want_base, want_batch, inner_num, body_count = (np.full(n, -1, dtype=np.int64) for _ in range(4))
+    for i, (phy, size) in enumerate(units[["phyOffset", "size"]].tolist()):
+        if not commitlog_min <= phy < valid_end:
+            continue
+        try:
+            msg = store.commitlog.read_message_at(phy, size)
+        except MqtoolError:
+            continue  # the check reports the unit that points at no record
+        fields = batch_fields(msg.properties, msg.queue_offset)
+        want_base[i], want_batch[i] = (-2, -2) if fields == INVALID else fields
+        num = msg.properties.get(PROPERTY_INNER_NUM)
+        inner_num[i] = want_batch[i] if num is not None and fields != INVALID else -1
+        if is_inner_batch(msg.sys_flag):
+            counted = count_inner_messages(msg.body)
+            body_count[i] = -1 if counted is None else counted
+    return want_base, want_batch, inner_num, body_count
+
+
+def check_queue_types(store: Store, problems: ProblemList) -> None:
+    """Queue directories of the other kind than topics.json gives the topic: the broker's load throws
+    (`ConsumeQueueStore.queueTypeShouldBe`) and the broker does not start."""
+    configured = configured_batch_cq_topics(store)
+    if configured is None:
+        return  # topics.json unreadable: reported by the config checks
+    batch = store.batch_consume_queues
+    for topic in batch.topics():
+        if topic not in configured and batch.queue_ids(topic):
+            problems.add(
+                "bcq_queue_type",
+                f"{BATCH_CQ_DIR}/{topic}",
+                None,
+                f"{topic}: BatchConsumeQueue directories, but topics.json does not give the topic "
+                "queue.type=BatchCQ: the broker's load throws and it does not start",
+            )
+    for topic in sorted(configured & set(store.consume_queues.topics())):
+        if store.consume_queues.queue_ids(topic):
+            problems.add(
+                "bcq_queue_type",
+                f"consumequeue/{topic}",
+                None,
+                f"{topic}: ConsumeQueue directories, but topics.json gives the topic queue.type=BatchCQ: "
+                "the broker's load throws and it does not start",
+            )
+
+
+def check_batch_queue_files(
+    store: Store,
+    records: Any,
+    problems: ProblemList,
+    *,
+    commitlog_min: int,
+    valid_end: int,
+    outside_only: bool = False,
+) -> QueueCheck:
+    """Every BatchConsumeQueue: units against `records`, base offsets, file tail and dirty files. With
+    `outside_only` only the units outside [commitlog_min, valid_end) are judged against records (the
+    audit's driver: its executors judge the others)."""
+    found = QueueCheck()
+    try:
+        queue_list = list(store.batch_consume_queues.queues())
+        check_queue_types(store, problems)
+    except MqtoolError as exc:
+        problems.add("bcq_file", rel_path(store, exc.file) or "batchconsumequeue", None, exc.message)
+        return found
+    for topic, queue_id in queue_list:
+        try:
+            queue = store.batch_consume_queue(topic, queue_id)
+            size = queue.file_size
+            units = queue.units()
+            min_offset, max_offset = queue.min_offset, queue.max_offset
+        except MqtoolError as exc:
+            problems.add("bcq_file", rel_path(store, exc.file), exc.offset, exc.message)
+            continue
+        checked = units
+        if outside_only:
+            phy = units["phyOffset"]
+            checked = units[(phy < commitlog_min) | (phy >= valid_end)]
+            # the whole queue: the executors judged its units in parts
+            check_batch_offset_gaps(units, problems, topic=topic, queue_id=queue_id, file_size=size)
+        facts = dispatch_facts(store, checked, commitlog_min, valid_end)
+        want_base, want_batch, inner_num, body_count = facts
+        found.hits.append(
+            check_batch_consume_queue(
+                checked,
+                records,
+                problems,
+                topic=topic,
+                queue_id=queue_id,
+                want_base=want_base,
+                want_batch=want_batch,
+                inner_num=inner_num,
+                body_count=body_count,
+                file_size=queue.file_size,
+                commitlog_min=commitlog_min,
+                valid_end=valid_end,
+                offset_gaps=not outside_only,
+            )
+        )
+        found.units += len(units)
+        last = queue.last_unit
+        last_end = last.phy_offset + last.size if last is not None else 0
+        found.queues[(topic, queue_id)] = QueueFacts(max(min_offset, 0), max_offset, last_end)
+        check_cq_files(store, queue, topic, queue_id, problems)
+    return found
+
+
+__all__ = ["check_batch_queue_files", "dispatch_facts"]

@@ -209,19 +209,9 @@ _RECORD_READS: dict[str, int] = {}
 WHOLE_AFTER = 64  # record reads of one placeholder after which fetching the file whole is cheaper
 
 
-def open_view(url: str) -> Path:
-    """A private local directory holding the store's small files and placeholders of its commitlog
-    files; removed when the process exits. Raises when nothing is at the URL."""
-    from store.storedir import STORE_MARKERS, NotAStoreError
-
-    files = list_files(url)
-    if files is None:
-        raise NotAStoreError("no such store (nothing at that URL)", redact(url))
-    if not {name.split("/", 1)[0] for name in files}.intersection(STORE_MARKERS):
-        raise NotAStoreError(
-            "not a RocketMQ store: none of commitlog/, consumequeue/, index/, config/ or checkpoint here",
-            redact(url),
-        )
+def open_view(url: str, files: dict[str, int]) -> Path:
+    """A private local directory holding the store's small files (`files`: the store's listing, name ->
+    size) and placeholders of its commitlog files; removed when the process exits."""
     root = Path(tempfile.mkdtemp(prefix="mqtool-view-"))
     atexit.register(shutil.rmtree, root, True)
     small = []

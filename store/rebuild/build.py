@@ -21,7 +21,7 @@ What a rebuild means on a crashed or retention-trimmed store (golden store-c) - 
   the broker assigns - survives. Without them the broker would restart the queue at 0.
 * The index indexes the live records only; entries for deleted commitlog files are not recreated.
 
-Swapping in: the staging directory lives in the store root under `store.filewrites.TMP_PREFIX` (never
+Swapping in: the staging directory lives in the store root under `store.io.filewrites.TMP_PREFIX` (never
 inside consumequeue/ or index/, where a stray file stops the broker). Each directory is exchanged with
 its rebuilt version by one atomic `renameat2(RENAME_EXCHANGE)`; where the file system lacks it, by two
 renames with a note in the staging directory that `recover_interrupted_swap` uses to finish or undo
@@ -50,7 +50,8 @@ from store.dispatch import (
     DispatchRequest,
     iter_dispatch,
 )
-from store.filewrites import (
+from store.index.indexwriter import list_index_files
+from store.io.filewrites import (
     SWAP_NOTE,
     TMP_PREFIX,
     fsync_dir,
@@ -59,7 +60,6 @@ from store.filewrites import (
     restore_interrupted_swaps,
     write_done,
 )
-from store.index.indexwriter import list_index_files
 from store.log.commitlog import CommitLog
 from store.queue.consumequeue import ConsumeQueue, ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, resolve_lmq_settings
@@ -280,7 +280,7 @@ def compare_consume_queues(root: Path, result: BuildResult) -> list[QueueDiff]:
     old_root = root / "consumequeue"
     new_root = result.staging / "consumequeue"
     if is_rocksdb_dir(old_root):
-        from store.rocksdb.rebuild import compare_rocksdb_queues
+        from store.rebuild.rocksdb import compare_rocksdb_queues
 
         return compare_rocksdb_queues(root, result)
     old_queues: set[tuple[str, int]] = set()

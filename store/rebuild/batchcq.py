@@ -23,9 +23,8 @@ from formats.batchconsumequeue import (
     encode_unit,
 )
 from formats.errors import MqtoolError
-from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int
+from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int, java_parse_long
 from formats.structs import BCQ_STORE_UNIT_SIZE
-from store.broker.transaction import java_parse_long
 from store.dispatch import DispatchRequest
 from store.log.mappedfile import offset_to_file_name
 
@@ -116,7 +115,7 @@ def stage_batch_queues(store, result, delay_levels: tuple[int, ...]) -> list:
     import shutil
 
     from store.queue.batchconsumequeue import BatchConsumeQueue
-    from store.rebuild import QueueDiff
+    from store.rebuild.build import QueueDiff
 
     topics = store.batch_cq_topics
     staged_cq = result.staging / "consumequeue"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from store.queue.consumequeue import ConsumeQueue
-from store.rebuild import BuildResult, QueueDiff
+from store.rebuild.build import BuildResult, QueueDiff
 from store.rocksdb.consumequeue import RocksDBConsumeQueueStore
 
 _FIELDS = ("queueOffset", "phyOffset", "size", "tagsCode")

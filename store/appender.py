@@ -103,7 +103,8 @@ from store.dispatch import (
     dispatch_tags_code,
     iter_dispatch,
 )
-from store.filewrites import (
+from store.index.indexwriter import list_index_files
+from store.io.filewrites import (
     FileSet,
     create_sparse_file,
     fsync_dir,
@@ -114,9 +115,9 @@ from store.filewrites import (
     temp_path,
     write_done,
 )
-from store.index.indexwriter import list_index_files
 from store.log.commitlog import CommitLog
 from store.log.mappedfile import offset_to_file_name
+from store.log.recovery import recovery_start_normal
 from store.queue.consumequeue import ConsumeQueueStore
 from store.queue.lmq import (
     PROPERTY_INNER_MULTI_DISPATCH,
@@ -313,7 +314,7 @@ class CommitLogAppender:
         if not files:
             self._check_after(commitlog, -1)
             return _Tail(0, None, 0, 0)
-        first = max(0, len(files) - 3)
+        first = recovery_start_normal([f.start_offset for f in files])
         end = files[first].start_offset
         last: DispatchRequest | None = None
         last_cq_end = 0
