@@ -281,7 +281,7 @@ def export_output(
     """Where an export or a Parquet dump may write (mqtool.outputs): in no store, replacing only a file
     an export wrote unless `force`."""
     return output_file(
-        path, option=option, what="file an export", stores=stores, written_by=is_export_file, force=force
+        path, option=option, what="an export file", stores=stores, written_by=is_export_file, force=force
     )
 
 

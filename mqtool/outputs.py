@@ -109,7 +109,7 @@ def output_file(
     force: bool = False,
 ) -> OutputFile:
     """Check an output file before anything is written: in no store, and not a file mqtool did not
-    write (`what` names the kind, e.g. "plan CSV") unless `force`."""
+    write (`what` names the kind, e.g. "a plan CSV") unless `force`."""
     given = str(path)
     path = Path(path).expanduser()
     _refuse_inside_stores(path, given, option, store_roots(stores))
@@ -127,7 +127,7 @@ def output_file(
     ours = mode is not None and stat.S_ISREG(mode) and written_by is not None and _safely(written_by, path)
     if force or ours:
         return OutputFile(where, given)
-    raise OutputRefused(f"{option} exists and is not a {what} mqtool wrote; add --force to replace it", given)
+    raise OutputRefused(f"{option} exists and is not {what} mqtool wrote; add --force to replace it", given)
 
 
 def _safely(written_by: WrittenBy, path: Path) -> bool:

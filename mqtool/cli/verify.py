@@ -68,6 +68,8 @@ def verify(
     from mqtool import verify as ops
     from mqtool.exitstatus import StoreUnreadableError, check_status
     from mqtool.render import progress
+    from store.config.brokerconf import load_broker_config
+    from store.storedir import Store
 
     if show not in _SEVERITIES:
         raise MqtoolError(f"--show must be one of {', '.join(_SEVERITIES)}")
@@ -75,9 +77,11 @@ def verify(
         raise MqtoolError("--broker-version must be 4 or 5")
     threshold = fail_on_level(fail_on, strict)
     s = session(store, fmt, tz)
+    # a bad --broker-config is bad input (1), not a store that could not be read (3)
+    config = load_broker_config(broker_config) if broker_config else None
     try:
         with (
-            s.open_store(broker_config, url_ok=True) as st,
+            Store.open_location(s.store_path, config) as st,
             progress(ops.verify_total(st), "verifying") as advance,
         ):
             report = ops.verify_store(

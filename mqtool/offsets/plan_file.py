@@ -57,7 +57,7 @@ def plan_output(
     """Where `--export` may write the plan (mqtool.outputs): in no store, replacing only a plan CSV
     unless `force`."""
     return output_file(
-        path, option="--export", what="plan CSV", stores=stores, written_by=is_plan_file, force=force
+        path, option="--export", what="a plan CSV", stores=stores, written_by=is_plan_file, force=force
     )
 
 
