@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE := samples/store-a
 
-.PHONY: setup demo test lint man architecture clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq
+.PHONY: setup demo test lint man architecture clean oracle-build oracle-build-49 oracle-fixtures oracle-check oracle-timer-replay oracle-bench oracle-batchcq oracle-dledger-fixtures
 
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,11 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh lmq-store build/oracle/store-lmq 20261126
 	find tests/data/store-lmq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-lmq && cp -r build/oracle/store-lmq/. tests/data/store-lmq/
+
+# The DLedger fixtures (tests/oracle/DLEDGER.md): store-dledger, -mixed, -multipath, -crash (5.3.3) and
+# store-dledger-49 (4.9.8), each packed as tests/data/<name>/store.tar.gz with expect.json and write.json.
+oracle-dledger-fixtures: oracle-build oracle-build-49
+	PYTHON=$(BIN)/python tests/oracle/dledger_fixtures.sh
 
 oracle-check: oracle-build oracle-build-49
 	$(BIN)/python tests/oracle/check.py

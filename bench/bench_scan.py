@@ -44,7 +44,7 @@ def create(store: Path, messages: int) -> None:
         "sample",
         "create",
         str(store),
-        "--messages",
+        "--count",
         str(messages),
         "--file-size",
         str(1 << 30),

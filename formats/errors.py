@@ -27,3 +27,9 @@ class MqtoolError(Exception):
 
 class FormatError(MqtoolError):
     """Bytes or text that do not follow a RocketMQ file format."""
+
+
+class UsageError(MqtoolError):
+    """A command line mqtool cannot act on: a bad option value, options that exclude each other, an
+    output format a command cannot give. The command line is at fault, not the store: the CLI exits 2,
+    as for an unknown option."""

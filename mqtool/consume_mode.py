@@ -24,7 +24,7 @@ from formats.names import DLQ_PREFIX, RETRY_PREFIX, pop_retry_topic, pull_retry_
 from mqtool.offsets.apply import check_writable
 from mqtool.offsets.progress import is_system_group
 from mqtool.offsets.reset import StoreCatalog
-from mqtool.safety import warn, write_guard
+from mqtool.safety import refuse_unsupported_layout, warn, write_guard
 from store.storedir import Store
 from store.version import BrokerVersion
 
@@ -263,6 +263,7 @@ def plan_consume_mode(
     allow_new_group: bool = False,
 ) -> ConsumeModeChange:
     """Check a setConsumeMode as the 5.x broker does and say what would change. Read-only."""
+    refuse_unsupported_layout(store, "config")
     catalog = StoreCatalog.load(store)
     version = store.layout.broker_version(broker_version)
     if not version.has_consume_mode_switch:
@@ -327,7 +328,7 @@ def apply_consume_mode(
 ) -> ConsumeModeChange:
     """Write the change into messageRequestMode.json (created if absent), then read the state back."""
     config = store.config(REQUEST_MODE_FILE)
-    with write_guard(store, execute, note=note) as may_write:
+    with write_guard(store, execute, note=note, touches="config") as may_write:
         if not may_write or not change.changed:
             return change
         loaded = config.load()

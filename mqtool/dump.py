@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.config.fastjson import parse
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message
 from mqtool.info import checkpoint_json, header_json
 from store.rocksdb.config import RocksDBConfigFile
@@ -32,7 +32,7 @@ def commitlog_records(
     the records listed (the stop record is listed whenever it is reached).
     """
     if count is not None and count < 0:
-        raise MqtoolError("--count must not be negative")
+        raise UsageError("--count must not be negative")
     listed = 0
     commitlog = store.commitlog
     for record in commitlog.iter_records(from_offset, check_crc=check_crc):
@@ -63,7 +63,8 @@ def commitlog_records(
 def cq_units(
     store: Store, topic: str, queue_id: int, *, from_offset: int | None = None, count: int | None = None
 ) -> dict[str, Any]:
-    """The units of one ConsumeQueue still on disk, from its first file (or `from_offset`).
+    """The units of one ConsumeQueue still on disk, from its first file (or `from_offset`); `units` is an
+    iterator of rows, read as they are consumed.
 
     A BatchCQ topic's queue (batchconsumequeue/) answers `batch_cq_units` instead.
     """
@@ -81,33 +82,42 @@ def cq_units(
     first = queue.first_queue_offset
     start = first if from_offset is None else max(from_offset, first)
     end = queue.max_offset if count is None else min(queue.max_offset, start + max(count, 0))
-    units = queue.units(start, end) if end > start else []
-    commitlog_min = store.commitlog.min_offset
-    rows = []
-    for unit in units:
-        phy, size = int(unit["phyOffset"]), int(unit["size"])
-        if phy == 0 and size == 0x7FFFFFFF:
-            state = "filler"
-        elif phy < commitlog_min:
-            state = "expired"  # its record was deleted with an old commitlog file
-        else:
-            state = "ok"
-        rows.append(
-            {
-                "queueOffset": int(unit["queueOffset"]),
-                "phyOffset": phy,
-                "size": size,
-                "tagsCode": int(unit["tagsCode"]),
-                "state": state,
-            }
-        )
     return {
         "topic": topic,
         "queueId": queue_id,
         "minOffset": queue.min_offset,
         "maxOffset": queue.max_offset,
-        "units": rows,
+        "units": _cq_rows(queue, start, end, store.commitlog.min_offset),
     }
+
+
+CQ_CHUNK = 1 << 16  # units read at a time (1.25 MiB): a queue of any length is listed in bounded memory
+
+
+def _cq_rows(queue, start: int, end: int, commitlog_min: int) -> Iterator[dict[str, Any]]:
+    """The units [start, end) of a ConsumeQueue as rows, read a chunk at a time, each with its state."""
+    for chunk_start in range(start, end, CQ_CHUNK):
+        units = queue.units(chunk_start, min(end, chunk_start + CQ_CHUNK))
+        for queue_offset, phy, size, tags in zip(
+            units["queueOffset"].tolist(),
+            units["phyOffset"].tolist(),
+            units["size"].tolist(),
+            units["tagsCode"].tolist(),
+            strict=True,
+        ):
+            if phy == 0 and size == 0x7FFFFFFF:
+                state = "filler"
+            elif phy < commitlog_min:
+                state = "expired"  # its record was deleted with an old commitlog file
+            else:
+                state = "ok"
+            yield {
+                "queueOffset": queue_offset,
+                "phyOffset": phy,
+                "size": size,
+                "tagsCode": tags,
+                "state": state,
+            }
 
 
 def batch_cq_units(
@@ -128,7 +138,7 @@ def batch_cq_units(
     if count is not None:
         units = units[: max(count, 0)]
     commitlog_min = store.commitlog.min_offset
-    rows = [
+    rows = (
         {
             "queueOffset": base,
             "batchSize": batch,
@@ -140,7 +150,7 @@ def batch_cq_units(
             "state": "expired" if phy < commitlog_min else "ok",
         }
         for _pos, phy, size, tags, stored, base, batch, compacted, _reserved in units.tolist()
-    ]
+    )
     return {
         "topic": topic,
         "queueId": queue_id,
@@ -220,7 +230,7 @@ def timerlog_units(
         "stop": walk.stop,
         "stopFile": walk.stop_file,
         "blanks": walk.blanks,
-        "units": [walk.unit(i).to_json() for i in range(start, stop)],
+        "units": (walk.unit(i).to_json() for i in range(start, stop)),
     }
 
 
@@ -230,15 +240,17 @@ def timerwheel_slots(store: Store, *, every: bool = False) -> dict[str, Any]:
     if timer.wheel is None:
         raise MqtoolError("no timerwheel file", str(store.root / "timerwheel"))
     wheel = timer.wheel
-    slots = [wheel.slot_at(i) for i in range(len(wheel.slots))] if every else wheel.non_empty()
-    rows = []
-    for s in slots:
-        positions, broken = chain(timer.walk, s.last_pos) if s.last_pos > 0 or s.num else ([], None)
-        row = s.to_json()
-        row.update(chainLength=len(positions), chainEnd=broken)
-        rows.append(row)
+    slots = (wheel.slot_at(i) for i in range(len(wheel.slots))) if every else wheel.non_empty()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for s in slots:
+            positions, broken = chain(timer.walk, s.last_pos) if s.last_pos > 0 or s.num else ([], None)
+            row = s.to_json()
+            row.update(chainLength=len(positions), chainEnd=broken)
+            yield row
+
     read_ms = None if timer.check is None else timer.check.last_read_time_ms
-    return {"precisionMs": wheel.precision_ms, "lastReadTimeMs": read_ms, "slots": rows}
+    return {"precisionMs": wheel.precision_ms, "lastReadTimeMs": read_ms, "slots": rows()}
 
 
 def timercheck(store: Store) -> dict[str, Any]:

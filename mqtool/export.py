@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.message.msgid import parse_host
 from mqtool.outputs import OutputFile, output_directory, output_file, replacing
 from store.checks.records import take_rows
@@ -200,7 +200,7 @@ def iter_export_batches(
     from store.log.scan import iter_batches
 
     if from_offset is not None and to_offset is not None and to_offset <= from_offset:
-        raise MqtoolError("--to-offset must be greater than --from-offset")
+        raise UsageError("--to-offset must be greater than --from-offset")
     written = 0
     for f, batch in iter_batches(
         store.commitlog,
@@ -291,7 +291,7 @@ def write_batches(
     """Write export batches to one Parquet file (one row group per batch) or one JSONL file, under a
     temporary name renamed over the target at the end."""
     if fmt not in EXPORT_FORMATS:
-        raise MqtoolError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+        raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     try:
         target.path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "parquet":
@@ -357,7 +357,7 @@ def export_range(
     OUTPUT/messages.parquet or OUTPUT/messages.jsonl; OUTPUT is checked first (mqtool.outputs): in no
     store, and an existing file there replaced only when an export wrote it, or with `force`."""
     if fmt not in EXPORT_FORMATS:
-        raise MqtoolError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+        raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     directory = output_directory(output, option="--output", stores=[store.root])
     path = Path(output) / f"messages.{fmt}"
     target = export_output(directory / path.name, option="--output", stores=[store.root], force=force)
@@ -391,7 +391,7 @@ def dump_commitlog_parquet(
     """`dump commitlog --format parquet --output FILE`: like the dump (CRC checked by default, `count`
     messages at most), written to one Parquet file through the columnar path."""
     if count is not None and count < 0:
-        raise MqtoolError("--count must not be negative")
+        raise UsageError("--count must not be negative")
     target = export_output(output, option="--output", stores=[store.root], force=force)
     summary = ExportSummary(str(output), "parquet")
     batches = iter_export_batches(

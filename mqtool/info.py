@@ -255,6 +255,7 @@ def store_info(store: Store) -> dict[str, Any]:
     commitlog = _section(commitlog_info, store)
     return {
         "store": store.location,
+        "layout": _section(lambda st: st.layout.kind.as_dict(), store),
         "broker": {
             "running": live.locked,
             "pid": live.holder_pid,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from formats.errors import MqtoolError
+from formats.errors import UsageError
 from store.pop.columns import PopColumns, pop_columns
 from store.pop.revive import STATES, PoppedMessage, pop_state
 from store.storedir import Store
@@ -40,7 +40,7 @@ def pop_list(
     wanted = set(states) if states is not None else {"in-flight", "overdue", "revived"}
     unknown = wanted - set(STATES)
     if unknown:
-        raise MqtoolError(f"unknown POP state {sorted(unknown)[0]!r} (one of {', '.join(STATES)})")
+        raise UsageError(f"unknown POP state {sorted(unknown)[0]!r} (one of {', '.join(STATES)})")
     state = pop_state(store, now=now)
     rows = [
         m

@@ -30,7 +30,7 @@ from typing import Any
 from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
-from mqtool.safety import warn, write_guard
+from mqtool.safety import refuse_unsupported_layout, warn, write_guard
 from store.layout import Setting
 from store.queue.consumequeue import is_rocksdb_dir
 from store.rebuild.build import (
@@ -233,12 +233,13 @@ def rebuild(
         raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index or all")
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
     _refuse_unsupported(store, do_cq, execute)
+    refuse_unsupported_layout(store, "queues" if do_cq else "index")
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
     version = store.layout.detected_version
     version_text = f"{version.major}.x ({version.reason})" if version else "unknown (read as 5.x)"
     clock = now or (lambda: int(time.time() * 1000))
     delay_levels = store.layout.delay_levels.ms
-    with write_guard(store, execute, note=note) as may_write:
+    with write_guard(store, execute, note=note, touches="queues" if do_cq else "index") as may_write:
         scratch: Path | None = None
         if may_write:
             staging = prepare_staging(store.root)

@@ -1,6 +1,8 @@
 """The write safety rules every mutating command follows.
 
 Dry run by default: the command computes and prints its plan, and only `--execute` changes the store.
+Before any plan, refuse a store whose layout the write cannot be trusted on (DLedger, multi-path
+commitlogs, compaction topics, controller-mode replicas, tiered storage: `store.kind`).
 With `--execute`, refuse while a broker (or another mqtool) holds the store lock — `--force` never
 overrides that — then hold the lock ourselves for the whole write, as the broker would, so a broker
 started meanwhile refuses to start. Warn when `abort` says the last shutdown was not clean.
@@ -20,9 +22,19 @@ def warn(message: str) -> None:
     sys.stderr.write(f"mqtool: warning: {message}\n")
 
 
+def refuse_unsupported_layout(store: Store, touches: str = "log") -> None:
+    """Refuse, before any plan is made, a write on a layout mqtool does not fully support (`store.kind`):
+    `touches`: what the write touches (`store.kind.WRITE_KINDS`: config, index, queues or log)."""
+    store.layout.kind.refuse_writes(store.root, touches)
+
+
 @contextmanager
-def write_guard(store: Store, execute: bool, *, note: Callable[[str], None] = warn) -> Iterator[bool]:
-    """Yield True when the caller may write (execute and the lock is ours), False for a dry run."""
+def write_guard(
+    store: Store, execute: bool, *, note: Callable[[str], None] = warn, touches: str = "log"
+) -> Iterator[bool]:
+    """Yield True when the caller may write (execute and the lock is ours), False for a dry run. Refuses
+    first on a layout the write cannot be trusted on (`refuse_unsupported_layout`)."""
+    refuse_unsupported_layout(store, touches)
     live = store.liveness()
     if live.abort_present and not live.locked:
         note(

@@ -1,4 +1,5 @@
-"""Time arguments and time display: epoch ms, ISO-8601, mqadmin's `yyyy-MM-dd#HH:mm:ss:SSS`, `now`, `-2h`.
+"""Time arguments and time display: epoch ms, ISO-8601, mqadmin's `yyyy-MM-dd#HH:mm:ss:SSS`, `now`, `-2h`;
+durations as `90m`, `1d2h` or ISO-8601 (`PT2H`, `P1DT2H`: what kafka-consumer-groups' --by-duration takes).
 
 Naive times are read in the chosen zone (`--tz`, default the machine's local zone), and every answer
 says which zone it used, so an operator never has to guess.
@@ -11,16 +12,23 @@ import time
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from formats.errors import MqtoolError
+from formats.errors import UsageError
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$")
+_DURATION_PART = r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)"
+_COMPACT = re.compile(rf"^(?:{_DURATION_PART})+$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+# java.time.Duration.parse's grammar (Duration.PATTERN, what Kafka's --by-duration parses): PnDTnHnMn.nS,
+# every number signed, seconds with up to 9 fraction digits; days are exactly 24 hours
+_ISO = re.compile(
+    r"^([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?$",
+    re.IGNORECASE,
+)
 _RELATIVE = re.compile(r"^(?:now)?\s*([+-])\s*(.+)$")
 _MQADMIN = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
 
 
-class TimeArgumentError(MqtoolError):
-    """A time or duration argument that cannot be understood."""
+class TimeArgumentError(UsageError):
+    """A time or duration argument that cannot be understood (a usage error: exit 2)."""
 
 
 def resolve_zone(name: str | None) -> tzinfo:
@@ -49,11 +57,32 @@ def now_ms() -> int:
 
 
 def parse_duration(text: str) -> int:
-    """`90s`, `30m`, `2h`, `1.5d`, `500ms` -> milliseconds."""
-    match = _DURATION.match(text.strip().lower())
-    if not match:
-        raise TimeArgumentError(f"bad duration {text!r} (examples: 500ms, 90s, 30m, 2h, 7d)")
-    return int(float(match.group(1)) * _DURATION_MS[match.group(2)])
+    """`90s`, `30m`, `2h`, `1.5d`, `500ms`, `1d2h30m`, or ISO-8601 `PT2H`, `P1DT2H30M`, `PT0.5S` ->
+    milliseconds (truncated to whole ms)."""
+    raw = text.strip()
+    if _COMPACT.match(raw.lower()):
+        total = sum(float(n) * _DURATION_MS[unit] for n, unit in re.findall(_DURATION_PART, raw.lower()))
+        return int(total)
+    iso = _ISO.match(raw)
+    if iso and (iso.group(2) or iso.group(4) or iso.group(5) or iso.group(6)) and iso.group(3) != "T":
+        sign, days, _, hours, minutes, seconds, fraction = iso.groups()
+        ms = (int(days or 0) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60) * 1000
+        secs = int(seconds or 0)
+        ms += secs * 1000 + (-1 if secs < 0 or (seconds or "").startswith("-") else 1) * int(
+            (fraction or "").ljust(3, "0")[:3]
+        )
+        return -ms if sign == "-" else ms
+    raise TimeArgumentError(
+        f"bad duration {text!r} (examples: 500ms, 90s, 30m, 2h, 1d2h, or ISO-8601 PT2H, P1DT2H30M)"
+    )
+
+
+def is_duration(text: str) -> bool:
+    try:
+        parse_duration(text)
+    except TimeArgumentError:
+        return False
+    return True
 
 
 def parse_time(text: str, zone: tzinfo, *, now: int | None = None) -> int:
@@ -68,7 +97,7 @@ def parse_time(text: str, zone: tzinfo, *, now: int | None = None) -> int:
     if re.fullmatch(r"-?\d+", raw):
         return int(raw)  # epoch milliseconds (mqadmin's -s form)
     relative = _RELATIVE.match(lowered)
-    if relative and _DURATION.match(relative.group(2).strip()):
+    if relative and is_duration(relative.group(2)):
         delta = parse_duration(relative.group(2))
         return current + delta if relative.group(1) == "+" else current - delta
     mq = _MQADMIN.match(raw)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from formats.errors import MqtoolError
-from store.checks.commitlog import CommitLogFile, check_commitlog
+from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
@@ -44,6 +44,7 @@ from store.checks.storefiles import (
     recovery_summary,
     rel_path,
 )
+from store.log.scan import CommitLogFile
 from store.storedir import Store
 
 

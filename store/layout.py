@@ -18,6 +18,7 @@ from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, IndexGeometry
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message
 from store.config.brokerconf import BrokerConfig
+from store.kind import StoreKind, identify
 from store.log.mappedfile import MappedFileQueue
 from store.queue.consumequeue import ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
@@ -155,6 +156,17 @@ class StoreLayout:
         from store.rocksdb.config import config_backend
 
         return config_backend(self.root, self.broker_config, self.consume_queues_in_rocksdb)
+
+    @cached_property
+    def kind(self) -> StoreKind:
+        """Every part of this store's layout, named, and what mqtool reads and writes of it
+        (`store.kind.identify`)."""
+        return identify(
+            self.root,
+            self.broker_config,
+            consume_queues_in_rocksdb=self.consume_queues_in_rocksdb,
+            config_backend=self.config_backend,
+        )
 
     @property
     def consumer_offset_file(self) -> str:

@@ -10,9 +10,12 @@ DLedger's `dledger-<selfId>` directory, and the config managers' files under `co
 broker's mapped-file queues write (commitlog, ConsumeQueue, timerlog files) is named by its 20-digit
 start offset, so a directory holding one is a store directory wherever it is mounted.
 
-Names like `config/`, `index/` or `checkpoint` are common elsewhere, so alone they prove nothing: a
-`config/` directory counts when it holds a file the broker writes there, and `checkpoint` when it sits
-next to `lock`, `abort` or `index/`.
+One name alone proves little (`/tmp` may hold a `lock` file, or a directory some test named
+`dledger-x`), so a store root is a directory holding at least two of the broker's parts, each of the
+right kind: the directories `commitlog/`, `consumequeue/`, `consumequeue_ext/`, `batchconsumequeue/`,
+`index/`, `timerlog/`; the files `checkpoint`, `lock`, `abort`, `timerwheel`, `epochFileCheckpoint`,
+`brokerIdentity`; a `config/` holding a file the broker's config managers write; a `dledger-<id>/` holding
+DLedger's `data/` or `currterm`. Every store the broker has started on holds several.
 """
 
 from __future__ import annotations
@@ -21,18 +24,11 @@ import os
 import re
 from pathlib import Path
 
-# names no other program gives a directory entry of the same directory
-STORE_ONLY_NAMES = frozenset(
-    {
-        "commitlog",
-        "consumequeue",
-        "consumequeue_ext",
-        "batchconsumequeue",
-        "timerlog",
-        "timerwheel",
-        "epochFileCheckpoint",
-        "brokerIdentity",
-    }
+STORE_DIRS = frozenset(
+    {"commitlog", "consumequeue", "consumequeue_ext", "batchconsumequeue", "index", "timerlog"}
+)
+STORE_FILES = frozenset(
+    {"checkpoint", "lock", "abort", "timerwheel", "epochFileCheckpoint", "brokerIdentity"}
 )
 # what the broker's config managers write under config/ (and their .bak)
 BROKER_CONFIG_FILES = frozenset(
@@ -59,28 +55,43 @@ def _names(directory: Path) -> set[str]:
         return set()
 
 
+def _parts(directory: Path) -> list[str]:
+    """The store parts `directory` holds, each as a name for a message (`commitlog/`, `lock`, ...)."""
+    parts = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:  # not a directory, or not listable: nothing can be told from it
+        return []
+    for entry in entries:
+        try:
+            is_dir, is_file = entry.is_dir(), entry.is_file()
+        except OSError:
+            continue
+        if is_dir and entry.name in STORE_DIRS:
+            parts.append(f"{entry.name}/")
+        elif is_file and entry.name in STORE_FILES:
+            parts.append(entry.name)
+        elif is_dir and entry.name == "config":
+            written = sorted(
+                n for n in _names(Path(entry.path)) if n.removesuffix(".bak") in BROKER_CONFIG_FILES
+            )
+            if written:
+                parts.append(f"config/{written[0]}")
+        elif is_dir and entry.name.startswith("dledger-") and _names(Path(entry.path)) & {"data", "currterm"}:
+            parts.append(f"{entry.name}/")
+    return sorted(parts)
+
+
 def store_evidence(directory: Path) -> str | None:
-    """What shows that `directory` is a store root or one of its directories (a few words for an error
-    message), or None when nothing does."""
-    names = _names(directory)
-    if not names:
-        return None
-    specific = sorted(names & STORE_ONLY_NAMES) + sorted(n for n in names if n.startswith("dledger-"))
-    if specific:
-        return f"a RocketMQ store root (it holds {specific[0]})"
-    if "config" in names:
-        written = sorted(
-            n for n in _names(directory / "config") if n.removesuffix(".bak") in BROKER_CONFIG_FILES
-        )
-        if written:
-            return f"a RocketMQ store root (it holds config/{written[0]})"
-    beside = sorted(names & {"lock", "abort", "index"})
-    if "checkpoint" in names and beside:
-        return f"a RocketMQ store root (it holds checkpoint and {beside[0]})"
-    mapped = sorted(n for n in names if _MAPPED_FILE_NAME.fullmatch(n))
+    """What shows that `directory` is a store root or one of its mapped-file directories (a few words
+    for an error message), or None when nothing does."""
+    parts = _parts(directory)
+    if len(parts) >= 2:
+        return f"a RocketMQ store root (it holds {parts[0]} and {parts[1]})"
+    mapped = sorted(n for n in _names(directory) if _MAPPED_FILE_NAME.fullmatch(n))
     if mapped:
         return f"a store's mapped-file directory (it holds {mapped[0]})"
     return None
 
 
-__all__ = ["BROKER_CONFIG_FILES", "STORE_ONLY_NAMES", "store_evidence"]
+__all__ = ["BROKER_CONFIG_FILES", "STORE_DIRS", "STORE_FILES", "store_evidence"]

@@ -18,7 +18,7 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message
 from formats.structs import MAGIC_V2
 
@@ -106,7 +106,7 @@ def resolve_broker_version(
     """`--broker-version` when given (4 or 5), else detected, else 5.x (the current broker)."""
     if given is not None:
         if given not in (4, 5):
-            raise MqtoolError(f"--broker-version must be 4 or 5, not {given}")
+            raise UsageError(f"--broker-version must be 4 or 5, not {given}")
         return BrokerVersion(given, "", detected=False)
     return detect_broker_version(root, record) or BrokerVersion(
         5, "no version marks in the store; assuming 5.x"

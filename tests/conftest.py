@@ -9,9 +9,11 @@ from mqtool.cli.options import GLOBALS
 
 @pytest.fixture(autouse=True)
 def _fresh_cli_globals():
-    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = None
+    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = GLOBALS.broker_config = None
+    GLOBALS.wide = GLOBALS.record = False
     yield
-    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = None
+    GLOBALS.store = GLOBALS.fmt = GLOBALS.tz = GLOBALS.broker_config = None
+    GLOBALS.wide = GLOBALS.record = False
 
 
 @pytest.fixture(scope="session")

@@ -90,6 +90,24 @@ def run_mqtool(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_main(args: list[str], capsys) -> tuple[int, str, str]:
+    """`mqtool ARGS` through the console entry point (`mqtool.cli.main`: its one-line errors and exit
+    statuses) in this process, output captured by pytest's `capsys`: (exit status, stdout, stderr)."""
+    from mqtool.cli import main
+
+    saved = sys.argv
+    sys.argv = ["mqtool", *args]
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def rebuild_staged(root: Path):
     """ConsumeQueues and index rebuilt from the commitlog into a staging directory (geometry from the
     files), as the broker's dispatcher would build them."""

@@ -331,6 +331,28 @@ def test_generated_and_corrupted_stores(spark, generated, tmp_path):
 # --- output directory and the command line ---------------------------------------------------------
 
 
+def test_every_format_is_honoured_or_refused(spark, capsys):
+    """The audit's side of tests/test_output_formats.py: csv is refused in one line before Spark runs (the
+    audit prints several tables), every other format is honoured."""
+    from mqtool.render import FORMATS
+    from tests.golden import run_main
+
+    store = str(store_path("store-a"))
+    outputs = {}
+    for fmt in FORMATS:
+        code, out, err = run_main(["audit", store, "--format", fmt, "--top", "1"], capsys)
+        if fmt == "csv":
+            assert (code, out) == (2, ""), err
+            assert err.startswith("mqtool: error: --format csv: `mqtool audit` prints several tables")
+            continue
+        assert code == 0, (fmt, err)
+        outputs[fmt] = out
+    assert json.loads(outputs["json"])["queues"]
+    assert json.loads(outputs["jsonl"].strip())["queues"]
+    assert "-[ RECORD 1 ]" in outputs["record"] and "| " in outputs["markdown"]
+    assert len(set(outputs.values())) == len(outputs)
+
+
 def test_cli_json_and_output(spark, tmp_path):
     """`mqtool audit --format json --output DIR` in process (reusing the active session)."""
     import pyarrow.dataset as ds

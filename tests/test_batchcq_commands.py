@@ -198,7 +198,7 @@ def test_dump_cq_lists_batch_units(st):
         for u in doc["units"]
     ]
     assert got == [u[:6] for u in _field(q, "units[")]
-    later = cq_units(st, "BatchTopicA", 1, from_offset=q["maxOffset"] - 1, count=5)["units"]
+    later = list(cq_units(st, "BatchTopicA", 1, from_offset=q["maxOffset"] - 1, count=5)["units"])
     assert len(later) == 1 and later[0]["queueOffset"] <= q["maxOffset"] - 1
 
 

@@ -161,7 +161,7 @@ def test_dump_config_without_a_table_names_the_file(tmp_path) -> None:
     root = _config_copy(tmp_path, "topics.json", " \n", bak="null")
     proc = mqtool("--store", str(root), "dump", "config", "topics", "--bak", "-f", "csv", check=False)
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr  # a format it cannot give: a usage error
     assert "topics.json" in lines[0] and "no tabular form" in lines[0]
 
 

@@ -213,16 +213,18 @@ def test_cli(tmp_path: Path) -> None:
         ("OrderTopic", "groupA", "PULL"),
         ("TopicTest", "groupA", "PULL"),
     }
-    dry = mqtool("consume-mode", "set", "-s", str(root), "-t", "OrderTopic", "-g", "groupA", "-m", "POP")
+    dry = mqtool("consume-mode", "set", "-s", str(root), "-t", "OrderTopic", "-g", "groupA", "--mode", "POP")
     assert dry.returncode == 0 and "PULL -> POP" in dry.stdout and "Dry run" in dry.stdout
     done = mqtool(
-        "consume-mode", "set", "-s", str(root), "-t", "OrderTopic", "-g", "groupA", "-m", "POP", "-q", "3",
-        "--execute", "-f", "json",
+        "consume-mode", "set", "-s", str(root), "-t", "OrderTopic", "-g", "groupA", "--mode", "POP",
+        "--pop-share-queue-num", "3", "--execute", "-f", "json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["executed"] and doc["after"][0]["mode"] == "POP" and doc["after"][0]["popShareQueueNum"] == 3
-    bad = mqtool("consume-mode", "set", "-s", str(root), "-t", "%RETRY%groupA", "-g", "groupA", "-m", "POP")
+    bad = mqtool(
+        "consume-mode", "set", "-s", str(root), "-t", "%RETRY%groupA", "-g", "groupA", "--mode", "POP"
+    )
     assert bad.returncode == 1 and bad.stderr.startswith("mqtool: error: retry topic is not allowed")
 
 

@@ -494,7 +494,7 @@ def test_cli_stats_and_replay_dry_run() -> None:
     plain = mqtool("delay", "replay", "-s", src, "--now", str(LATE), "--tz", "UTC")
     assert plain.returncode == 0 and "dry run: 4 message(s) would be delivered" in plain.stdout
     both = mqtool("delay", "list", "-s", src, "--due", "--pending")
-    assert both.returncode == 1 and "exclude each other" in both.stderr
+    assert both.returncode == 2 and "exclude each other" in both.stderr  # a usage error
     future = mqtool("delay", "replay", "-s", src, "--now", "+3650d")
     assert future.returncode == 0 and "ahead of the clock" in future.stdout
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # options every command takes, documented once in README's "Pointing it at a store" table
-GLOBAL_OPTIONS = {"--store", "--format", "--tz", "--broker-config", "--help"}
+GLOBAL_OPTIONS = {"--store", "--format", "--tz", "--wide", "--broker-config", "--help"}
 
 
 def _commands() -> Iterator[tuple[str, click.Command]]:

@@ -630,4 +630,4 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     proc = mqtool(
         "offsets", "reset", "-s", str(store_path("store-a")), "-g", "groupA", "-t", "TopicTest", "-q", "x"
     )
-    assert proc.returncode == 1 and "is not a queue id" in proc.stderr
+    assert proc.returncode == 2 and "is not a queue id" in proc.stderr  # a usage error

@@ -140,7 +140,7 @@ def test_a_directory_that_only_looks_like_a_store_is_refused(place: Path) -> Non
 def test_sample_create_refuses_a_directory_inside_a_store(place: Path) -> None:
     before = snapshot(place / "store")
     for path in ("store/sample", "to-store/sample", "elsewhere/../store/config/sample"):
-        result = _invoke(["sample", "create", path, "--messages", "10"])
+        result = _invoke(["sample", "create", path, "--count", "10"])
         assert isinstance(result.exception, OutputRefused), (path, result.output)
     assert snapshot(place / "store") == before
 
@@ -225,7 +225,7 @@ def test_export_replaces_only_its_own_messages_file(place: Path, fmt: str) -> No
     out = place / "elsewhere" / "export"
     out.mkdir()
     (out / f"messages.{fmt}").write_text("someone else's\n")
-    args = ["--store", "store", "export", "--to-offset", "3000", "--format", fmt, "--output", str(out)]
+    args = ["--store", "store", "export", "--to-offset", "3000", "--file-format", fmt, "--output", str(out)]
     refused = _invoke(args)
     assert isinstance(refused.exception, OutputRefused)
     assert (out / f"messages.{fmt}").read_text() == "someone else's\n"

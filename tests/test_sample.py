@@ -215,7 +215,7 @@ def test_refuses_an_existing_store(tmp_path):
 def test_cli(tmp_path):
     runner = CliRunner()
     target = tmp_path / "s"
-    result = runner.invoke(app, ["sample", "create", str(target), "-n", "400", "--version", "4",
+    result = runner.invoke(app, ["sample", "create", str(target), "-n", "400", "--broker-version", "4",
                                  "--file-size", "262144", "--format", "json"])  # fmt: skip
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -406,7 +406,7 @@ def test_cli_list_json_rows_and_state_filter() -> None:
     assert [r["halfQueueOffset"] for r in rows] == [2, 5, 8, 11]
     assert all(required <= set(r) and r["state"] == "pending" for r in rows)
     bad = mqtool("txn", "list", "-s", src, "--state", "weird")
-    assert bad.returncode == 1 and "unknown --state" in bad.stderr
+    assert bad.returncode == 2 and "unknown --state" in bad.stderr  # a usage error
     table = mqtool("txn", "list", "-s", src, "--now", str(NOW), "--tz", "UTC")
     assert "4 pending, 4 committed, 4 rolled-back" in table.stdout
 
@@ -416,7 +416,7 @@ def test_cli_commit_dry_run_and_resolve_policy() -> None:
     dry = mqtool("txn", "commit", "2", "-s", src, "--now", str(NOW))
     assert dry.returncode == 0 and "dry run: would write 1 commit copy(ies) and 1 op message(s)" in dry.stdout
     bad = mqtool("txn", "resolve", "--policy", "maybe", "-s", src)
-    assert bad.returncode == 1 and "--policy" in bad.stderr
+    assert bad.returncode == 2 and "--policy" in bad.stderr  # a usage error
     conflict = mqtool("txn", "rollback", "0", "-s", src)
     assert conflict.returncode == 1 and "already committed" in conflict.stderr
 

@@ -187,12 +187,13 @@ def check_split(
     their units (queue -> `LmqMissing` fields).
     """
     from formats.indexfile import INDEX_ENTRY_DTYPE
-    from store.checks.commitlog import CommitLogFile, check_file_records
+    from store.checks.commitlog import check_file_records
     from store.checks.consumequeue import QueueFacts, check_consume_queue, check_dispatch_coverage
     from store.checks.index import IndexFileFacts, check_index_coverage, check_index_targets
     from store.checks.lmq import lmq_missing
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
+    from store.log.scan import CommitLogFile
 
     problems = ProblemList(ctx.label, max_rows=ctx.max_rows)
     name = ctx.file_names[task.fileIndex]

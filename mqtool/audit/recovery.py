@@ -68,7 +68,7 @@ def file_summaries(plan: StorePlan, splits: list[Split], stops: dict[int, SplitS
     """Per commitlog file, what `store.log.scan.scan_file` would have found, assembled from the ranges' walk
     facts, as `store.checks.CommitLogFile`s for `check_commitlog` (with `first_rows`, a one-row batch
     of each file's first record for the recovery-start rule)."""
-    from store.checks.commitlog import CommitLogFile
+    from store.log.scan import CommitLogFile
 
     class FileSummary(CommitLogFile):
         """A commitlog file known by its walk facts, not its records."""

@@ -15,14 +15,14 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from mqtool import exitstatus
 from mqtool.cli.audit import audit
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.offsets import offsets_app
-from mqtool.cli.options import GLOBALS, FormatOpt, StoreOpt, TzOpt
+from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
 from mqtool.cli.txn import txn_app
@@ -59,6 +59,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    suggest_commands=False,  # click names a mistyped command itself; typer's suggestion would repeat it
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 app.command()(info)
@@ -90,12 +91,16 @@ def _main(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
     ] = False,
 ) -> None:
-    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz = store, fmt, tz
+    GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.broker_config = store, fmt, tz, broker_config
+    GLOBALS.wide, GLOBALS.record = wide, record
 
 
 def main() -> None:
@@ -107,6 +112,8 @@ def main() -> None:
         reconfigure(errors="backslashreplace")
     try:
         app()
+    except UsageError as exc:
+        _fail(str(exc), exitstatus.USAGE)
     except MqtoolError as exc:  # an error class may carry its own status (mqtool.exitstatus)
         _fail(str(exc), getattr(exc, "exit_status", exitstatus.FOUND))
     except (BrokenPipeError, PipeClosed):

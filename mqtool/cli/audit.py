@@ -11,9 +11,11 @@ from mqtool.cli.options import (
     BrokerConfigOpt,
     FailOnOpt,
     FormatOpt,
+    RecordOpt,
     StoreLocation,
     StoreOpt,
     TzOpt,
+    WideOpt,
     fail_on_level,
     session,
 )
@@ -33,7 +35,7 @@ StoresArg = Annotated[
 
 def parse_size(text: str) -> int:
     """`64MiB`, `128m`, `1g`, `4096` -> bytes."""
-    from formats.errors import MqtoolError
+    from formats.errors import UsageError
 
     units = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mib": 1 << 20}
     units |= {"mb": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "gb": 1 << 30}
@@ -43,9 +45,9 @@ def parse_size(text: str) -> int:
     try:
         value = float(number) * units[unit]
     except (ValueError, KeyError):
-        raise MqtoolError(f"not a size: {text!r} (e.g. 64MiB, 512k, 1g)") from None
+        raise UsageError(f"not a size: {text!r} (e.g. 64MiB, 512k, 1g)") from None
     if value < 1:
-        raise MqtoolError(f"--split-size must be at least 1 byte, not {text!r}")
+        raise UsageError(f"--split-size must be at least 1 byte, not {text!r}")
     return int(value)
 
 
@@ -144,6 +146,8 @@ def audit(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Audit whole stores on Spark: per topic/queue counts, bytes, first/last store time, message rate over
@@ -163,7 +167,7 @@ def audit(
     from mqtool.exitstatus import check_status
 
     threshold = fail_on_level(fail_on)
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record, csv=False)
     chosen = list(stores) if stores else [s.store_path]
     if chosen == [None]:
         from store.storedir import resolve_store_root

@@ -62,8 +62,8 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for f in doc.get("failedStores", [])
             ],
             [
-                Column("label", "store"),
-                Column("store", "path"),
+                Column("label", "store", kind="name"),
+                Column("store", "path", kind="name"),
                 Column("commitlogFiles", "files", "int"),
                 Column("bytes"),
                 Column("records", kind="int"),
@@ -80,8 +80,8 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             labelled(doc["queues"]),
             [
-                Column("store"),
-                Column("topic", max_width=48),
+                Column("store", kind="name"),
+                Column("topic", kind="name", max_width=48),
                 Column("queueId", "queue", "int"),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),
@@ -103,8 +103,8 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for t in doc["topics"]
             ],
             [
-                Column("store"),
-                Column("topic", max_width=48),
+                Column("store", kind="name"),
+                Column("topic", kind="name", max_width=48),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),
                 Column("share", "share of commitlog"),
@@ -116,8 +116,8 @@ def render_audit(result: AuditResult, ctx) -> None:
             labelled(doc["problems"]),  # worst first (mqtool.audit.checks.sort_problems)
             [
                 Column("severity"),
-                Column("store"),
-                Column("file", max_width=48),
+                Column("store", kind="name"),
+                Column("file", kind="name", max_width=48),
                 Column("offset", kind="int"),
                 Column("kind"),
                 Column("detail", max_width=90),
@@ -129,9 +129,9 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             labelled([r for r in doc["lag"] if r["lag"] is not None]),
             [
-                Column("store"),
-                Column("group", max_width=32),
-                Column("topic", max_width=40),
+                Column("store", kind="name"),
+                Column("group", kind="name", max_width=32),
+                Column("topic", kind="name", max_width=40),
                 Column("queueId", "queue", "int"),
                 Column("consumerOffset", "offset", "int"),
                 Column("maxOffset", "max", "int"),
@@ -146,7 +146,7 @@ def render_audit(result: AuditResult, ctx) -> None:
         emit_table(
             labelled(doc["delay"]),
             [
-                Column("store"),
+                Column("store", kind="name"),
                 Column("level", kind="int"),
                 Column("delayMs", "delay ms", "int"),
                 Column("startOffset", "progress", "int"),
@@ -163,7 +163,7 @@ def render_audit(result: AuditResult, ctx) -> None:
             emit_table(
                 labelled(doc["timer"]),
                 [
-                    Column("store"),
+                    Column("store", kind="name"),
                     Column("messages", kind="int"),
                     Column("waiting", kind="int"),
                     Column("notEnqueued", "not enqueued", "int"),
@@ -179,8 +179,8 @@ def render_audit(result: AuditResult, ctx) -> None:
             emit_table(
                 labelled(doc["pop"]),
                 [
-                    Column("store"),
-                    Column("group", max_width=30),
+                    Column("store", kind="name"),
+                    Column("group", kind="name", max_width=30),
                     Column("popped", kind="int"),
                     Column("acked", kind="int"),
                     Column("inFlight", "in flight", "int"),
@@ -198,7 +198,7 @@ def render_audit(result: AuditResult, ctx) -> None:
             counts[key] = counts.get(key, 0) + 1
         emit_table(
             [{"store": s, "state": st, "transactions": n} for (s, st), n in sorted(counts.items())],
-            [Column("store"), Column("state"), Column("transactions", kind="int")],
+            [Column("store", kind="name"), Column("state"), Column("transactions", kind="int")],
             ctx,
             title="Transactions (half messages)",
             empty="(no transaction half queue)",
@@ -214,7 +214,7 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for d in doc["duplicates"]
             ],
             [
-                Column("store"),
+                Column("store", kind="name"),
                 Column("by"),
                 Column("groups", "keys in >1 message", "int"),
                 Column("extraMessages", "extra messages", "int"),
@@ -236,8 +236,8 @@ def render_audit(result: AuditResult, ctx) -> None:
                 for r in doc["retry"]
             ],
             [
-                Column("store"),
-                Column("group", max_width=32),
+                Column("store", kind="name"),
+                Column("group", kind="name", max_width=32),
                 Column("kind"),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),

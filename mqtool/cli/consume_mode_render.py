@@ -9,8 +9,8 @@ from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.safety import warn
 
 MODE_COLUMNS = [
-    Column("topic"),
-    Column("group"),
+    Column("topic", kind="name"),
+    Column("group", kind="name"),
     Column("mode"),
     Column("popShareQueueNum", "pop share queues", "int"),
     Column("source"),
@@ -61,8 +61,8 @@ def render_change(change: ConsumeModeChange, ctx: RenderContext, execute: bool) 
             "source": f"{change.source_before} -> file",
         }
         columns = [
-            Column("topic"),
-            Column("group"),
+            Column("topic", kind="name"),
+            Column("group", kind="name"),
             Column("mode"),
             Column("share", "pop share queues"),
             Column("source"),
@@ -80,4 +80,5 @@ def render_change(change: ConsumeModeChange, ctx: RenderContext, execute: bool) 
             _say(ctx, "Wrote config/messageRequestMode.json (previous content kept in .bak). Now:")
             render_modes(change.after, ctx, title="Consume mode (read back)")
 
-    emit_document(change.to_dict(), ctx, human)
+    doc = change.to_dict()
+    emit_document(doc, ctx, human, csv_rows=([doc], []))

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    execute_flag,
+    new_app,
+    session,
+)
 
 delay_app = new_app("Delay queue: list what waits in SCHEDULE_TOPIC_XXXX, level stats, replay what is due.")
 
@@ -57,19 +68,21 @@ def delay_list(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Every message of SCHEDULE_TOPIC_XXXX not yet delivered (queue offset at or after its level's progress
     in delayOffset.json): level, delay, delivery time (the ConsumeQueue tags code), due or not at --now, real
     topic and queue, keys, unique key, store time."""
-    from formats.errors import MqtoolError
+    from formats.errors import UsageError
     from mqtool.cli import delay_render as show
     from mqtool.delay.listing import list_delayed
     from mqtool.delay.timer import list_timer_messages
 
     if due and pending:
-        raise MqtoolError("--due and --pending exclude each other")
-    s = session(store, fmt, tz)
+        raise UsageError("--due and --pending exclude each other")
+    s = session(store, fmt, tz, wide, record)
     when = resolve_now(now, s.ctx.zone)
     only = "due" if due else "pending" if pending else None
     with s.open_store(broker_config) as st:
@@ -95,6 +108,8 @@ def delay_stats(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Per delay level: backlog, messages due, the oldest due time and how late it is ("stuck" when due long
@@ -105,7 +120,7 @@ def delay_stats(
     from mqtool.delay.listing import delay_stats as stats
     from mqtool.timeparse import parse_duration
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         show.render_stats(stats(st, now=when, stuck_after_ms=parse_duration(stuck_after)), s.ctx)
@@ -118,6 +133,7 @@ def delay_replay(
     execute: Annotated[
         bool, typer.Option("--execute", help="Write the records and delayOffset.json (default: dry run).")
     ] = False,
+    dry_run: DryRunOpt = False,
     broker_version: BrokerVersionOpt = None,
     timer: Annotated[
         bool,
@@ -142,6 +158,8 @@ def delay_replay(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Deliver what is due exactly as DeliverDelayedMessageTimerTask.executeOnTimeUp does: each due message
@@ -150,15 +168,16 @@ def delay_replay(
     delayOffset.json advances. A message already delivered is recognised and not delivered twice. A --now
     ahead of the clock delivers early (said in a note). Dry run unless --execute; never while a broker holds
     the store lock. With --timer, the 5.x timer wheel instead (see --timer)."""
-    from formats.errors import MqtoolError
+    from formats.errors import UsageError
     from mqtool.cli import delay_render as show
     from mqtool.delay import replay, timer_replay
 
+    execute = execute_flag(execute, dry_run)
     if not timer and real_topic is not None:
-        raise MqtoolError("--real-topic goes with --timer")
+        raise UsageError("--real-topic goes with --timer")
     if timer and (level is not None or broker_version is not None):
-        raise MqtoolError("--level and --broker-version are for the delay levels, not --timer")
-    s = session(store, fmt, tz)
+        raise UsageError("--level and --broker-version are for the delay levels, not --timer")
+    s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         if timer:

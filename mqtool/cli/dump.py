@@ -7,18 +7,34 @@ from typing import Annotated
 
 import typer
 
-from formats.errors import MqtoolError
-from mqtool.cli.options import GLOBALS, ForceOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from formats.errors import UsageError
+from mqtool.cli.options import (
+    GLOBALS,
+    ForceOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    new_app,
+    session,
+)
 
 dump_app = new_app("Dump one kind of store file record by record (like kafka-dump-log).")
 
 
-def info(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+def info(
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+) -> None:
     """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
     files, the 5.x timer wheel, and whether a broker is running on it."""
     from mqtool import info as info_ops
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record, csv=False)
     with s.open_store(url_ok=True) as st:
         from mqtool.cli import info_render
 
@@ -47,6 +63,8 @@ def dump_commitlog(
         ),
     ] = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Dump commitlog records in physical order: messages, blank end-of-file markers, and the record where
     the broker's recovery would stop (torn or corrupt), if any. `--format parquet --output FILE` writes the
@@ -57,8 +75,8 @@ def dump_commitlog(
         from mqtool import export
 
         if output is None:
-            raise MqtoolError("--format parquet needs --output FILE")
-        s = session(store, None, tz)
+            raise UsageError("--format parquet needs --output FILE")
+        s = session(store, None, tz, wide, record)
         with s.open_store() as st:
             summary = export.dump_commitlog_parquet(
                 st,
@@ -75,8 +93,8 @@ def dump_commitlog(
         export_render.render_summary(summary, s.ctx)
         return
     if output is not None:
-        raise MqtoolError("--output goes with --format parquet")
-    s = session(store, fmt, tz)
+        raise UsageError("--output goes with --format parquet")
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         rows = dump.commitlog_records(
             st, from_offset=from_offset, count=count, topic=topic, with_body=body, check_crc=not no_crc
@@ -95,11 +113,13 @@ def dump_cq(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode)."""
     from mqtool import dump
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 
@@ -115,10 +135,12 @@ def dump_index(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Dump IndexFile headers, and with --entries the hash entries of one file."""
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 
@@ -126,11 +148,17 @@ def dump_index(
 
 
 @dump_app.command("checkpoint")
-def dump_checkpoint(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+def dump_checkpoint(
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+) -> None:
     """Dump the StoreCheckpoint file."""
     from mqtool import dump
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 
@@ -147,12 +175,14 @@ def dump_timerlog(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Dump the 5.x timerlog units (TimerMessageStore): position, previous unit in the slot, magic (roll,
     delete), write time, delayed time, the commitlog message; and where the broker's recovery stops."""
     from mqtool import dump
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 
@@ -167,12 +197,14 @@ def dump_timerwheel(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Dump the 5.x timer wheel's non-empty slots: slot time, first and last unit, count, the length of
     the chain the dequeue walks, and whether the slot sits where its time puts it."""
     from mqtool import dump
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 
@@ -180,12 +212,18 @@ def dump_timerwheel(
 
 
 @dump_app.command("timercheck")
-def dump_timercheck(store: StoreOpt = None, fmt: FormatOpt = None, tz: TzOpt = None) -> None:
+def dump_timercheck(
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+) -> None:
     """Dump config/timercheck (TimerCheckpoint): the wheel's read time, timerlog flush position, queue
     offsets, data version."""
     from mqtool import dump
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 
@@ -205,11 +243,13 @@ def dump_config(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Dump a config JSON file as the broker loads it (falling back to .bak as the broker does)."""
     from mqtool import dump
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         from mqtool.cli import dump_render
 

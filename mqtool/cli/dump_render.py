@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from formats.errors import MqtoolError
+from formats.errors import UsageError
 from mqtool.cli.info_render import INDEX_HEADER_COLUMNS
 from mqtool.dump import index_entries, index_file, index_headers
 from mqtool.info import header_json
@@ -25,20 +25,21 @@ COMMITLOG_COLUMNS = [
     Column("physicalOffset", "phyOffset", "int"),
     Column("kind"),
     Column("totalSize", "size", "int"),
-    Column("topic", max_width=40),
+    Column("topic", kind="name", max_width=40),
     Column("queueId", "queue", "int"),
     Column("queueOffset", "queueOffset", "int"),
     Column("storeTimestamp", "storeTime", "time"),
     Column("tags", max_width=20),
     Column("keys", max_width=30),
-    Column("uniqKey"),
+    Column("uniqKey", kind="id"),
     Column("reason", max_width=60),
 ]
 
 
 def render_commitlog(rows: Iterator[dict[str, Any]], ctx: RenderContext, *, with_body: bool = False) -> None:
     columns = COMMITLOG_COLUMNS + ([Column("body", max_width=60)] if with_body else [])
-    emit_rows(rows, columns, ctx, title="CommitLog records", empty="(no records)")
+    # the record that ends the walk (blank, end, torn, corrupt) says why in `reason`, which messages lack
+    emit_rows(rows, columns, ctx, title="CommitLog records", empty="(no records)", csv_fields=["reason"])
 
 
 CQ_COLUMNS = [
@@ -91,7 +92,7 @@ ENTRY_COLUMNS = [
 def render_index(store: Store, name: str | None, entries: bool, ctx: RenderContext) -> None:
     if name is None:
         if entries:
-            raise MqtoolError("--entries needs an index FILE (see `mqtool dump index` for their names)")
+            raise UsageError("--entries needs an index FILE (see `mqtool dump index` for their names)")
         emit_rows(
             index_headers(store), INDEX_HEADER_COLUMNS, ctx, title="Index files", empty="(no index files)"
         )
@@ -104,14 +105,12 @@ def render_index(store: Store, name: str | None, entries: bool, ctx: RenderConte
 
 
 def render_checkpoint(doc: dict[str, Any], ctx: RenderContext) -> None:
+    kinds = [(k, "time" if "Timestamp" in k else "int") for k in doc]
     emit_document(
         doc,
         ctx,
-        lambda: emit_fields(
-            [(k, v, "time" if "Timestamp" in k else "int") for k, v in doc.items()],
-            ctx,
-            title="StoreCheckpoint",
-        ),
+        lambda: emit_fields([(k, doc[k], kind) for k, kind in kinds], ctx, title="StoreCheckpoint"),
+        csv_rows=([doc], [Column(k, kind=kind) for k, kind in kinds]),
     )
 
 
@@ -151,17 +150,12 @@ def render_timerwheel(result: dict[str, Any], ctx: RenderContext) -> None:
 
 
 def render_timercheck(doc: dict[str, Any], ctx: RenderContext) -> None:
+    kinds = [(k, "time" if k in ("lastReadTimeMs", "dataVersionTimestamp") else "int") for k in doc]
     emit_document(
         doc,
         ctx,
-        lambda: emit_fields(
-            [
-                (k, v, "time" if k in ("lastReadTimeMs", "dataVersionTimestamp") else "int")
-                for k, v in doc.items()
-            ],
-            ctx,
-            title="TimerCheckpoint",
-        ),
+        lambda: emit_fields([(k, doc[k], kind) for k, kind in kinds], ctx, title="TimerCheckpoint"),
+        csv_rows=([doc], [Column(k, kind=kind) for k, kind in kinds]),
     )
 
 
@@ -193,8 +187,8 @@ def _config_rows(doc: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Column
                         {"topic": topic, "group": group, "queueId": _int_key(queue_id), "offset": offset}
                     )
             return rows, [
-                Column("group"),
-                Column("topic"),
+                Column("group", kind="name"),
+                Column("topic", kind="name"),
                 Column("queueId", "queue", "int"),
                 Column("offset", kind="int"),
             ]
@@ -230,8 +224,8 @@ def _config_rows(doc: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Column
             for row in (_entries(groups, "consumerGroup") if isinstance(groups, dict) else [{"topic": topic}])
         ]
         return rows, [
-            Column("topic"),
-            Column("consumerGroup"),
+            Column("topic", kind="name"),
+            Column("consumerGroup", kind="name"),
             Column("mode"),
             Column("popShareQueueNum", kind="int"),
         ]
@@ -254,7 +248,9 @@ def render_config(doc: dict[str, Any], ctx: RenderContext) -> None:
     if ctx.fmt in ("csv",):
         tabular = _config_rows(public)
         if tabular is None:
-            raise MqtoolError("this config file has no tabular form; use --format json", doc["file"])
+            raise UsageError(
+                "--format csv: this config file has no tabular form; use --format json", doc["file"]
+            )
         emit_rows(tabular[0], tabular[1], ctx)
         return
     emit_document(public, ctx, human)

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from mqtool.export import ExportSummary
-from mqtool.render import RenderContext, emit_fields
+from mqtool.render import RenderContext, emit_document, emit_fields
 
 
 def render_summary(summary: ExportSummary, ctx: RenderContext) -> None:
-    if ctx.machine:
-        from mqtool.render import to_json_text
+    """The summary for people; for scripts one JSON document (a line in jsonl, a row in csv)."""
+    doc = summary.to_json()
+    emit_document(doc, ctx, lambda: _human(summary, ctx), csv_rows=([doc], []))
 
-        ctx.out.write(to_json_text(summary.to_json(), indent=2 if ctx.fmt == "json" else None) + "\n")
-        return
+
+def _human(summary: ExportSummary, ctx: RenderContext) -> None:
     stop = summary.stop
     pairs: list[tuple[str, Any, str]] = [
         ("output", summary.output, "text"),

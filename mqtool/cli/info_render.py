@@ -7,6 +7,26 @@ from typing import Any
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 
 
+def layout_fields(layout: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    """The store's layout (`store.kind`) as info lines: its kind, each part and what mqtool does with it,
+    and the root's entries no layout explains."""
+    if "error" in layout:
+        return [("layout", layout["error"], "text")]
+    pairs: list[tuple[str, Any, str]] = [
+        ("layout", f"{layout['commitlog']} commitlog, consume queues in {layout['consumeQueues']}, "
+                   f"config in {layout['config']}", "text"),
+    ]  # fmt: skip
+    for part in layout["parts"]:
+        writes = ", ".join(part["writes"]) or "none"
+        reads = "read exactly" if part["reads"] else "NOT read exactly"
+        pairs.append(
+            (part["name"], f"{part['evidence']}: {reads}; writes allowed: {writes}. {part['note']}", "text")
+        )
+    if layout["unknown"]:
+        pairs.append(("not in any layout", ", ".join(layout["unknown"]) + " (left alone)", "text"))
+    return pairs
+
+
 def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
     def human() -> None:
         cl = doc["commitlog"]
@@ -14,6 +34,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
             ("store", doc["store"], "text"),
             ("broker", doc["broker"]["status"], "text"),
         ]
+        pairs += layout_fields(doc["layout"])
         if "error" in cl:
             pairs.append(("commitlog", cl["error"], "text"))
         else:
@@ -65,7 +86,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
             emit_table(
                 queues,
                 [
-                    Column("topic", max_width=60),
+                    Column("topic", kind="name", max_width=60),
                     Column("queueId", "queue", "int"),
                     Column("minOffset", "min", "int"),
                     Column("maxOffset", "max", "int"),
@@ -74,7 +95,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 ]
                 if any("error" in q for q in queues)
                 else [
-                    Column("topic", max_width=60),
+                    Column("topic", kind="name", max_width=60),
                     Column("queueId", "queue", "int"),
                     Column("minOffset", "min", "int"),
                     Column("maxOffset", "max", "int"),
@@ -104,7 +125,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
             emit_table(
                 configs,
                 [
-                    Column("file"),
+                    Column("file", kind="name"),
                     Column("size", kind="int"),
                     Column("bak"),
                     Column("loadedFrom"),
@@ -138,7 +159,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
 
 
 INDEX_HEADER_COLUMNS = [
-    Column("file"),
+    Column("file", kind="token", priority=0),
     Column("beginTimestamp", "begin", "time"),
     Column("endTimestamp", "end", "time"),
     Column("beginPhyOffset", "beginPhyOffset", "int"),
@@ -156,7 +177,7 @@ def render_batch_queues(rows: Any, ctx: RenderContext) -> None:
         emit_fields([("batch queues", rows["error"], "text")], ctx)
         return
     columns = [
-        Column("topic", max_width=60),
+        Column("topic", kind="name", max_width=60),
         Column("queueId", "queue", "int"),
         Column("minOffset", "min", "int"),
         Column("maxOffset", "max", "int"),

@@ -73,14 +73,14 @@ def render_apply(result: ApplyResult, plan: ResetPlan, ctx: RenderContext, execu
 
 def plan_columns(plan: ResetPlan) -> list[Column]:
     columns = [
-        Column("group"),
-        Column("topic"),
-        Column("queueId", "queue", "int"),
-        Column("currentOffset", "current", "int"),
-        Column("newOffset", "new", "int"),
+        Column("group", kind="name", priority=2),
+        Column("topic", kind="name", priority=0),
+        Column("queueId", "queue", "int", priority=0),
+        Column("currentOffset", "current", "int", priority=0),
+        Column("newOffset", "new", "int", priority=0),
         Column("change"),
-        Column("minOffset", "min", "int"),
-        Column("maxOffset", "max", "int"),
+        Column("minOffset", "min", "int", priority=3),
+        Column("maxOffset", "max", "int", priority=2),
         Column("lag", "lag before -> after"),
     ]
     if plan.target is None or plan.target.kind == "time":

@@ -7,7 +7,19 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, ForceOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    DryRunOpt,
+    ForceOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    execute_flag,
+    new_app,
+    session,
+)
 
 offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue, and planned resets.")
 
@@ -17,9 +29,17 @@ offsets_app = new_app("Consumer offsets: progress and lag per group/topic/queue,
 @offsets_app.command("show")
 def offsets_show(
     group: Annotated[str | None, typer.Option("--group", "-g", help="Only this consumer group.")] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="Every group (the default; excludes --group).")
+    ] = False,
     topic: Annotated[
         str | None,
-        typer.Option("--topic", "-t", help="Only this topic (and the retry topics of its groups)."),
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC[:QUEUES]",
+            help="Only this topic and the retry topics of its groups; TOPIC:0,1 only those queues of it.",
+        ),
     ] = None,
     include_system: Annotated[
         bool, typer.Option("--system", help="Also list the broker's built-in groups that have no offsets.")
@@ -27,16 +47,27 @@ def offsets_show(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Consumer progress like mqadmin consumerProgress, from consumerOffset.json: per group/topic/queue
     the consumer offset, min and max offset, lag, the store time of the last consumed and of the newest
     message, and totals per group. Offsets outside [min, max] and groups without a committed offset are
     flagged in the state column, never shown as lag 0 or -1."""
+    from formats.errors import UsageError
     from mqtool.offsets import progress
+    from mqtool.offsets.reset import parse_topic_queues
 
-    s = session(store, fmt, tz)
+    if group is not None and all_groups:
+        raise UsageError("give --group or --all-groups, not both")
+    topic_name, queues = None, None
+    if topic is not None:
+        ((topic_name, queues),) = parse_topic_queues([topic]).items()
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
-        result = progress.consumer_progress(st, group=group, topic=topic, include_system=include_system)
+        result = progress.consumer_progress(
+            st, group=group, topic=topic_name, queues=queues, include_system=include_system
+        )
         from mqtool.cli import offsets_render
 
         offsets_render.render_progress(result, s.ctx)
@@ -65,8 +96,23 @@ _AllowNewGroupOpt = Annotated[
 @offsets_app.command("reset")
 def offsets_reset(
     group: Annotated[str | None, typer.Option("--group", "-g", help="Consumer group.")] = None,
+    all_groups: Annotated[
+        bool,
+        typer.Option(
+            "--all-groups",
+            help="Every group with committed offsets on the topics (the broker's built-in groups left out), "
+            "each only on the topics it has offsets for.",
+        ),
+    ] = False,
     topic: Annotated[
-        list[str] | None, typer.Option("--topic", "-t", metavar="TOPIC", help="Topic to reset (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC[:QUEUES]",
+            help="Topic to reset (repeatable); TOPIC:0,1 resets only those queues of it (as Kafka's "
+            "TOPIC:PARTITIONS).",
+        ),
     ] = None,
     all_topics: Annotated[
         bool, typer.Option("--all-topics", help="Every topic the group has committed offsets for.")
@@ -98,7 +144,10 @@ def offsets_reset(
     by_duration: Annotated[
         str | None,
         typer.Option(
-            "--by-duration", metavar="DURATION", help="Reset to this long before now (e.g. 90m, 2h, 7d)."
+            "--by-duration",
+            metavar="DURATION",
+            help="Reset to this long before now: 90m, 2h, 1d2h, or ISO-8601 as Kafka takes it (PT2H, "
+            "P1DT2H).",
         ),
     ] = None,
     to_offset: Annotated[
@@ -109,6 +158,14 @@ def offsets_reset(
     ] = None,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Reset to the min offsets.")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest", help="Reset to the max offsets.")] = False,
+    to_current: Annotated[
+        bool,
+        typer.Option(
+            "--to-current",
+            help="Keep the committed offsets as they are (Kafka's --to-current); queues without one get the "
+            "max offset. With --export: a plan file of the current offsets.",
+        ),
+    ] = False,
     from_file: Annotated[
         str | None,
         typer.Option(
@@ -124,12 +181,15 @@ def offsets_reset(
     execute: Annotated[
         bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
     ] = False,
+    dry_run: DryRunOpt = False,
     force: ForceOpt = False,
     broker_version: _BrokerVersionOpt = None,
     allow_new_group: _AllowNewGroupOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Plan, and with --execute apply, a reset of consumer offsets (like mqadmin resetOffsetByTime and
@@ -142,7 +202,8 @@ def offsets_reset(
     from mqtool.offsets.plan_file import export_plan, plan_output
     from mqtool.timeparse import parse_duration, parse_time
 
-    s = session(store, fmt, tz)
+    execute = execute_flag(execute, dry_run)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store(broker_config) as st:
         target = None if export is None else plan_output(export, stores=[st.root], force=force)
         plan = ops.plan_offsets_reset(
@@ -157,6 +218,8 @@ def offsets_reset(
             shift_by=shift_by,
             to_earliest=to_earliest,
             to_latest=to_latest,
+            to_current=to_current,
+            all_groups=all_groups,
             boundary=boundary,
             from_file=from_file,
             broker_version=broker_version,

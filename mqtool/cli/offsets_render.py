@@ -10,20 +10,20 @@ def render_progress(progress: ConsumerProgress, ctx) -> None:
     from mqtool.render import Column, emit_rows, emit_table
 
     columns = [
-        Column("group", max_width=40),
-        Column("topic", max_width=48),
-        Column("queueId", "queue", "int"),
-        Column("consumerOffset", "consumerOffset", "int"),
-        Column("minOffset", "minOffset", "int"),
-        Column("maxOffset", "maxOffset", "int"),
-        Column("lag", "lag", "int"),
+        Column("group", kind="name", max_width=40, priority=0),
+        Column("topic", kind="name", max_width=48, priority=0),
+        Column("queueId", "queue", "int", priority=0),
+        Column("consumerOffset", "offset", "int", priority=0),
+        Column("minOffset", "min", "int", priority=2),
+        Column("maxOffset", "max", "int"),
+        Column("lag", "lag", "int", priority=0),
         Column("state"),
         Column("lastConsumedTimestamp", "lastConsumed", "time"),
-        Column("newestTimestamp", "newest", "time"),
+        Column("newestTimestamp", "newest", "time", priority=2),
     ]
     docs = [r.to_json() for r in progress.rows]
     if any(r.pop_in_flight is not None for r in progress.rows):
-        columns.insert(7, Column("popInFlight", "POP in flight", "int"))
+        columns.insert(7, Column("popInFlight", "POP in flight", "int", priority=2))
     if ctx.machine:
         emit_rows(docs, columns, ctx)
         return
@@ -37,7 +37,7 @@ def render_progress(progress: ConsumerProgress, ctx) -> None:
         emit_table(
             [t.to_json() for t in progress.totals],
             [
-                Column("group", max_width=40),
+                Column("group", kind="name", max_width=40),
                 Column("topics", "topics", "int"),
                 Column("queues", "queues", "int"),
                 Column("lag", "lag total", "int"),

@@ -1,4 +1,5 @@
-"""Options every command shares (--store, --format, --tz) and the session they resolve to.
+"""Options every command shares (--store, --format, --tz, --wide, -x) and the session they resolve to,
+and the dry-run pair (--execute, --dry-run) of the commands that write.
 
 Each command group lives in its own module of `mqtool/cli/` and imports these, so the options read the
 same everywhere and are documented once. Global options given before the command act as defaults.
@@ -6,6 +7,7 @@ same everywhere and are documented once. Global options given before the command
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +15,7 @@ from typing import Annotated
 import click
 import typer
 
-from formats.errors import MqtoolError
+from formats.errors import UsageError
 
 
 class StoreLocation(click.ParamType):
@@ -28,7 +30,10 @@ class StoreLocation(click.ParamType):
         return value if isinstance(value, Path) or is_url(value) else Path(value)
 
 
-FORMAT_HELP = "Output: table (terminal default), plain (piped default), markdown, json, jsonl, csv."
+FORMAT_HELP = (
+    "Output: table (terminal default: fitted to its width), plain (piped default), markdown, record (one "
+    "field per line), json, jsonl, csv."
+)
 
 StoreOpt = Annotated[
     str | None,  # a Path, or a URL string (StoreLocation)
@@ -44,6 +49,16 @@ FormatOpt = Annotated[str | None, typer.Option("--format", "-f", help=FORMAT_HEL
 TzOpt = Annotated[
     str | None,
     typer.Option("--tz", help="Time zone for reading and showing times (IANA name or UTC). Default: local."),
+]
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide", help="Tables: every column at full width, even past the terminal's edge (no column hidden)."
+    ),
+]
+RecordOpt = Annotated[
+    bool,
+    typer.Option("-x", help="Same as --format record: one field per line, a block per row (psql's \\x)."),
 ]
 BrokerConfigOpt = Annotated[
     Path | None,
@@ -85,11 +100,29 @@ def fail_on_level(fail_on: str | None, strict: bool = False) -> str:
     return fail_on or ("warning" if strict else "error")
 
 
+ExecuteOpt = Annotated[bool, typer.Option("--execute", help="Write (default: dry run, print the plan).")]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the plan and write nothing (the default; excludes --execute)."),
+]
+
+
+def execute_flag(execute: bool, dry_run: bool) -> bool:
+    """Whether to write: --execute, refused together with --dry-run (kafka-consumer-groups' spelling of the
+    default)."""
+    if execute and dry_run:
+        raise UsageError("--execute and --dry-run exclude each other")
+    return execute
+
+
 @dataclass
 class Globals:
     store: Path | str | None = None
     fmt: str | None = None
     tz: str | None = None
+    wide: bool = False
+    record: bool = False
+    broker_config: Path | None = None
 
 
 GLOBALS = Globals()
@@ -97,7 +130,8 @@ GLOBALS = Globals()
 
 def new_app(help_text: str) -> typer.Typer:
     """A command group with the project's settings."""
-    return typer.Typer(help=help_text, no_args_is_help=True, rich_markup_mode=None)
+    # click names a mistyped command itself ("Did you mean ...?"); typer's own suggestion would repeat it
+    return typer.Typer(help=help_text, no_args_is_help=True, rich_markup_mode=None, suggest_commands=False)
 
 
 @dataclass
@@ -112,19 +146,58 @@ class Session:
         from store.config.brokerconf import load_broker_config
         from store.storedir import Store
 
+        broker_config = broker_config or GLOBALS.broker_config
         config = load_broker_config(broker_config) if broker_config else None
         if url_ok:
-            return Store.open_location(self.store_path, config)
-        return Store.open(self.store_path, config)
+            store = Store.open_location(self.store_path, config)
+        else:
+            store = Store.open(self.store_path, config)
+        for part in store.layout.kind.unsupported_reads():
+            sys.stderr.write(
+                f"mqtool: warning: this store has a {part.name} ({part.evidence}), which mqtool does not "
+                f"read exactly: {part.note}\n"
+            )
+        return store
 
 
-def session(store: Path | str | None, fmt: str | None, tz: str | None) -> Session:
-    """Resolve the store, output format and zone from the command's options, else the global ones."""
-    from mqtool.render import FORMATS, RenderContext, default_format
+def session(
+    store: Path | str | None,
+    fmt: str | None,
+    tz: str | None,
+    wide: bool = False,
+    record: bool = False,
+    *,
+    csv: bool = True,
+) -> Session:
+    """Resolve the store, output format, zone and table width from the command's options, else the global
+    ones. `csv=False`: the command's output is not one table, and --format csv is refused before any work."""
+    from mqtool.render import FORMATS, RenderContext, default_format, terminal_width
     from mqtool.timeparse import resolve_zone
 
-    chosen = default_format(fmt or GLOBALS.fmt)
+    chosen = default_format(_format(fmt, record) or _format(GLOBALS.fmt, GLOBALS.record))
     if chosen not in FORMATS:
-        raise MqtoolError(f"unknown --format {chosen!r}; choose one of {', '.join(FORMATS)}")
-    ctx = RenderContext(fmt=chosen, zone=resolve_zone(tz or GLOBALS.tz))
+        raise UsageError(f"unknown --format {chosen!r}; choose one of {', '.join(FORMATS)}")
+    if chosen == "csv" and not csv:
+        raise UsageError(
+            f"--format csv: {_command_name()} prints several tables, not one; use --format json or jsonl"
+        )
+    width = None if (wide or GLOBALS.wide) or chosen != "table" else terminal_width()
+    ctx = RenderContext(fmt=chosen, zone=resolve_zone(tz or GLOBALS.tz), width=width)
     return Session(store or GLOBALS.store, ctx)
+
+
+def _command_name() -> str:
+    """`mqtool dump checkpoint` for the command running (however the program was started)."""
+    names = []
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return "`" + " ".join(["mqtool", *reversed(names)]) + "`" if names else "this command"
+
+
+def _format(fmt: str | None, record: bool) -> str | None:
+    """--format, or -x (the same as --format record)."""
+    if record and fmt not in (None, "record"):
+        raise UsageError(f"-x (--format record) and --format {fmt} exclude each other")
+    return "record" if record else fmt

@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from mqtool.cli.delay import NowOpt, resolve_now
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    new_app,
+    session,
+)
 
 pop_app = new_app("POP consumption: messages in flight per group, the revive backlog, what was revived.")
 
@@ -28,6 +37,8 @@ def pop_list(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Every message a POP handed out that the revive topic (rmq_sys_REVIVE_LOG_<cluster>) knows of, paired
@@ -40,7 +51,7 @@ def pop_list(
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_list as listing
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         show.render_list(listing(st, now=when, group=group, topic=topic, states=state), s.ctx)
@@ -52,6 +63,8 @@ def pop_stats(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Per POP group: messages popped, acked, in flight (and the oldest invisible-until), overdue (the
@@ -60,7 +73,7 @@ def pop_stats(
     from mqtool.cli import pop_render as show
     from mqtool.pop import pop_stats as stats
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         show.render_stats(stats(st, now=when), s.ctx)

@@ -9,8 +9,8 @@ from mqtool.render import Column, RenderContext, emit_document, emit_rows
 from mqtool.timeparse import human_duration
 
 _LIST_COLUMNS = [
-    Column("group", max_width=30),
-    Column("topic", max_width=40),
+    Column("group", kind="name", max_width=30),
+    Column("topic", kind="name", max_width=40),
     Column("queueId", "queue", kind="int"),
     Column("queueOffset", "qOffset", kind="int"),
     Column("popTime", "popped at", kind="time"),
@@ -21,8 +21,8 @@ _LIST_COLUMNS = [
     Column("kvStore", kind="bool"),
     Column("keys", max_width=30),
     Column("tags", max_width=20),
-    Column("uniqKey", "uniq key"),
-    Column("retryTopic", "retry copy in", max_width=40),
+    Column("uniqKey", "uniq key", kind="id"),
+    Column("retryTopic", "retry copy in", kind="name", max_width=40),
 ]
 
 
@@ -43,7 +43,7 @@ def render_list(listing: PopListing, ctx: RenderContext) -> None:
 
 
 _GROUP_COLUMNS = [
-    Column("group", max_width=40),
+    Column("group", kind="name", max_width=40),
     Column("popped", kind="int"),
     Column("acked", kind="int"),
     Column("inFlight", "in flight", kind="int"),

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import ForceOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import ForceOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt, new_app, session
 
 query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
 
@@ -115,6 +115,8 @@ def query_key(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Messages with this key, from the index files (newest first, as the broker walks them), each
     confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
@@ -123,7 +125,7 @@ def query_key(
     from mqtool.query.key import query_by_key
     from mqtool.render import progress
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
         _check_export(st, export, force)
@@ -163,6 +165,8 @@ def query_id(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """The message an offsetMsgId names (store host + physical offset; a host that is not this store's
     is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
@@ -170,7 +174,7 @@ def query_id(
     from mqtool.query.msgid import query_by_id
     from mqtool.render import progress
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
@@ -193,12 +197,14 @@ def query_offset(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
     offsets outside [minOffset, maxOffset) are explained."""
     from mqtool.query.queue import query_by_queue_offset
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         _check_export(st, export, force)
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
@@ -231,12 +237,14 @@ def query_time(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Messages of a topic stored between two times, oldest first, read through the ConsumeQueue
     (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max."""
     from mqtool.query.queue import query_by_time
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
         _check_export(st, export, force)

@@ -35,14 +35,14 @@ def render_messages(
 
     columns = [
         Column("physicalOffset", "phyOffset", "int"),
-        Column("topic", max_width=32),
-        Column("queueId", "queue", "int"),
-        Column("queueOffset", "queueOffset", "int"),
-        Column("storeTimestamp", "storeTime", "time"),
-        Column("keys", max_width=30),
-        Column("uniqKey"),
-        Column("tags", max_width=20),
-        Column("preview", "body"),
+        Column("topic", kind="name", max_width=32, priority=0),
+        Column("queueId", "queue", "int", priority=0),
+        Column("queueOffset", "qOffset", "int", priority=0),
+        Column("storeTimestamp", "storeTime", "time", priority=0),
+        Column("keys", max_width=30, priority=2),
+        Column("uniqKey", kind="id"),
+        Column("tags", kind="name", max_width=20, priority=2),
+        Column("preview", "body", priority=3),
         Column("consumed", "consumed", max_width=40),
     ]
     docs = [message_document(m, committed, body_limit=body_limit) for m in messages]

@@ -8,7 +8,7 @@ from mqtool.rebuild import RebuildReport, index_row, queue_row
 from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
 
 QUEUE_COLUMNS = [
-    Column("topic", max_width=48),
+    Column("topic", kind="name", max_width=48),
     Column("queueId", "queue", "int"),
     Column("status"),
     Column("minOffset", "min", "int"),
@@ -22,7 +22,7 @@ QUEUE_COLUMNS = [
 
 
 INDEX_COLUMNS = [
-    Column("file"),
+    Column("file", kind="token", priority=0),
     Column("beginTimestamp", "begin", "time"),
     Column("endTimestamp", "end", "time"),
     Column("beginPhyOffset", "begin offset", "int"),

@@ -29,4 +29,5 @@ def render_summary(summary: SampleSummary, ctx) -> None:
         pairs.append(("broker.conf", " ".join(f"{k}={v}" for k, v in summary.broker_conf.items()), "text"))
         emit_fields(pairs, ctx, title="Sample store created")
 
-    emit_document(summary.to_json(), ctx, human)
+    doc = summary.to_json()
+    emit_document(doc, ctx, human, csv_rows=([doc], []))

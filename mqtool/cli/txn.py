@@ -8,7 +8,19 @@ from typing import Annotated
 import typer
 
 from mqtool.cli.delay import BrokerVersionOpt, NowOpt, resolve_now
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    RecordOpt,
+    Session,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    execute_flag,
+    new_app,
+    session,
+)
 
 txn_app = new_app("Transaction messages: list half messages by state; commit, roll back or resolve them.")
 
@@ -32,6 +44,8 @@ def txn_list(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Half messages of RMQ_SYS_TRANS_HALF_TOPIC paired with the op messages of RMQ_SYS_TRANS_OP_HALF_TOPIC
@@ -42,7 +56,7 @@ def txn_list(
     from mqtool.cli import txn_render as show
     from mqtool.transactions.listing import filter_state, list_transactions
 
-    s = session(store, fmt, tz)
+    s = session(store, fmt, tz, wide, record)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
         report = list_transactions(st, now=when, broker_version=broker_version)
@@ -50,15 +64,13 @@ def txn_list(
 
 
 def _end(
+    s: Session,
     action: str,
     halves: list[int] | None,
     queue: int,
     execute: bool,
     now: str | None,
     broker_version: int | None,
-    store,
-    fmt,
-    tz,
     broker_config,
     *,
     older_than: str | None = None,
@@ -69,7 +81,6 @@ def _end(
     from mqtool.transactions.end_transaction import execute_end, plan_end, select_for_resolve, select_halves
     from mqtool.transactions.listing import list_transactions
 
-    s = session(store, fmt, tz)
     when = resolve_now(now, s.ctx.zone)
     older_ms = None if older_than is None else parse_duration(older_than)
 
@@ -92,17 +103,21 @@ def txn_commit(
     halves: HalvesArg,
     queue: QueueOpt = 0,
     execute: ExecuteOpt = False,
+    dry_run: DryRunOpt = False,
     now: NowOpt = None,
     broker_version: BrokerVersionOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Commit half messages as EndTransactionProcessor does: a commit copy in the real topic/queue (SYSFLAG
     type COMMIT, preparedTransactionOffset = the half's offset, the half's properties) and an op message
     marking the half done. Dry run unless --execute; idempotent."""
-    _end("commit", halves, queue, execute, now, broker_version, store, fmt, tz, broker_config)
+    s = session(store, fmt, tz, wide, record, csv=False)
+    _end(s, "commit", halves, queue, execute_flag(execute, dry_run), now, broker_version, broker_config)
 
 
 @txn_app.command("rollback")
@@ -110,16 +125,20 @@ def txn_rollback(
     halves: HalvesArg,
     queue: QueueOpt = 0,
     execute: ExecuteOpt = False,
+    dry_run: DryRunOpt = False,
     now: NowOpt = None,
     broker_version: BrokerVersionOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Roll back half messages as EndTransactionProcessor does: only an op message marking each half done.
     Dry run unless --execute; idempotent."""
-    _end("rollback", halves, queue, execute, now, broker_version, store, fmt, tz, broker_config)
+    s = session(store, fmt, tz, wide, record, csv=False)
+    _end(s, "rollback", halves, queue, execute_flag(execute, dry_run), now, broker_version, broker_config)
 
 
 @txn_app.command("resolve")
@@ -135,29 +154,31 @@ def txn_resolve(
         str | None, typer.Option("--producer-group", help="Only transactions of this producer group.")
     ] = None,
     execute: ExecuteOpt = False,
+    dry_run: DryRunOpt = False,
     now: NowOpt = None,
     broker_version: BrokerVersionOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Commit or roll back every pending transaction (optionally only those older than --older-than, or of
     one producer group), as `txn commit` / `txn rollback` do. Dry run unless --execute; idempotent."""
-    from formats.errors import MqtoolError
+    from formats.errors import UsageError
 
     if policy not in ("commit", "rollback"):
-        raise MqtoolError(f"--policy must be commit or rollback, not {policy!r}")
+        raise UsageError(f"--policy must be commit or rollback, not {policy!r}")
+    s = session(store, fmt, tz, wide, record, csv=False)
     _end(
+        s,
         policy,
         None,
         0,
-        execute,
+        execute_flag(execute, dry_run),
         now,
         broker_version,
-        store,
-        fmt,
-        tz,
         broker_config,
         older_than=older_than,
         producer_group=producer_group,

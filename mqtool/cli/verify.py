@@ -7,14 +7,17 @@ from typing import Annotated
 
 import typer
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from mqtool.cli.options import (
+    GLOBALS,
     BrokerConfigOpt,
     FailOnOpt,
     ForceOpt,
     FormatOpt,
+    RecordOpt,
     StoreOpt,
     TzOpt,
+    WideOpt,
     fail_on_level,
     session,
 )
@@ -47,13 +50,15 @@ def verify(
     broker_version: Annotated[
         int,
         typer.Option(
-            "--broker-version", metavar="5|4", help="Check as this broker reads: 4 rejects V2 records."
+            "--broker-version", metavar="4|5", help="Check as this broker reads: 4 rejects V2 records."
         ),
     ] = 5,
     broker_config: BrokerConfigOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Check a whole store as the broker would read it, and say where its recovery would cut: record
     magic, size chain, body CRC, PHYSICALOFFSET fields, BLANKs and zero tails, ConsumeQueue units against
@@ -69,19 +74,19 @@ def verify(
     from mqtool.exitstatus import StoreUnreadableError, check_status
     from mqtool.render import progress
     from store.config.brokerconf import load_broker_config
-    from store.storedir import Store
 
     if show not in _SEVERITIES:
-        raise MqtoolError(f"--show must be one of {', '.join(_SEVERITIES)}")
+        raise UsageError(f"--show must be one of {', '.join(_SEVERITIES)}")
     if broker_version not in (4, 5):
-        raise MqtoolError("--broker-version must be 4 or 5")
+        raise UsageError("--broker-version must be 4 or 5")
     threshold = fail_on_level(fail_on, strict)
-    s = session(store, fmt, tz)
-    # a bad --broker-config is bad input (1), not a store that could not be read (3)
-    config = load_broker_config(broker_config) if broker_config else None
+    s = session(store, fmt, tz, wide, record)
+    # a bad --broker-config is bad input (exit 1), not a store that could not be read (3): read it first
+    if broker_config or GLOBALS.broker_config:
+        load_broker_config(broker_config or GLOBALS.broker_config)
     try:
         with (
-            Store.open_location(s.store_path, config) as st,
+            s.open_store(broker_config, url_ok=True) as st,
             progress(ops.verify_total(st), "verifying") as advance,
         ):
             report = ops.verify_store(
@@ -92,6 +97,8 @@ def verify(
                 max_rows=max_problems or None,
                 progress=advance,
             )
+    except UsageError:
+        raise
     except (MqtoolError, OSError) as exc:  # the store, or a file of it, could not be read
         raise StoreUnreadableError.of(exc) from exc
     from mqtool.cli import verify_render
@@ -113,34 +120,52 @@ def export(
     to_offset: Annotated[
         int | None, typer.Option("--to-offset", help="Physical offset to stop before (exclusive).")
     ] = None,
-    out_format: Annotated[
-        str, typer.Option("--format", "-f", metavar="parquet|jsonl", help="Output file format.")
-    ] = "parquet",
+    file_format: Annotated[
+        str | None,
+        typer.Option(
+            "--file-format", metavar="parquet|jsonl", help="The file to write: parquet (default) or jsonl."
+        ),
+    ] = None,
     bodies: Annotated[bool, typer.Option("--bodies", help="Include message bodies (as stored).")] = False,
     crc: Annotated[
         bool, typer.Option("--crc", help="Verify body CRCs; the walk stops at a bad one.")
     ] = False,
     force: ForceOpt = False,
     store: StoreOpt = None,
+    fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Export the messages of a commitlog range (metadata, properties, optionally bodies) to Parquet or
-    JSONL through the columnar decoder, in physical order, stopping where the broker's recovery would.
-    Prints a summary (in the global --format) of what was written."""
+    JSONL files through the columnar decoder, in physical order, stopping where the broker's recovery
+    would. --file-format chooses the file; --format, as everywhere, how the summary of what was written
+    prints."""
     _skip_pandas_probe()
+    import sys
+
     from mqtool import export as ops
     from mqtool.render import progress
 
-    if out_format not in ops.EXPORT_FORMATS:
-        raise MqtoolError(f"--format must be one of {', '.join(ops.EXPORT_FORMATS)} for export")
-    s = session(store, None, tz)
+    if file_format is not None and file_format not in ops.EXPORT_FORMATS:
+        raise UsageError(f"--file-format must be one of {', '.join(ops.EXPORT_FORMATS)}, not {file_format!r}")
+    if fmt == "parquet":  # as `dump commitlog --format parquet --output`: Parquet to the output
+        if file_format not in (None, "parquet"):
+            raise UsageError(f"--format parquet and --file-format {file_format} exclude each other")
+        fmt, file_format = None, "parquet"
+    elif fmt == "jsonl" and file_format is None:  # export's --format used to name the file format
+        sys.stderr.write(
+            "mqtool: note: --format jsonl is how the summary prints; the messages are written as Parquet "
+            "(--file-format jsonl writes JSONL)\n"
+        )
+    s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         total = sum(f.size for f in st.commitlog.files)
         with progress(total, "exporting") as advance:
             summary = ops.export_range(
                 st,
                 output,
-                fmt=out_format,
+                fmt=file_format or "parquet",
                 topic=topic,
                 from_offset=from_offset,
                 to_offset=to_offset,

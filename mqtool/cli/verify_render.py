@@ -11,7 +11,7 @@ from store.checks.problems import ERROR, INFO, WARNING
 PROBLEM_COLUMNS = [
     Column("severity"),
     Column("kind"),
-    Column("file", max_width=60),
+    Column("file", kind="name", max_width=60),
     Column("offset", kind="int"),
     Column("detail"),
 ]

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, StoreOpt, TzOpt, new_app, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    execute_flag,
+    new_app,
+    session,
+)
 
 sample_app = new_app("Create realistic sample stores with the broker's own write rules.")
 
@@ -37,6 +48,7 @@ def rebuild(
     execute: Annotated[
         bool, typer.Option("--execute", help="Swap the rebuilt files in (default: dry run, print the plan).")
     ] = False,
+    dry_run: DryRunOpt = False,
     broker_config: BrokerConfigOpt = None,
     hash_slot_num: _HashSlotsOpt = None,
     index_num: _IndexNumOpt = None,
@@ -44,6 +56,8 @@ def rebuild(
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Rebuild ConsumeQueues and/or index files from the commitlog, byte for byte as the broker's dispatch
     builds them (repair after corruption, or after offline appends). The dry run compares the rebuild
@@ -53,7 +67,8 @@ def rebuild(
     from mqtool import rebuild as ops
     from mqtool.render import progress
 
-    s = session(store, fmt, tz)
+    execute = execute_flag(execute, dry_run)
+    s = session(store, fmt, tz, wide, record, csv=False)
     with s.open_store(broker_config) as st, progress(None, "rebuilding") as advance:
         report = ops.rebuild(
             st,
@@ -75,8 +90,8 @@ def sample_create(
     directory: Annotated[
         Path, typer.Argument(help="The store root to create (must not exist, or be empty).")
     ],
-    messages: Annotated[
-        int, typer.Option("--messages", "-n", help="Messages the simulated producers send.")
+    count: Annotated[
+        int, typer.Option("--count", "-n", help="How many messages the simulated producers send.")
     ] = 10_000,
     seed: Annotated[
         int, typer.Option("--seed", help="Random seed: the same options give the same store.")
@@ -98,8 +113,11 @@ def sample_create(
     index_num: Annotated[
         int, typer.Option("--max-index-num", help="maxIndexNum of the index files.")
     ] = 16_000,
-    version: Annotated[
-        int, typer.Option("--version", metavar="5|4", help="Broker version to imitate: 5 (5.x) or 4 (4.9.x).")
+    broker_version: Annotated[
+        int,
+        typer.Option(
+            "--broker-version", metavar="4|5", help="Broker version to imitate: 5 (5.x) or 4 (4.9.x)."
+        ),
     ] = 5,
     producers: Annotated[
         int,
@@ -119,6 +137,8 @@ def sample_create(
     ] = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
 ) -> None:
     """Create a realistic store through the broker's write path: TopicTest (4 queues) and OrderTopic (2)
     traffic with keys, tags and user properties, compressed bodies, delay messages (delivered when due),
@@ -131,22 +151,22 @@ def sample_create(
     from mqtool.sample.options import DEFAULT_START_TIME, SampleOptions
     from mqtool.timeparse import parse_time
 
-    s = session(None, fmt, tz)
+    s = session(None, fmt, tz, wide, record)
     start = DEFAULT_START_TIME if start_time is None else parse_time(start_time, s.ctx.zone)
     opts = SampleOptions(
         directory=directory,
-        messages=messages,
+        messages=count,
         seed=seed,
         file_size=file_size,
         cq_file_size=cq_file_size,
         hash_slot_num=hash_slot_num,
         index_num=index_num,
-        version=version,
+        version=broker_version,
         start_time=start,
         zone=s.ctx.zone if tz else None,
         producers=producers,
     )
-    with progress(messages, "creating sample store") as advance:
+    with progress(count, "creating sample store") as advance:
         summary = create_sample(opts, progress=advance)
     from mqtool.cli import sample_render
 

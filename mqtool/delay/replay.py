@@ -24,6 +24,7 @@ from formats.message.properties import (
 )
 from formats.names import SCHEDULE_TOPIC, TIMER_TOPIC, TRANS_HALF_TOPIC
 from mqtool.delay.timer import TIMER_REPLAY_HINT
+from mqtool.safety import refuse_unsupported_layout
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import (
     broker_major,
@@ -142,6 +143,7 @@ def plan_replay(
     `correctDelayOffset` clamp. Queue offsets of the new records are planned from the real queues' max
     offsets; physical offset and store time are the append's.
     """
+    refuse_unsupported_layout(store)
     broker = broker_major(store, broker_version)
     levels = delay_levels(store)
     progress = load_delay_progress(store)

@@ -20,6 +20,7 @@ import numpy as np
 from formats.message.commitlog import Message
 from formats.message.properties import PROPERTY_TIMER_DEQUEUE_MS, decode_properties, split_crc32_trailer
 from mqtool.delay.replay import CopyFinder, ReplayResult, destination_notes, same_delivery
+from mqtool.safety import refuse_unsupported_layout
 from mqtool.timeparse import human_duration, now_ms
 from store.broker.messagerebuild import queue_max_offset, refuse_unclean, store_writer
 from store.broker.schedule import DelayError, real_queue
@@ -127,6 +128,7 @@ def _recognise_written(store: Store, plan: DequeuePlan) -> None:
 
 def plan_timer_replay(store: Store, *, now: int, real_topic: str | None = None) -> TimerReplayPlan:
     """What the broker's timer dequeue writes when it next runs at `now` (see the module doc)."""
+    refuse_unsupported_layout(store)
     timer = TimerStore.open(store)
     if timer is None:
         raise DelayError(

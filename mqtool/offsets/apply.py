@@ -81,7 +81,7 @@ def apply_plan(
     config = store.config(store.layout.consumer_offset_file)
     changes = plan.changes
     result = ApplyResult(False, config.path, len(changes))
-    with write_guard(store, execute, note=note) as may_write:
+    with write_guard(store, execute, note=note, touches="config") as may_write:
         if not may_write or not changes:
             return result
         crash_point("locked")

@@ -2,9 +2,11 @@
 
 A target is a time (the broker's `getOffsetInQueueByTime`, 5.1.1+ LOWER/UPPER binary search, or the 4.9.x
 nearest-message search that picks the ConsumeQueue file by its mtime), a duration before now, an explicit
-offset, a shift from the current offset, or the earliest or latest offset. A queue's row holds the current
-offset, the new one, the queue's min and max offset and the store time of the message the new offset points
-at; targets outside [min, max] are clamped with a warning. Read-only.
+offset, a shift from the current offset, the earliest or latest offset, or the current offset
+(kafka-consumer-groups' --to-current: the committed offset as it is, the latest offset where there is
+none). A queue's row holds the current offset, the new one, the queue's min and max offset and the store
+time of the message the new offset points at; targets outside [min, max] are clamped with a warning
+(--to-current keeps the committed offset as it is, as Kafka's does). Read-only.
 """
 
 from __future__ import annotations
@@ -14,18 +16,22 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any, Literal
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from mqtool.timeparse import duration_text, format_time, now_ms, zone_label
 from store.queue.consumequeue import Boundary, ConsumeQueue, StoreTimeOf
 from store.version import BrokerVersion
 
 JAVA_LONG_MAX = 2**63 - 1
 
-TargetKind = Literal["time", "offset", "shift", "earliest", "latest"]
+TargetKind = Literal["time", "offset", "shift", "earliest", "latest", "current"]
 
 
 class ResetPlanError(MqtoolError):
     """A reset that cannot be planned: unknown group/topic/queue, bad options, bad plan file."""
+
+
+class ResetOptionError(ResetPlanError, UsageError):
+    """Reset options that cannot go together, or a bad value: a usage error (exit 2)."""
 
 
 # --- targets --------------------------------------------------------------------------------------
@@ -49,6 +55,8 @@ class ResetTarget:
             return f"to offset {self.value}"
         if self.kind == "shift":
             return f"shift by {self.value:+d}"
+        if self.kind == "current":
+            return "to the current offset (the latest where none is committed)"
         return "to the earliest offset" if self.kind == "earliest" else "to the latest offset"
 
 
@@ -60,6 +68,7 @@ def reset_target(
     shift_by: int | None = None,
     to_earliest: bool = False,
     to_latest: bool = False,
+    to_current: bool = False,
     boundary: str | None = None,
     now: int | None = None,
 ) -> ResetTarget:
@@ -73,34 +82,37 @@ def reset_target(
             ("--shift-by", shift_by is not None),
             ("--to-earliest", to_earliest),
             ("--to-latest", to_latest),
+            ("--to-current", to_current),
         )
         if present
     ]
     if len(given) != 1:
         which = "none was given" if not given else f"got {', '.join(given)}"
-        raise ResetPlanError(
+        raise ResetOptionError(
             "give exactly one of --to-time, --by-duration, --to-offset, --shift-by, --to-earliest, "
-            f"--to-latest, --from-file ({which})"
+            f"--to-latest, --to-current, --from-file ({which})"
         )
     if boundary is not None:
         boundary = boundary.lower()
         if boundary not in ("lower", "upper"):
-            raise ResetPlanError(f"--boundary must be lower or upper, not {boundary!r}")
+            raise ResetOptionError(f"--boundary must be lower or upper, not {boundary!r}")
         if to_time is None and by_duration_ms is None:
-            raise ResetPlanError("--boundary only applies to --to-time and --by-duration")
+            raise ResetOptionError("--boundary only applies to --to-time and --by-duration")
     if to_time is not None:
         return ResetTarget("time", to_time, boundary)  # type: ignore[arg-type]
     if by_duration_ms is not None:
         if by_duration_ms < 0:
-            raise ResetPlanError("--by-duration must not be negative")
+            raise ResetOptionError("--by-duration must not be negative")
         base = now if now is not None else now_ms()
         return ResetTarget("time", base - by_duration_ms, boundary, by_duration_ms)  # type: ignore[arg-type]
     if to_offset is not None:
         if not 0 <= to_offset <= JAVA_LONG_MAX:
-            raise ResetPlanError(f"--to-offset must be between 0 and {JAVA_LONG_MAX}, not {to_offset}")
+            raise ResetOptionError(f"--to-offset must be between 0 and {JAVA_LONG_MAX}, not {to_offset}")
         return ResetTarget("offset", to_offset)
     if shift_by is not None:
         return ResetTarget("shift", shift_by)
+    if to_current:
+        return ResetTarget("current")
     return ResetTarget("earliest" if to_earliest else "latest")
 
 
@@ -217,7 +229,9 @@ def target_offset(
         return None if current is None else current + (target.value or 0)
     if target.kind == "earliest":
         return _queue_min(cq, version)
-    return cq.max_offset
+    if target.kind == "current" and current is not None:
+        return current
+    return cq.max_offset  # latest; --to-current where no offset is committed (Kafka's log end offset)
 
 
 def reset_row(
@@ -230,9 +244,13 @@ def reset_row(
     version: BrokerVersion,
     store_time: StoreTimeOf,
     plan: ResetPlan,
+    *,
+    clamp: bool = True,
 ) -> ResetRow:
+    """The row of one queue; `requested` clamped into [min, max] with a warning unless `clamp` is off
+    (--to-current: kafka-consumer-groups keeps a committed offset as it is, out of range or not)."""
     low, high = _queue_min(cq, version), cq.max_offset
-    new = min(max(requested, low), high)
+    new = min(max(requested, low), high) if clamp else requested
     if new != requested:
         side = f"below the min offset {low}" if requested < low else f"above the max offset {high}"
         plan.warnings.append(f"{topic}/{queue_id}: target {requested} is {side}: clamped to {new}")

@@ -22,7 +22,7 @@ ordinary topics. Also home of two helpers the query commands share: `committed_o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -269,6 +269,7 @@ def consumer_progress(
     *,
     group: str | None = None,
     topic: str | None = None,
+    queues: Iterable[int] | None = None,
     include_system: bool = False,
     pop: PopColumns | None = None,
 ) -> ConsumerProgress:
@@ -276,9 +277,10 @@ def consumer_progress(
     those topics without a committed offset, and the groups of subscriptionGroup.json without any.
     POP groups' popped-but-unacked counts come from `pop` when the caller has it (else read now).
 
-    With `topic`, a group's retry topics are listed along with it. Raises MqtoolError when the group or
-    topic is unknown to the store.
+    With `topic`, a group's retry topics are listed along with it; with `queues` too, only those queues
+    of the topic (no retry topic). Raises MqtoolError when the group or topic is unknown to the store.
     """
+    only_queues = None if queues is None else set(queues)
     notes: list[str] = []
     committed = committed_offsets(store, strict=True)
     notes.extend(committed.notes)
@@ -305,7 +307,8 @@ def consumer_progress(
         if topic is not None:
             if topic not in topics:
                 continue
-            chosen = [t for t in topics if t == topic or t in retry_topics(g, topic)]
+            retries = retry_topics(g, topic) if only_queues is None else ()
+            chosen = [t for t in topics if t == topic or t in retries]
         else:
             chosen = list(topics)
         for t in sorted(chosen, key=_topic_order):
@@ -315,6 +318,8 @@ def consumer_progress(
             config = topic_configs.get(t)
             if config is not None:
                 queue_ids |= set(range(max(config.read_queue_nums, 0)))
+            if only_queues is not None:
+                queue_ids &= only_queues
             for q in sorted(queue_ids):
                 rows.append(_queue_row(store, g, t, q, offsets.get(q), store_time))
     if topic is None:

@@ -21,6 +21,7 @@ from formats.config.offsets import ConsumerOffsetTable
 from formats.errors import MqtoolError
 from formats.names import LMQ_QUEUE_ID
 from mqtool.offsets.plan import (
+    ResetOptionError,
     ResetPlan,
     ResetPlanError,
     ResetTarget,
@@ -30,6 +31,7 @@ from mqtool.offsets.plan import (
 )
 from mqtool.offsets.plan_file import read_plan_file
 from mqtool.offsets.progress import is_system_group, store_time_of
+from mqtool.safety import refuse_unsupported_layout
 from store.config.configfile import LoadedConfig
 from store.queue.consumequeue import StoreTimeOf
 from store.queue.lmq import is_lmq
@@ -95,11 +97,12 @@ class StoreCatalog:
 
 def plan_reset(
     store: Store,
-    group: str,
+    group: str | None,
     topics: Sequence[str] | None,
     target: ResetTarget,
     *,
     all_topics: bool = False,
+    all_groups: bool = False,
     queues: Iterable[int] | None = None,
     broker_version: int | None = None,
     allow_new_group: bool = False,
@@ -108,10 +111,14 @@ def plan_reset(
 ) -> ResetPlan:
     """Plan moving `group`'s offsets on `topics` (or all topics it has offsets for) to `target`.
 
-    `queues` limits the queues (each must be a queue of every topic). `cq_file_mtimes` (path under
+    A topic may name its queues as kafka-consumer-groups does (`TopicTest:0,1`); `queues` limits the
+    queues of every topic instead (each must be a queue of every topic). `all_groups`: every group with
+    committed offsets on the topics (with `all_topics`, on any topic), the broker's built-in groups left
+    out; a group is planned only on the topics it has offsets for. `cq_file_mtimes` (path under
     consumequeue/ -> epoch ms, like store-49a's `cqFileLastModified`) replaces the files' own mtimes in
     the 4.9.x time search. Read-only.
     """
+    refuse_unsupported_layout(store, "config")
     catalog = StoreCatalog.load(store)
     version = store.layout.broker_version(broker_version)
     plan = ResetPlan([], target, version)
@@ -121,32 +128,93 @@ def plan_reset(
             "--boundary needs the 5.1.1+ time search; the 4.9.x broker returns the nearest message "
             "(use --broker-version 5 if the broker is 5.1.1 or later)"
         )
-    if not group:
-        raise ResetPlanError("--group is required")
-    _check_group(catalog, group, allow_new_group, plan.warnings)
-    topic_list = _topics_for(catalog, group, topics, all_topics)
+    by_topic = parse_topic_queues(topics)
+    if queues is not None and any(q is not None for q in by_topic.values()):
+        raise ResetOptionError("--queue and --topic TOPIC:QUEUES exclude each other")
     wanted = None if queues is None else list(dict.fromkeys(queues))
     times = store_time or store_time_of(store)
-    for topic in topic_list:
-        topic_queues = _topic_queues(store, catalog, topic, plan.warnings)
-        selected = topic_queues if wanted is None else _select_queues(topic, topic_queues, wanted, catalog)
-        committed = catalog.committed(topic, group)
-        if not committed:
-            plan.warnings.append(
-                f"group {group} has no committed offsets on {topic} yet: the reset creates them "
-                "(as the broker's server-side reset does)"
+    for g in _groups_for(catalog, group, all_groups, list(by_topic), all_topics):
+        _check_group(catalog, g, allow_new_group, plan.warnings)
+        topic_list = _topics_for(catalog, g, list(by_topic), all_topics)
+        if all_groups:  # never give a group offsets on a topic it does not consume
+            topic_list = [t for t in topic_list if catalog.committed(t, g)]
+        for topic in topic_list:
+            topic_queues = _topic_queues(store, catalog, topic, plan.warnings)
+            chosen = by_topic.get(topic) or wanted
+            selected = (
+                topic_queues if chosen is None else _select_queues(topic, topic_queues, chosen, catalog)
             )
-        for queue_id in selected:
-            cq = store.consume_queue(topic, queue_id)
-            current = committed.get(queue_id)
-            requested = target_offset(cq, target, current, version, times, cq_file_mtimes)
-            if requested is None:
-                plan.warnings.append(f"{topic}/{queue_id}: no committed offset to shift from: left out")
-                continue
-            plan.rows.append(reset_row(group, topic, queue_id, cq, current, requested, version, times, plan))
+            _plan_topic(store, plan, g, topic, selected, catalog, version, times, cq_file_mtimes)
     _add_notes(plan)
     _pop_notes(store, plan)
     return plan
+
+
+def _plan_topic(
+    store: Store,
+    plan: ResetPlan,
+    group: str,
+    topic: str,
+    queue_ids: list[int],
+    catalog: StoreCatalog,
+    version,
+    times: StoreTimeOf,
+    cq_file_mtimes: Mapping[str, int] | None,
+) -> None:
+    """The rows of one group's queues of one topic."""
+    target = plan.target
+    assert target is not None
+    committed = catalog.committed(topic, group)
+    if not committed:
+        plan.warnings.append(
+            f"group {group} has no committed offsets on {topic} yet: the reset creates them "
+            "(as the broker's server-side reset does)"
+        )
+    for queue_id in queue_ids:
+        cq = store.consume_queue(topic, queue_id)
+        current = committed.get(queue_id)
+        requested = target_offset(cq, target, current, version, times, cq_file_mtimes)
+        if requested is None:
+            plan.warnings.append(f"{topic}/{queue_id}: no committed offset to shift from: left out")
+            continue
+        row = reset_row(
+            group,
+            topic,
+            queue_id,
+            cq,
+            current,
+            requested,
+            version,
+            times,
+            plan,
+            clamp=target.kind != "current",
+        )
+        plan.rows.append(row)
+
+
+def _groups_for(
+    catalog: StoreCatalog, group: str | None, all_groups: bool, topics: Sequence[str], all_topics: bool
+) -> list[str]:
+    """The group asked for, or with `all_groups` every group with committed offsets on `topics` (on any
+    topic with `all_topics`), less the broker's built-in groups."""
+    if all_groups and group:
+        raise ResetOptionError("give --group or --all-groups, not both")
+    if not all_groups:
+        if not group:
+            raise ResetOptionError("--group (or --all-groups) is required")
+        return [group]
+    wanted = set(topics)
+    found = sorted(
+        {
+            g
+            for t, g, _, _ in catalog.offsets.entries()
+            if not is_system_group(g) and (all_topics or t in wanted)
+        }
+    )
+    if not found:
+        where = "any topic" if all_topics else ", ".join(topics) or "the topics given"
+        raise ResetPlanError(f"no consumer group has committed offsets on {where}")
+    return found
 
 
 def _check_group(catalog: StoreCatalog, group: str, allow_new_group: bool, warnings: list[str]) -> None:
@@ -163,11 +231,9 @@ def _check_group(catalog: StoreCatalog, group: str, allow_new_group: bool, warni
     )
 
 
-def _topics_for(
-    catalog: StoreCatalog, group: str, topics: Sequence[str] | None, all_topics: bool
-) -> list[str]:
+def _topics_for(catalog: StoreCatalog, group: str, topics: Sequence[str], all_topics: bool) -> list[str]:
     if all_topics and topics:
-        raise ResetPlanError("give --topic or --all-topics, not both")
+        raise ResetOptionError("give --topic or --all-topics, not both")
     if all_topics:
         found = sorted({t for t, g, _, _ in catalog.offsets.entries() if g == group})
         if not found:
@@ -177,7 +243,7 @@ def _topics_for(
             )
         return found
     if not topics:
-        raise ResetPlanError("--topic (or --all-topics) is required")
+        raise ResetOptionError("--topic (or --all-topics) is required")
     return list(dict.fromkeys(topics))
 
 
@@ -297,6 +363,7 @@ def plan_from_file(
     store_time: StoreTimeOf | None = None,
 ) -> ResetPlan:
     """A plan from a CSV plan file (see `read_plan_file`), validated against the store as `plan_reset`."""
+    refuse_unsupported_layout(store, "config")
     wanted = read_plan_file(path, default_group)
     catalog = StoreCatalog.load(store)
     version = store.layout.broker_version(broker_version)
@@ -334,6 +401,8 @@ def plan_offsets_reset(
     shift_by: int | None = None,
     to_earliest: bool = False,
     to_latest: bool = False,
+    to_current: bool = False,
+    all_groups: bool = False,
     boundary: str | None = None,
     from_file: Path | str | None = None,
     broker_version: int | None = None,
@@ -348,14 +417,16 @@ def plan_offsets_reset(
             shift_by=shift_by,
             to_earliest=to_earliest,
             to_latest=to_latest,
+            to_current=to_current,
             boundary=boundary,
         )
         return plan_reset(
             store,
-            group or "",
+            group,
             topics,
             target,
             all_topics=all_topics,
+            all_groups=all_groups,
             queues=queues,
             broker_version=broker_version,
             allow_new_group=allow_new_group,
@@ -373,11 +444,13 @@ def plan_offsets_reset(
             ("--shift-by", shift_by is not None),
             ("--to-earliest", to_earliest),
             ("--to-latest", to_latest),
+            ("--to-current", to_current),
+            ("--all-groups", all_groups),
         )
         if given
     ]
     if others:
-        raise ResetPlanError(f"--from-file takes its targets from the file; drop {', '.join(others)}")
+        raise ResetOptionError(f"--from-file takes its targets from the file; drop {', '.join(others)}")
     return plan_from_file(
         store, from_file, default_group=group, broker_version=broker_version, allow_new_group=allow_new_group
     )
@@ -392,14 +465,35 @@ def parse_queue_ids(values: Iterable[str] | None) -> list[int] | None:
         for part in value.split(","):
             part = part.strip()
             if not part.isascii() or not part.isdigit() or int(part) > JAVA_INT_MAX:
-                raise ResetPlanError(f"--queue {part!r} is not a queue id (0, 1, 2 ...)")
+                raise ResetOptionError(f"--queue {part!r} is not a queue id (0, 1, 2 ...)")
             out.append(int(part))
+    return out
+
+
+def parse_topic_queues(values: Iterable[str] | None) -> dict[str, list[int] | None]:
+    """`--topic T --topic U:0,1` -> {T: None, U: [0, 1]} (kafka-consumer-groups' TOPIC:PARTITIONS form;
+    None: every queue). A RocketMQ topic name has no `:` (TopicValidator's `^[%|a-zA-Z0-9_-]+$`,
+    common/src/main/java/org/apache/rocketmq/common/topic/TopicValidator.java:68-87 of 5.3.3), so the last
+    `:` always starts the queue ids."""
+    out: dict[str, list[int] | None] = {}
+    for value in values or ():
+        if ":" not in value:
+            out[value] = None
+            continue
+        topic, _, listed = value.rpartition(":")
+        if not topic:
+            raise ResetOptionError(f"--topic {value!r}: no topic before the ':'")
+        queues = parse_queue_ids([listed]) or []
+        if topic in out and out[topic] is None:
+            continue  # every queue was asked for already
+        out[topic] = list(dict.fromkeys([*(out.get(topic) or []), *queues]))
     return out
 
 
 __all__ = [
     "StoreCatalog",
     "parse_queue_ids",
+    "parse_topic_queues",
     "plan_from_file",
     "plan_offsets_reset",
     "plan_reset",

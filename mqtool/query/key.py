@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.indexfile import LONG_MAX
 from formats.message.commitlog import Message
 from mqtool.query.index_lookup import (
@@ -78,7 +78,7 @@ def query_by_key(
     if not key:
         raise MqtoolError("empty key")
     if max_num is not None and max_num <= 0:
-        raise MqtoolError("--max must be positive")
+        raise UsageError("--max must be positive")
     check_topic(store, topic)
     raw = store.index_service.query_offset(topic, key, None, begin, end).phy_offsets
     hits = HitReport(raw_hits=len(raw))

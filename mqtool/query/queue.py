@@ -9,7 +9,7 @@ import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.javahash import tags_code
 from formats.message.commitlog import Message
 from mqtool.offsets.progress import store_time_of
@@ -78,7 +78,7 @@ def query_by_queue_offset(
 ) -> QueueQueryResult:
     """The message(s) at queue offsets [offset, offset+count) of topic/queueId (mqadmin queryMsgByOffset)."""
     if count <= 0:
-        raise MqtoolError("--count must be positive")
+        raise UsageError("--count must be positive")
     if topic in store.batch_consume_queues.topics():
         from mqtool.query.batch import query_batch_by_queue_offset
 
@@ -177,9 +177,9 @@ def query_by_time(
 ) -> TimeQueryResult:
     """Messages of topic (one queue or all) stored in [begin, end], oldest first, paged by skip/max."""
     if end < begin:
-        raise MqtoolError(f"--end {end} is before --begin {begin}")
+        raise UsageError(f"--end {end} is before --begin {begin}")
     if skip < 0 or (max_num is not None and max_num <= 0):
-        raise MqtoolError("--skip must be >= 0 and --max positive")
+        raise UsageError("--skip must be >= 0 and --max positive")
     if topic in store.batch_consume_queues.topics():
         from mqtool.query.batch import query_batch_by_time
 

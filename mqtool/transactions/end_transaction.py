@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from formats.message.commitlog import Message
 from formats.names import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from mqtool.safety import refuse_unsupported_layout
 from mqtool.transactions.listing import Transaction, TxnReport
 from store.broker.messagerebuild import planned_json, queue_max_offset, refuse_unclean, store_writer
 from store.broker.transaction import (
@@ -152,6 +153,7 @@ def plan_end(store: Store, report: TxnReport, transactions: list[Transaction], a
     A transaction already ended the same way is left alone (idempotent); one ended the other way, or a
     rollback of a half whose commit copy is already stored, is refused before anything is written.
     """
+    refuse_unsupported_layout(store)
     major = report.broker.major
     plan = EndPlan(report.broker, report.now, [], [])
     conflicts: list[tuple[str, int]] = []  # (why, phy of the half it concerns)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
 from formats.javahash import tags_code as tags_hash
 from formats.message.commitlog import Message, java_parse_int, java_parse_long
 from formats.message.properties import (
@@ -42,7 +42,6 @@ from store.broker.transaction import (
     TRANSACTION_TIMEOUT_MS,
     HalfRecord,
     OpRecord,
-    TransactionError,
     scan_ops,
 )
 from store.storedir import Store
@@ -421,5 +420,5 @@ def filter_state(report: TxnReport, state: str) -> list[Transaction]:
     if state == "all":
         return list(report.transactions)
     if state not in STATES:
-        raise TransactionError(f"unknown --state {state!r}; choose one of {', '.join(STATES)}, all")
+        raise UsageError(f"unknown --state {state!r}; choose one of {', '.join(STATES)}, all")
     return [t for t in report.transactions if t.state == state]

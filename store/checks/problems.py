@@ -100,6 +100,7 @@ KINDS: dict[str, str] = {
     "checkpoint_ahead": ERROR,
     "abort_present": WARNING,
     "broker_running": WARNING,
+    "layout_unsupported": ERROR,
     "recovery": INFO,
     "more": INFO,
 }

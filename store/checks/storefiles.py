@@ -27,10 +27,7 @@ from formats.errors import MqtoolError
 from formats.message.innerbatch import count_inner_messages, is_inner_batch
 from store.checks.batchcq import check_batch_consume_queue, check_batch_offset_gaps
 from store.checks.checkpoint import check_checkpoint
-from store.checks.commitlog import (
-    CommitLogFile,
-    CommitLogVerdict,
-)
+from store.checks.commitlog import CommitLogVerdict
 from store.checks.consumequeue import QueueFacts, check_consume_queue, check_cq_tail
 from store.checks.index import (
     IndexFileFacts,
@@ -41,6 +38,7 @@ from store.checks.index import (
 from store.checks.problems import ProblemList
 from store.io.filewrites import last_nonzero_end
 from store.log.recovery import recovery_start_abnormal, recovery_start_normal
+from store.log.scan import CommitLogFile
 from store.queue.batchconsumequeue import configured_batch_cq_topics
 from store.queue.lmq import is_lmq
 from store.rebuild.batchcq import INVALID, batch_fields
@@ -58,7 +56,21 @@ def rel_path(store: Store, path: str | None) -> str | None:
 
 
 def note_broker_running(store: Store, problems: ProblemList) -> bool:
-    """A warning row when a broker holds the store lock; whether `abort` is present."""
+    """A warning row when a broker holds the store lock, an error row per layout part mqtool does not
+    read exactly (`store.kind`: its answers there are not the broker's); whether `abort` is present."""
+    try:
+        parts = store.layout.kind.unsupported_reads()
+    except MqtoolError as exc:
+        problems.add("layout_unsupported", exc.file and rel_path(store, exc.file), exc.offset, exc.message)
+        parts = []
+    for part in parts:
+        problems.add(
+            "layout_unsupported",
+            None,
+            None,
+            f"this store has a {part.name} ({part.evidence}), which mqtool does not read exactly: "
+            f"{part.note}; the checks below do not see it as the broker does",
+        )
     live = store.liveness()
     if live.broker_running:
         problems.add(

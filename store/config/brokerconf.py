@@ -67,6 +67,16 @@ class BrokerConfig:
     # RocksDB mode (MessageStoreConfig.storeType "default" / "defaultRocksDB"; BrokerConfig's "v1" / "v2")
     storeType: str = "default"
     configManagerVersion: str = "v1"
+    # layouts beside the classic one (store.kind names them; writes refuse on those mqtool cannot follow)
+    storePathCommitLog: str | None = None  # ";" separates several paths (MultiPathMappedFileQueue)
+    readOnlyCommitLogStorePaths: str | None = None
+    enableDLegerCommitLog: bool = False
+    storePathDLedgerCommitLog: str | None = None
+    dLegerGroup: str | None = None
+    dLegerPeers: str | None = None
+    dLegerSelfId: str | None = None
+    enableControllerMode: bool = False
+    messageStorePlugIn: str = ""
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

@@ -34,6 +34,8 @@ from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.log.mappedfile import MappedFile, MappedFileQueue
 from store.log.recovery import recovery_start_normal
 
+RELEASE_STEP = 4 << 20  # bytes a record walk reads before it unmaps the pages behind it
+
 
 class OffsetError(MqtoolError):
     """A physical offset outside the commitlog files or not at a record boundary."""
@@ -218,6 +220,7 @@ class CommitLog:
             f = files[index]
             buf = f.buffer()
             path = str(f.path)
+            released = pos
             while True:
                 record = decode_record(
                     buf, pos, f.start_offset, check_crc=check_crc, accept_v2=accept_v2, file=path
@@ -225,10 +228,14 @@ class CommitLog:
                 yield record
                 if isinstance(record, Message):
                     pos += record.total_size
+                    if pos - released >= RELEASE_STEP:  # memory stays flat on a file of any size
+                        f.release_pages(pos)
+                        released = pos
                     continue
                 if isinstance(record, Blank):
                     break
                 return  # a stop
+            f.release_pages(f.size)
             index += 1
             if index >= len(files):
                 yield EndOfData(

@@ -63,6 +63,17 @@ class MappedFile:
                 raise StoreFileError(f"cannot open: {exc.strerror}", str(self.path)) from exc
         return memoryview(self._map)
 
+    def release_pages(self, end: int) -> None:
+        """Unmap this process's view of the file's pages before `end` (madvise MADV_DONTNEED on the
+        read-only map): a walk through a 1 GiB file keeps in its resident set only what it still reads.
+        The data stays in the page cache; a later read through the map faults the pages in again."""
+        if self._map is None:
+            return
+        length = min(end, self.size)
+        length -= length % mmap.PAGESIZE
+        if length > 0:
+            self._map.madvise(mmap.MADV_DONTNEED, 0, length)
+
     def record_buffer(self, position: int) -> memoryview | bytes:
         """A buffer of the whole file in which the record at `position` can be read: the map, or for a
         placeholder of a store read by URL (`store.io.remote`) a file-sized array holding that record only

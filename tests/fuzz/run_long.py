@@ -38,6 +38,7 @@ from .harness import (
     Fuzzer,
     Outcome,
     Task,
+    format_for,
     judge,
     make_tasks,
     prepare_bases,
@@ -130,7 +131,7 @@ def replay(path: Path, workdir: Path, timeout: float) -> int:
             runs = [(row["command"], row["argv"])]
         else:  # the worker died or hung: every command of the input
             runs = [
-                (name, ["-s", "<store>", "-f", row.get("fmt", "json"), *argv])
+                (name, ["-s", "<store>", "-f", format_for(row.get("fmt", "json"), argv), *argv])
                 for name, argv in row.get("commands", [])
             ]
         print(f"=== {row['base']} {corruption}\n    recorded: {row['command']}: {row['reason']}")
@@ -297,7 +298,7 @@ def run_subprocess_sample(tasks, bases, workdir: Path, args) -> list[tuple[Failu
         out = []
         try:
             for name, argv in task.commands[:2]:
-                full = ["-s", str(root), "-f", task.fmt, *argv]
+                full = ["-s", str(root), "-f", format_for(task.fmt, argv), *argv]
                 outcome = run_subprocess(full, timeout=args.timeout * 2, name=name)
                 verdict = judge(outcome, str(root))
                 if verdict.failure:

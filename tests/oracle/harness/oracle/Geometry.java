@@ -17,6 +17,12 @@ public final class Geometry {
     public int timerRollWindowSlot;  // 0: the broker's default (2 days of slots)
     public int timerPrecisionMs;  // 0: the broker's default (1000 ms)
     public boolean lmq;  // enableLmq + enableMultiDispatch: the store has %LMQ% queues or lmqConsumerOffset.json
+    // DLedger (enableDLegerCommitLog): the store has a dledger-<selfId> directory. dLegerSelfId is the name's
+    // tail; the data path is <root>/dledger-<selfId>/data unless broker.conf names storePathDLedgerCommitLog
+    // (relative paths there are against the store root; several are joined with MULTI_PATH_SPLITTER ",").
+    public String dledgerSelfId;
+    public String dledgerGroup = "broker-a";
+    public String dledgerDataPath;  // null: DLedger's default (dledger-<selfId>/data)
 
     /** File sizes from the files; index geometry from the arguments (it cannot be told from one file). */
     static Geometry of(String root, String[] extra) throws IOException {
@@ -24,6 +30,39 @@ public final class Geometry {
         File[] cl = new File(root, "commitlog").listFiles();
         if (cl != null && cl.length > 0) {
             g.commitLog = (int) cl[0].length();
+        }
+        String[] top = new File(root).list();
+        for (String name : top == null ? new String[0] : top) {
+            File d = new File(root, name);
+            if (name.startsWith("dledger-") && d.isDirectory() && (new File(d, "index").isDirectory()
+                || new File(d, "data").isDirectory() || new File(d, "currterm").isFile())) {
+                g.dledgerSelfId = name.substring("dledger-".length());
+            }
+        }
+        if (g.dledgerSelfId != null) {
+            File conf = new File(root, "broker.conf");
+            if (conf.isFile()) {
+                java.util.Properties p = new java.util.Properties();
+                try (java.io.InputStream in = Files.newInputStream(conf.toPath())) {
+                    p.load(in);
+                }
+                g.dledgerGroup = p.getProperty("dLegerGroup", g.dledgerGroup).trim();
+                String paths = p.getProperty("storePathDLedgerCommitLog");
+                if (paths != null && !paths.isBlank()) {
+                    StringBuilder abs = new StringBuilder();
+                    for (String one : paths.trim().split(",")) {
+                        abs.append(abs.length() == 0 ? "" : ",").append(new File(one).isAbsolute() ? one : root + File.separator + one);
+                    }
+                    g.dledgerDataPath = abs.toString();
+                }
+            }
+            // DLedger's data files have the commitlog's size (DLedgerCommitLog: mappedFileSizeForEntryData)
+            for (String dir : g.dledgerDataDirs(root)) {
+                File[] data = new File(dir).listFiles();
+                if (data != null && data.length > 0) {
+                    g.commitLog = (int) data[0].length();
+                }
+            }
         }
         try (Stream<Path> files = Files.walk(Path.of(root, "consumequeue"))) {
             files.filter(Files::isRegularFile).findFirst().ifPresent(p -> g.consumeQueue = (int) p.toFile().length());
@@ -45,6 +84,13 @@ public final class Geometry {
         return g;
     }
 
+    /** The DLedger data directories (DLedgerConfig.getDataStorePath, split as MultiPathMmapFileList splits it). */
+    java.util.List<String> dledgerDataDirs(String root) {
+        String path = dledgerDataPath != null ? dledgerDataPath
+            : root + File.separator + "dledger-" + dledgerSelfId + File.separator + "data";
+        return java.util.Arrays.asList(path.trim().split(","));
+    }
+
     Object json() {
         java.util.Map<String, Object> geo = new java.util.LinkedHashMap<>();
         geo.put("mappedFileSizeCommitLog", commitLog);
@@ -52,6 +98,11 @@ public final class Geometry {
         geo.put("maxHashSlotNum", hashSlots);
         geo.put("maxIndexNum", indexNum);
         geo.put("timerWheelEnable", timer);
+        if (dledgerSelfId != null) {
+            geo.put("enableDLegerCommitLog", true);
+            geo.put("dLegerSelfId", dledgerSelfId);
+            geo.put("dLegerGroup", dledgerGroup);
+        }
         return geo;
     }
 }

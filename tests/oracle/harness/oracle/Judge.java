@@ -429,16 +429,25 @@ public final class Judge {
         Map<String, Object> judge(String root, String shown) throws Exception;
     }
 
+    /**
+     * Stdout carries only the JSON: while the judge runs, System.out is stderr, so the log lines the store code
+     * prints (log4j2's default console appender is set up on first use, i.e. during the judge) cannot corrupt it.
+     */
     static int onCopy(String storeArg, Judgement j) throws Exception {
         Path original = Path.of(storeArg).toAbsolutePath();
         Path tmp = Files.createTempDirectory("mqtool-oracle-load");
         Path root = tmp.resolve("store");
+        java.io.PrintStream stdout = System.out;
         try {
+            System.setOut(System.err);
             copy(original, root);
             Map<String, Object> out = j.judge(root.toString(), original.toString());
+            System.setOut(stdout);
             System.out.print(Json.write(out));
+            System.out.flush();
             return Boolean.TRUE.equals(out.get("clean")) ? 0 : 1;
         } finally {
+            System.setOut(stdout);
             delete(tmp);
         }
     }

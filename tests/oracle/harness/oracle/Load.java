@@ -4,7 +4,8 @@
  * loaded, normal or abnormal recovery, whether recovery truncated the commitlog and where, CRC errors in a
  * full walk, ConsumeQueue units that differ from what the dispatcher computes (before and after load),
  * index keys the real IndexService cannot find, and the config files as the real managers read them
- * (Judge holds what the 4.9.8 oracle shares).
+ * (Judge holds what the 4.9.8 oracle shares). A DLedger store (a dledger-<selfId> directory) is opened with
+ * enableDLegerCommitLog and walked entry by entry (DLedgerFiles); `dledger` adds what DLedger's recovery kept.
  */
 package oracle;
 
@@ -52,20 +53,29 @@ public final class Load {
         BrokerStatsManager probeStats = new BrokerStatsManager("DefaultCluster", true);
         DefaultMessageStore probe = new DefaultMessageStore(Stores.config(root, g), probeStats, null, bc,
             new ConcurrentHashMap<>());
-        Judge.Walk before = Judge.walkFiles(
-            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, false, true), root, g.commitLog, g.lmq);
+        java.util.function.Function<java.nio.ByteBuffer, org.apache.rocketmq.store.DispatchRequest> check =
+            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, false, true);
+        // A DLedger store (dledger-<selfId>/): its data files entry by entry (DLedgerCommitLog's checker), after
+        // the classic commitlog/ files of a store that was switched to DLedger.
+        Judge.Walk before = g.dledgerSelfId == null ? Judge.walkFiles(check, root, g.commitLog, g.lmq)
+            : DLedgerFiles.walk(check, root, g);
         Map<String, long[]> cqBefore = Judge.rawConsumeQueues(root);
         probeStats.shutdown();
 
         // Load: the real store (and timer store) recover.
         Stores s = Stores.open(root, g, new ConcurrentHashMap<String, TopicConfig>());
         List<Map<String, Object>> crc = new ArrayList<>();
-        List<Map<String, Object>> records = ReadBack.messages(s.store, crc);
+        List<Map<String, Object>> records = g.dledgerSelfId == null ? ReadBack.messages(s.store, crc)
+            : DLedgerFiles.records(s.store, bb -> s.store.getCommitLog().checkMessageAndReturnSize(bb, true, false, true),
+                bb -> org.apache.rocketmq.common.message.MessageDecoder.decode(bb, true, false, false, true, true), crc);
         Map<String, long[]> cqAfter = new HashMap<>();
         s.store.getConsumeQueueTable().forEach((topic, queues) -> queues.forEach((qid, cq) -> units(cq, cqAfter)));
         Judge.verdict(out, s.loaded, before, cqBefore, records, crc, cqAfter, s.store.getMinPhyOffset(),
             s.store.getMaxPhyOffset(), ReadBack.indexService(s.store));
         out.put("config", configs(root, s));
+        if (g.dledgerSelfId != null) {
+            out.put("dledger", DLedgerFiles.recovered(s.store, root));  // what DLedger's recovery kept
+        }
         if (s.timer != null) {
             Map<String, Object> t = new LinkedHashMap<>();
             t.put("timerLogMaxOffset", s.timer.getTimerLog().getMappedFileQueue().getMaxOffset());
@@ -92,6 +102,9 @@ public final class Load {
             return 1;
         }
         s.start();
+        if (g.dledgerSelfId != null) {
+            DLedgerFiles.awaitLeader(s.store, 30_000);  // a DLedger broker serves once elected and committed
+        }
         s.waitDispatched();
         s.shutdown();
         return 0;

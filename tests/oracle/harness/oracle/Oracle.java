@@ -17,6 +17,8 @@
  *   rocksdb-v2-store DIR [SEED] a configManagerVersion=v2 store: topics, groups, offsets in config/rdb (RocksDBV2Fixture)
  *   rocksdb-v2-read STORE    what the real v2 config managers read from STORE (RocksDBV2Fixture)
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
+ *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
+ *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
  */
 package oracle;
 
@@ -82,6 +84,22 @@ public final class Oracle {
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "dledger-store": {
+                String variant = "plain";
+                long seed = 20261126L;
+                for (int i = 2; i < args.length; i++) {
+                    if (args[i].equals("--variant")) {
+                        variant = args[++i];
+                    } else {
+                        seed = Long.parseLong(args[i]);
+                    }
+                }
+                DLedgerFixture.write(args[1], seed, variant);
+                break;
+            }
+            case "dledger-read":
+                rc = DLedgerFixture.read(args[1]);
                 break;
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

@@ -56,6 +56,9 @@ public final class Stores {
         c.setMaxMsgsNumBatch(100000);
         c.setEnableLmq(g.lmq);
         c.setEnableMultiDispatch(g.lmq);
+        if (g.dledgerSelfId != null) {
+            DLedgerFiles.configure(c, g);  // enableDLegerCommitLog, a one-peer group on a free local port
+        }
         return c;
     }
 

@@ -3,7 +3,7 @@
  * holds the shared half), read with the 4.9.8 classes: its DefaultMessageStore and recovery, its
  * CommitLog.checkMessageAndReturnSize and MessageDecoder, ConsumeQueue.getIndexBuffer, IndexService, and
  * the config files as 4.9.8's ConsumerOffsetManager and wrappers read them. 4.9 has no timer wheel and no
- * messageRequestMode.json (POP came with 5.0).
+ * messageRequestMode.json (POP came with 5.0). A DLedger store is opened and walked as the 5.3.3 `load` does it.
  */
 package oracle;
 
@@ -50,19 +50,27 @@ public final class Load {
         // 4.9's checker computes a SCHEDULE_TOPIC_XXXX unit's tagsCode (the deliver time) from the level
         // table, which load() parses; the probe is not loaded, so parse it here.
         probe.getScheduleMessageService().parseDelayLevel();
-        Judge.Walk before = Judge.walkFiles(
-            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, true), root, g.commitLog);
+        java.util.function.Function<ByteBuffer, DispatchRequest> check =
+            bb -> probe.getCommitLog().checkMessageAndReturnSize(bb, true, true);
+        // A DLedger store (dledger-<selfId>/): its data files entry by entry (DLedgerCommitLog's checker).
+        Judge.Walk before = g.dledgerSelfId == null ? Judge.walkFiles(check, root, g.commitLog)
+            : DLedgerFiles.walk(check, root, g);
         Map<String, long[]> cqBefore = Judge.rawConsumeQueues(root);
         probeStats.shutdown();
 
         Stores s = Stores.open(root, g);
         List<Map<String, Object>> crc = new ArrayList<>();
-        List<Map<String, Object>> records = messages(s.store, crc);
+        List<Map<String, Object>> records = g.dledgerSelfId == null ? messages(s.store, crc)
+            : DLedgerFiles.records(s.store, bb -> s.store.getCommitLog().checkMessageAndReturnSize(bb, true, true),
+                bb -> MessageDecoder.decode(bb, true, false, false), crc);
         Map<String, long[]> cqAfter = new HashMap<>();
         s.store.getConsumeQueueTable().forEach((topic, queues) -> queues.forEach((qid, cq) -> units(cq, cqAfter)));
         Judge.verdict(out, s.loaded, before, cqBefore, records, crc, cqAfter, s.store.getMinPhyOffset(),
             s.store.getMaxPhyOffset(), indexService(s.store));
         out.put("config", configs(root, s));
+        if (g.dledgerSelfId != null) {
+            out.put("dledger", DLedgerFiles.recovered(s.store, root));  // what DLedger's recovery kept
+        }
         out.put("clean", out.remove("clean"));
         s.shutdown();
         return out;
@@ -76,6 +84,9 @@ public final class Load {
             return 1;
         }
         s.start();
+        if (s.config.isEnableDLegerCommitLog()) {
+            DLedgerFiles.awaitLeader(s.store, 30_000);  // a DLedger broker serves once elected and committed
+        }
         s.waitDispatched();
         s.shutdown();
         return 0;

@@ -3,6 +3,8 @@
  * Commands, as the 5.3.3 oracle's:
  *   recover STORE [SLOTS NUM]  run the real 4.9.8 recovery in place (load, start, clean shutdown)
  *   load STORE [SLOTS NUM]     open STORE with the real 4.9.8 DefaultMessageStore, recover, print one JSON object
+ *   dledger-store DIR [SEED]   a store of a 4.9.8 DLedger broker (DLedgerFixture49; DLedgerFixture's plain shape)
+ *   dledger-read STORE         what the real 4.9.8 and DLedger classes read from a copy of STORE (DLedgerFixture49)
  */
 package oracle;
 
@@ -24,8 +26,26 @@ public final class Oracle {
             case "load":
                 rc = Judge.onCopy(args[1], (root, shown) -> Load.judge(root, shown, extra));
                 break;
+            case "dledger-store": {
+                long seed = 20261126L;
+                for (int i = 2; i < args.length; i++) {
+                    if (args[i].equals("--variant")) {
+                        if (!args[++i].equals("plain")) {
+                            throw new IllegalArgumentException("the 4.9.8 oracle writes the plain variant only");
+                        }
+                    } else {
+                        seed = Long.parseLong(args[i]);
+                    }
+                }
+                DLedgerFixture49.write(args[1], seed);
+                rc = 0;
+                break;
+            }
+            case "dledger-read":
+                rc = DLedgerFixture49.read(args[1]);
+                break;
             default:
-                System.err.println("unknown command " + args[0] + " (the 4.9.8 oracle has load and recover)");
+                System.err.println("unknown command " + args[0] + " (the 4.9.8 oracle has load, recover, dledger-store, dledger-read)");
                 rc = 2;
         }
         System.exit(rc);

@@ -37,6 +37,9 @@ public final class Stores {
         c.setDuplicationEnable(false);
         c.setMaxMsgsNumBatch(100000);
         c.setHaListenPort(0);  // 4.9's HAService listens when the store starts: any free port, not 10912
+        if (g.dledgerSelfId != null) {
+            DLedgerFiles.configure(c, g);  // enableDLegerCommitLog, a one-peer group on a free local port
+        }
         return c;
     }
 
@@ -51,6 +54,13 @@ public final class Stores {
         MessageStoreConfig c = config(root, g);
         BrokerStatsManager stats = new BrokerStatsManager("DefaultCluster", true);
         DefaultMessageStore store = new DefaultMessageStore(c, stats, null, brokerConfig());
+        boolean loaded = store.load();
+        return new Stores(store, stats, c, loaded);
+    }
+
+    /** The same with the broker's own config objects (DLedgerFixture49 shares them with its broker holder). */
+    public static Stores open(MessageStoreConfig c, BrokerConfig bc, BrokerStatsManager stats) throws Exception {
+        DefaultMessageStore store = new DefaultMessageStore(c, stats, null, bc);
         boolean loaded = store.load();
         return new Stores(store, stats, c, loaded);
     }

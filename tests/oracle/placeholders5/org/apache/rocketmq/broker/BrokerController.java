@@ -5,6 +5,9 @@
  *   load:      ConsumerOffsetManager and MessageRequestModeManager (the three-argument constructor).
  *   pop-store: the POP processors, PopBufferMergeService, PopReviveService, the config managers, EscapeBridge
  *              and the broker's put hooks (HookUtils), wired by oracle.PopStore.
+ *   dledger-store: the config managers, EscapeBridge, the put hooks, ScheduleMessageService (delay levels),
+ *              TransactionalMessageServiceImpl and the NettyServerConfig its bridge reads, wired by
+ *              oracle.DLedgerFixture.
  * A getter whose part was not wired returns null; getBrokerOuterAPI and getTopicRouteInfoManager always do
  * (a lone master never escapes to another broker).
  */
@@ -27,10 +30,12 @@ import org.apache.rocketmq.broker.processor.PopMessageProcessor;
 import org.apache.rocketmq.broker.subscription.SubscriptionGroupManager;
 import org.apache.rocketmq.broker.topic.TopicConfigManager;
 import org.apache.rocketmq.broker.topic.TopicRouteInfoManager;
+import org.apache.rocketmq.broker.transaction.TransactionalMessageService;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.BrokerIdentity;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.remoting.netty.NettyServerConfig;
 import org.apache.rocketmq.remoting.protocol.DataVersion;
 import org.apache.rocketmq.store.MessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -57,6 +62,9 @@ public class BrokerController {
     public EscapeBridge escapeBridge;
     public ExecutorService pullMessageExecutor;
     public long shouldStartTime;
+    public org.apache.rocketmq.broker.schedule.ScheduleMessageService scheduleMessageService;
+    public TransactionalMessageService transactionalMessageService;
+    public NettyServerConfig nettyServerConfig = new NettyServerConfig();
 
     public BrokerController(BrokerConfig brokerConfig, MessageStoreConfig messageStoreConfig, MessageStore store) {
         this.brokerConfig = brokerConfig;
@@ -99,8 +107,35 @@ public class BrokerController {
         return messageStore == null ? null : messageStore.getTimerMessageStore();
     }
 
+    /** Null unless wired (dledger-store): HookUtils reaches it only for a delay-level message. */
     public org.apache.rocketmq.broker.schedule.ScheduleMessageService getScheduleMessageService() {
-        return null;  // no delay-level message is put: HookUtils never reaches it
+        return scheduleMessageService;
+    }
+
+    public TransactionalMessageService getTransactionalMessageService() {
+        return transactionalMessageService;
+    }
+
+    public NettyServerConfig getNettyServerConfig() {
+        return nettyServerConfig;
+    }
+
+    /** The transaction check-back (a producer's channel, the broker-to-client call): never run here (throws). */
+    public org.apache.rocketmq.broker.client.ProducerManager getProducerManager() {
+        throw new UnsupportedOperationException("no transaction check-back in the oracle");
+    }
+
+    public org.apache.rocketmq.broker.client.net.Broker2Client getBroker2Client() {
+        throw new UnsupportedOperationException("no transaction check-back in the oracle");
+    }
+
+    public org.apache.rocketmq.remoting.RemotingServer getRemotingServer() {
+        throw new UnsupportedOperationException("no broker remoting server in the oracle");
+    }
+
+    /** As the real one for a lone broker group: its own id (only the slave-acting-master check reads it). */
+    public long getMinBrokerIdInGroup() {
+        return brokerConfig.getBrokerId();
     }
 
     public BrokerOuterAPI getBrokerOuterAPI() {

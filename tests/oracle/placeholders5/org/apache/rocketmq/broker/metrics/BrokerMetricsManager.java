@@ -1,7 +1,7 @@
 /*
  * Placeholder for the broker's metrics manager (the real one needs the OpenTelemetry SDK and exporters and the
- * whole broker). The POP classes record into its static instruments, which start as no-ops in the real
- * class too (no exporter is set up); here they stay no-ops. Nothing is written.
+ * whole broker). The POP classes and EndTransactionProcessor record into its static instruments, which start as
+ * no-ops in the real class too (no exporter is set up); here they stay no-ops. Nothing is written.
  */
 package org.apache.rocketmq.broker.metrics;
 
@@ -21,6 +21,9 @@ public class BrokerMetricsManager {
     public static LongCounter sendToDlqMessages = new NopLongCounter();
     public static LongHistogram topicCreateExecuteTime = new NopLongHistogram();
     public static LongHistogram consumerGroupCreateExecuteTime = new NopLongHistogram();
+    public static LongCounter commitMessagesTotal = new NopLongCounter();
+    public static LongCounter rollBackMessagesTotal = new NopLongCounter();
+    public static LongHistogram transactionFinishLatency = new NopLongHistogram();
 
     public static AttributesBuilder newAttributesBuilder() {
         return Attributes.builder();

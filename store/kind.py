@@ -1,0 +1,224 @@
+"""What kind of store this is: every layout a broker writes, named, with what mqtool reads and writes of it.
+
+A broker's store root holds more than the classic `commitlog/` + `consumequeue/` + `index/`: its mode and
+features leave directories, files and broker.conf flags (5.3.3 `StorePathConfigHelper`,
+`MessageStoreConfig` lines 38-67 and 243-246, `BrokerConfig.enableControllerMode` / `messageStorePlugIn`,
+`TimerMessageStore` lines 247-251, `CompactionStore` lines 48-50, `PopConsumerService` line 72, DLedger's
+`DLedgerConfig.getDefaultPath`: `${storePathRootDir}/dledger-<selfId>`). `identify` names each part it finds,
+with the evidence, and says whether mqtool reads it exactly and may write on it. A part mqtool does not fully
+support makes every write refuse in one line naming it (`StoreKind.refuse_writes`); reads go on with a
+warning. Entries of the root that no layout explains are listed, never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formats.errors import MqtoolError
+from store.config.brokerconf import BrokerConfig
+
+# what a 4.9.x / 5.x broker (and mqtool's own staging) may leave in the store root
+_KNOWN_DIRS = {
+    "commitlog",
+    "consumequeue",
+    "consumequeue_ext",
+    "batchconsumequeue",
+    "index",
+    "config",
+    "timerlog",
+    "kvStore",
+    "compaction",
+    "transaction",  # StorePathConfigHelper's statetable/redolog of old brokers
+    "lost+found",  # the root is often a file system's mount point
+}
+_KNOWN_FILES = {
+    "checkpoint",
+    "lock",
+    "abort",
+    "abort.bak",
+    "timerwheel",
+    "epochFileCheckpoint",
+    "epochFileCheckpoint.bak",
+    "brokerIdentity",
+}
+
+
+# what a write touches: config files only, index files only, consume queues (rebuilt, with the index), or
+# the commitlog (appends, then dispatch into queues and index)
+WRITE_KINDS = ("config", "index", "queues", "log")
+
+
+class UnsupportedLayoutError(MqtoolError):
+    """A write on a store whose layout mqtool does not fully support."""
+
+
+@dataclass(frozen=True)
+class LayoutPart:
+    """One part of a store's layout: what it is, what showed it, and what mqtool does with it."""
+
+    name: str
+    evidence: str
+    reads: bool  # mqtool reads it exactly as the broker does
+    writes: tuple[str, ...]  # the kinds of write that stay right with it (WRITE_KINDS)
+    note: str = ""  # what mqtool does or does not do about it
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "evidence": self.evidence, "reads": self.reads, "writes": self.writes,
+                "note": self.note}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """The layout of one store: the commitlog's kind, where consume queues and config live, every other
+    part found, and the root's entries no layout explains."""
+
+    commitlog: str  # "classic", "dledger", "dledger-mixed", "multi-path", "elsewhere"
+    consume_queues: str  # "files" or "rocksdb"
+    config: str  # "json", "rocksdb" (v1) or "rdb" (v2)
+    parts: tuple[LayoutPart, ...] = ()
+    unknown: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        return f"{self.commitlog} commitlog, consume queues in {self.consume_queues}, config in {self.config}"
+
+    def unsupported_reads(self) -> list[LayoutPart]:
+        return [p for p in self.parts if not p.reads]
+
+    def unsupported_writes(self, touches: str = "log") -> list[LayoutPart]:
+        """The parts a write that touches `touches` (one of WRITE_KINDS) cannot be trusted on."""
+        if touches not in WRITE_KINDS:
+            raise ValueError(touches)
+        return [p for p in self.parts if touches not in p.writes]
+
+    def refuse_writes(self, root: Path | str, touches: str = "log", what: str = "write") -> None:
+        """Raise UnsupportedLayoutError naming the first part such a write cannot be trusted on."""
+        parts = self.unsupported_writes(touches)
+        if parts:
+            part = parts[0]
+            more = f" (and {', '.join(p.name for p in parts[1:])})" if len(parts) > 1 else ""
+            raise UnsupportedLayoutError(
+                f"this store has a {part.name}{more} ({part.evidence}): mqtool does not {what} on this layout"
+                f"{'; ' + part.note if part.note else ''}",
+                str(root),
+            )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "commitlog": self.commitlog,
+            "consumeQueues": self.consume_queues,
+            "config": self.config,
+            "parts": [p.as_dict() for p in self.parts],
+            "unknown": list(self.unknown),
+        }
+
+
+def _entries(root: Path) -> list[os.DirEntry]:
+    try:
+        return sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _commitlog_paths(cfg: BrokerConfig) -> list[str]:
+    if "storePathCommitLog" not in cfg.explicit or not cfg.storePathCommitLog:
+        return []
+    return [p for p in cfg.storePathCommitLog.split(";") if p.strip()]
+
+
+def _compaction_topics(root: Path) -> list[str]:
+    """Topics with a compacted log (`compaction/compactionLog/<topic>`) or the COMPACTION cleanup policy
+    in topics.json (`TopicAttributes.CLEANUP_POLICY_ATTRIBUTE`)."""
+    topics = set()
+    log_dir = root / "compaction" / "compactionLog"
+    if log_dir.is_dir():
+        topics.update(e.name for e in _entries(log_dir) if e.is_dir())
+    try:
+        table = json.loads((root / "config" / "topics.json").read_text(encoding="utf-8"))
+        for name, config in (table.get("topicConfigTable") or {}).items():
+            attributes = config.get("attributes") or {} if isinstance(config, dict) else {}
+            if str(attributes.get("cleanup.policy", "")).upper() == "COMPACTION":
+                topics.add(name)
+    except (OSError, ValueError, AttributeError):
+        pass  # a missing or broken topics.json is the config readers' to report
+    return sorted(topics)
+
+
+def identify(
+    root: Path, cfg: BrokerConfig, *, consume_queues_in_rocksdb: bool, config_backend: str
+) -> StoreKind:
+    """Name every part of the store at `root` (with broker.conf `cfg` when given)."""
+    parts: list[LayoutPart] = []
+    entries = _entries(root)
+    names = {e.name for e in entries}
+    dledger_dirs = sorted(n for n in names if n.startswith("dledger-"))
+
+    commitlog = "classic"
+    paths = _commitlog_paths(cfg)
+    dledger_on = "enableDLegerCommitLog" in cfg.explicit and cfg.enableDLegerCommitLog
+    if dledger_dirs or dledger_on:
+        has_classic = any(True for _ in _entries(root / "commitlog"))
+        commitlog = "dledger-mixed" if has_classic else "dledger"
+        evidence = ", ".join(f"{d}/" for d in dledger_dirs) or "broker.conf enableDLegerCommitLog=true"
+        parts.append(LayoutPart(
+            "DLedger commitlog", evidence, reads=False, writes=(),
+            note="its log is under dledger-<selfId>/data (DLedger entries), which mqtool does not read yet: "
+            "commitlog/ is not the broker's whole log",
+        ))  # fmt: skip
+    elif len(paths) > 1 or (
+        "readOnlyCommitLogStorePaths" in cfg.explicit and cfg.readOnlyCommitLogStorePaths
+    ):
+        commitlog = "multi-path"
+        parts.append(LayoutPart(
+            "multi-path commitlog", f"broker.conf storePathCommitLog={cfg.storePathCommitLog}", reads=False,
+            writes=(), note=f"mqtool reads only {root / 'commitlog'}",
+        ))  # fmt: skip
+    elif paths and Path(paths[0]).resolve() != (root / "commitlog").resolve():
+        commitlog = "elsewhere"
+        parts.append(LayoutPart(
+            "commitlog outside the store root", f"broker.conf storePathCommitLog={paths[0]}", reads=False,
+            writes=(), note=f"mqtool reads only {root / 'commitlog'}",
+        ))  # fmt: skip
+
+    controller = [n for n in ("epochFileCheckpoint", "brokerIdentity") if n in names]
+    if controller or ("enableControllerMode" in cfg.explicit and cfg.enableControllerMode):
+        parts.append(LayoutPart(
+            "controller-mode replica", ", ".join(controller) or "broker.conf enableControllerMode=true",
+            reads=False, writes=(),
+            note="records past the checkpoint's confirm offset are not served and HA may truncate them",
+        ))  # fmt: skip
+    compacted = _compaction_topics(root)
+    if compacted:
+        parts.append(LayoutPart(
+            "compaction topic", "topics " + ", ".join(compacted[:5]) + (" ..." if len(compacted) > 5 else ""),
+            reads=False, writes=(),
+            note="the broker serves such topics from compaction/, which mqtool does not read",
+        ))  # fmt: skip
+    plug_in = cfg.messageStorePlugIn if "messageStorePlugIn" in cfg.explicit else ""
+    tiered_meta = root / "config" / "tieredStoreMetadata.json"
+    if "tieredstore" in plug_in.lower() or tiered_meta.exists():
+        parts.append(LayoutPart(
+            "tiered storage", f"broker.conf messageStorePlugIn={plug_in}" if plug_in else str(tiered_meta),
+            reads=False, writes=(),
+            note="older segments live outside the store, which mqtool does not read",
+        ))  # fmt: skip
+    if "consumequeue_ext" in names:
+        parts.append(LayoutPart(
+            "ConsumeQueue extension", "consumequeue_ext/", reads=True, writes=("config", "index"),
+            note="units hold ext addresses, which mqtool does not write",
+        ))  # fmt: skip
+
+    from store.io.filewrites import TMP_PREFIX
+
+    known = _KNOWN_DIRS | _KNOWN_FILES | set(dledger_dirs)
+    unknown = tuple(n for n in sorted(names) if n not in known and not n.startswith(TMP_PREFIX))
+    return StoreKind(
+        commitlog=commitlog,
+        consume_queues="rocksdb" if consume_queues_in_rocksdb else "files",
+        config=config_backend,
+        parts=tuple(parts),
+        unknown=unknown,
+    )
