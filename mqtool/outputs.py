@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from formats.errors import MqtoolError
-from mqtool.exitstatus import USAGE
+from formats.errors import UsageError
 from store.io.remote import is_url
 from store.recognise import store_evidence
 
@@ -39,10 +38,9 @@ WrittenBy = Callable[[Path], bool]
 """Whether an existing file is the kind of output the option writes (so mqtool may replace it)."""
 
 
-class OutputRefused(MqtoolError):
-    """An output path that would put a file inside a store, or replace a file mqtool did not write."""
-
-    exit_status = USAGE
+class OutputRefused(UsageError):
+    """An output path that would put a file inside a store, or replace a file mqtool did not write: the
+    command line is at fault (exit status 2)."""
 
 
 @dataclass(frozen=True)
