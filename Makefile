@@ -10,7 +10,7 @@ SAMPLE := samples/store-a
 $(BIN)/mqtool: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,spark]'
 	touch $(BIN)/mqtool
 
 setup: $(BIN)/mqtool
@@ -81,6 +81,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh lmq-store build/oracle/store-lmq 20261126
 	find tests/data/store-lmq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-lmq && cp -r build/oracle/store-lmq/. tests/data/store-lmq/
+	rm -rf build/oracle/subscriptions && cp -r tests/data/store-a build/oracle/subscriptions
+	tests/oracle/run.sh subscriptions build/oracle/subscriptions > tests/data/subscriptions/expect.json
+	cp build/oracle/subscriptions/config/subscriptionGroup.json build/oracle/subscriptions/config/subscriptionGroup.json.bak \
+	   build/oracle/subscriptions/config/consumerFilter.json tests/data/subscriptions/config/
 
 # The DLedger fixtures (tests/oracle/DLEDGER.md): store-dledger, -mixed, -multipath, -crash (5.3.3) and
 # store-dledger-49 (4.9.8), each packed as tests/data/<name>/store.tar.gz with expect.json and write.json.

@@ -1,9 +1,12 @@
-"""The exit statuses of `mqtool`, defined once: `main` (mqtool/cli/__init__.py) ends with them, `verify`
-and `audit` choose between CLEAN, FOUND and UNREADABLE, and README, `--help` and the man pages list them
-(`EXIT_STATUS_HELP`).
+"""The exit statuses of `mqtool`, defined and described once: `main` (mqtool/cli/__init__.py) ends with them,
+`verify` and `audit` choose between CLEAN, FOUND and UNREADABLE, and `STATUSES` is what the man pages' EXIT
+STATUS section (through `mqtool.cli.manual_sections`), `mqtool --help`, `verify --help`, `audit --help` and
+the README say of them (tests/test_exit_status.py checks the README against it).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from formats.errors import MqtoolError
 
@@ -17,19 +20,55 @@ UNREADABLE = 3
 """A store could not be read (missing, not a store, an I/O error); an audit still audits the others."""
 INTERNAL = 70
 """A bug in mqtool (EX_SOFTWARE): one line, MQTOOL_DEBUG=1 shows the traceback."""
+INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT, as shells say)."""
 
 FAIL_ON = ("error", "warning", "never")
 """`--fail-on`: the least severe problem that makes a check exit FOUND."""
 
-EXIT_STATUS_HELP = (
-    "Exit status: 0 nothing found at the --fail-on severity, 1 problems found (errors; warnings too "
-    "with --fail-on warning), 2 usage error, 3 a store could not be read, 70 internal error."
+
+@dataclass(frozen=True)
+class Status:
+    code: int
+    meaning: str  # the man pages and the README
+    short: str  # `mqtool --help`, `verify --help`, `audit --help`
+
+
+STATUSES = (
+    Status(
+        CLEAN,
+        "Success; verify and audit: nothing found at the --fail-on severity (default error; verify --strict "
+        "is --fail-on warning). A closed pipe downstream (| head) is not an error either.",
+        "success (verify, audit: nothing found at the --fail-on severity)",
+    ),
+    Status(
+        FOUND,
+        "A problem with the input or the store, said in one line on stderr (mqtool: error: FILE: ...); "
+        "verify and audit: problems found at the --fail-on severity (errors; warnings too with --fail-on "
+        "warning); audit run without PySpark.",
+        "a problem with the input or the store (verify, audit: problems found at the --fail-on severity)",
+    ),
+    Status(
+        USAGE,
+        "A usage error: an unknown command or option, a missing argument, a bad option value, options that "
+        "exclude each other, an output path that is refused (inside a store, or a file mqtool did not write "
+        "without --force).",
+        "a usage error, a refused output path included",
+    ),
+    Status(
+        UNREADABLE,
+        "verify, audit: a store could not be read (missing, not a store, an I/O error); an audit still "
+        "audits the others, and this status wins over problems found in them.",
+        "(verify, audit) a store could not be read",
+    ),
+    Status(INTERNAL, "An internal error: a bug in mqtool (MQTOOL_DEBUG=1 shows the traceback).", "a bug"),
+    Status(INTERRUPTED, "Interrupted (Ctrl-C).", "interrupted"),
 )
 
-GENERAL_EXIT_STATUS_HELP = (
-    "Exit status: 0 done; 1 failed (verify and audit: problems found at the --fail-on severity); 2 usage "
-    "error, a refused output path included; 3 (verify, audit) a store could not be read; 70 internal error."
-)
+
+def exit_status_help() -> str:
+    """The statuses in one paragraph, as `mqtool --help`, `verify --help` and `audit --help` end."""
+    return "Exit status: " + "; ".join(f"{s.code} {s.short}" for s in STATUSES) + "."
 
 
 def check_status(counts: dict[str, int], fail_on: str, *, unreadable: bool = False) -> int:

@@ -136,8 +136,11 @@ def _compaction_topics(root: Path) -> list[str]:
     log_dir = root / "compaction" / "compactionLog"
     if log_dir.is_dir():
         topics.update(e.name for e in _entries(log_dir) if e.is_dir())
+    topics_json = root / "config" / "topics.json"
     try:
-        table = json.loads((root / "config" / "topics.json").read_text(encoding="utf-8"))
+        if not topics_json.is_file() or topics_json.stat().st_size > 256 << 20:
+            return sorted(topics)  # a FIFO, a directory or a monster: the config readers report it
+        table = json.loads(topics_json.read_text(encoding="utf-8"))
         for name, config in (table.get("topicConfigTable") or {}).items():
             attributes = config.get("attributes") or {} if isinstance(config, dict) else {}
             if str(attributes.get("cleanup.policy", "")).upper() == "COMPACTION":

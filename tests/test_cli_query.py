@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -197,3 +198,72 @@ def test_export_into_the_store_is_refused():
     )
     assert "is inside the store" in line
     assert not (store_path("store-a") / "x").exists()
+
+
+def on_terminal(*args: str) -> str:
+    """stdout of the CLI when it is a terminal (a pty), as a person at a shell sees it."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "MQTOOL_DEBUG"}
+    env["COLUMNS"] = "200"
+    proc = subprocess.Popen(
+        [str(MQTOOL), "--tz", "UTC", *args], stdout=slave, stderr=subprocess.PIPE, env=env
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+
+
+def _record_fields(text: str) -> dict[str, str]:
+    """'Label | value' lines of a record view; a nested line ('  KEY | value') is keyed '  KEY'."""
+    fields = {}
+    for line in text.splitlines():
+        label, sep, value = line.partition(" | ")
+        if sep and not line.startswith("-[") and label.strip():
+            fields[label.rstrip()] = value.strip()
+    return fields
+
+
+def test_one_message_on_a_terminal_shows_every_field_a_line():
+    msg = next(m for m in expect("store-a")["messages"] if m.get("topic") == "%DLQ%groupA")
+    text = on_terminal(*A, "query", "id", msg["offsetMsgId"])
+    assert "-[ RECORD 1 ]" in text
+    fields = _record_fields(text)
+    # mqadmin queryMsgById's fields, each on its own line, in its order
+    record = text.split("-[ RECORD 1 ]", 1)[1].splitlines()[1:]
+    labels = [line.split(" | ")[0].rstrip() for line in record if line and not line.startswith(" ")]
+    assert labels[:8] == ["OffsetID", "MsgId (UNIQ_KEY)", "Topic", "Tags", "Keys", "Queue ID", "Queue Offset",
+                          "CommitLog Offset"]  # fmt: skip
+    assert fields["OffsetID"] == msg["offsetMsgId"]
+    assert fields["CommitLog Offset"] == str(msg["physicalOffset"])
+    assert fields["Reconsume Times"] == str(msg["reconsumeTimes"])
+    assert fields["Born Host"] == msg["bornHost"] and fields["Store Host"] == msg["storeHost"]
+    for key, value in msg["properties"].items():  # ORIGIN_MESSAGE_ID, RETRY_TOPIC, ... each on its own line
+        assert fields[f"  {key}"] == value
+    assert fields["  groupA"].startswith(f"dead letter copy of {msg['properties']['ORIGIN_MESSAGE_ID']}")
+    assert fields["Body"] == base64.b64decode(msg["bodyBase64"]).decode()
+
+
+def test_several_messages_or_an_asked_format_keep_the_table_and_record_is_a_format():
+    several = on_terminal(*A, "query", "key", "TopicTest", "order-548")
+    assert "-[ RECORD" not in several and "phyOffset" in several
+    msg = expect("store-a")["msgIdDecode"][1]
+    asked = on_terminal(*A, "--format", "table", "query", "id", msg["msgId"])
+    assert "-[ RECORD" not in asked and "phyOffset" in asked
+    piped = run(*A, "query", "id", msg["msgId"])  # not a terminal: plain, as before
+    assert "-[ RECORD" not in piped.stdout and "phyOffset" in piped.stdout
+    records = run(*A, "--format", "record", "query", "key", "TopicTest", "order-548").stdout
+    assert "-[ RECORD 1 ]" in records and "-[ RECORD 2 ]" in records
+    assert records.count("\nConsumed ") == 2
+    assert "consumed: offset" in records  # each group's reason, in full

@@ -82,6 +82,80 @@ def test_each_man_page_documents_every_option_of_its_commands() -> None:
     assert not missing, f"man pages do not document: {missing}"
 
 
+def _help_of(path: str) -> str:
+    """`mqtool PATH --help` as click renders it."""
+    command = typer.main.get_command(app)
+    ctx = click.Context(command, info_name="mqtool")
+    for name in path.split():
+        command = command.commands[name]
+        ctx = click.Context(command, info_name=name, parent=ctx)
+    return command.get_help(ctx)
+
+
+def _man_text(page: str) -> str:
+    """A man page's source with groff's escapes of `-` and `\\` undone, whitespace collapsed."""
+    text = (ROOT / "man" / page).read_text(encoding="utf-8").replace("\\-", "-").replace("\\e", "\\")
+    return " ".join(text.split())
+
+
+def test_help_and_man_pages_show_each_command_s_examples() -> None:
+    from mqtool.cli.examples import EXAMPLES, group_examples
+
+    for path, examples in EXAMPLES.items():
+        page = f"mqtool-{path.split()[0]}.1" if path else "mqtool.1"
+        help_text, man = " ".join(_help_of(path).split()), _man_text(page)
+        for example in examples:
+            for text in (example.command, example.what):
+                assert " ".join(text.split()) in help_text, f"mqtool {path} --help lacks {text!r}"
+                assert " ".join(text.split()) in man, f"man/{page} lacks {text!r}"
+    for group in {path.split()[0] for path in EXAMPLES if " " in path}:
+        shown = " ".join(_help_of(group).split())
+        assert all(e.command in shown for e in group_examples(group)), f"mqtool {group} --help"
+
+
+def test_every_man_page_has_exit_status_environment_files_and_examples() -> None:
+    from mqtool.cli.manual_sections import ENVIRONMENT, EXIT_STATUS
+
+    for page in (ROOT / "man").glob("mqtool*.1"):
+        text = page.read_text(encoding="utf-8")
+        headings = re.findall(r"^\.SH (.+)$", text, flags=re.M)
+        assert headings[-5:] == ["EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"], page.name
+        for entry in EXIT_STATUS:
+            assert f"\\fB{entry.name}\\fR" in text
+    top = _man_text("mqtool.1")
+    assert all(entry.name in top for entry in ENVIRONMENT)
+    # mqtool --help names the exit statuses and the variables every command reads
+    root_help = " ".join(_help_of("").split())
+    assert all(f"{e.name} {e.short}" in root_help for e in EXIT_STATUS)
+    assert "MQTOOL_STORE" in root_help and "MQTOOL_DEBUG" in root_help
+
+
+# os.environ["X"], os.environ.get("X"), os.getenv("X"), "X" in os.environ; and NAME_ENV/NAME_SWITCH = "X"
+_ENV_READ = re.compile(r"""(?:environ(?:\.get|\.setdefault)?\(?\[?|getenv\()\s*["']([A-Z][A-Z0-9_]+)["']""")
+_ENV_IN = re.compile(r"""["']([A-Z][A-Z0-9_]+)["']\s+(?:not\s+)?in\s+os\.environ""")
+_ENV_CONST = re.compile(r"""^[A-Z0-9_]*(?:ENV|SWITCH)\s*=\s*["']([A-Z][A-Z0-9_]+)["']""", re.M)
+_ENV_TUPLE = re.compile(r"""^_SECRET_ENV\s*=\s*\(([^)]*)\)""", re.M)
+
+
+def test_every_environment_variable_the_code_reads_is_documented() -> None:
+    from mqtool.cli.manual_sections import ENVIRONMENT
+
+    documented = {name.strip() for entry in ENVIRONMENT for name in entry.name.split(",")}
+    read: dict[str, str] = {}
+    for package in ("formats", "store", "mqtool"):
+        for path in (ROOT / package).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            names = _ENV_READ.findall(text) + _ENV_IN.findall(text) + _ENV_CONST.findall(text)
+            for group in _ENV_TUPLE.findall(text):
+                names += re.findall(r"""["']([A-Z][A-Z0-9_]+)["']""", group)
+            read.update((name, str(path.relative_to(ROOT))) for name in names)
+    # mqtool's own start-up sets these for PySpark's workers; they are not read from the user's environment
+    read.pop("PYSPARK_DRIVER_PYTHON", None)
+    assert {"MQTOOL_STORE", "MQTOOL_DEBUG", "MQTOOL_SPARK_C1", "JAVA_HOME"} <= set(read)  # the scan works
+    missing = {name: where for name, where in read.items() if name not in documented}
+    assert not missing, f"environment variables read but not in manual_sections.ENVIRONMENT: {missing}"
+
+
 def _import_graph():
     import importlib.util
 

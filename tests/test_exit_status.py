@@ -86,18 +86,21 @@ def test_an_audit_of_no_readable_store_exits_3_before_spark_starts(tmp_path) -> 
 
 
 def test_exit_statuses_are_documented_alike_in_readme_help_and_man() -> None:
+    """One source (mqtool.exitstatus.STATUSES): every man page lists each status with its meaning, `mqtool
+    --help`, `verify --help` and `audit --help` end with the same paragraph, the README lists each meaning."""
     from typer.testing import CliRunner
 
     from mqtool.cli import app
     from mqtool.cli.manpages import generate
-    from mqtool.exitstatus import EXIT_STATUS_HELP
+    from mqtool.exitstatus import STATUSES, exit_status_help
     from tests.golden import ROOT
 
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    pages = generate()
-    for command in ("verify", "audit"):
-        shown = " ".join(CliRunner().invoke(app, [command, "--help"], terminal_width=400).output.split())
-        assert EXIT_STATUS_HELP in shown, command
-        page = " ".join(pages[f"mqtool-{command}.1"].replace("\\-", "-").split())
-        assert ".SH EXIT STATUS" in page and EXIT_STATUS_HELP.removeprefix("Exit status: ") in page
-    assert EXIT_STATUS_HELP in readme
+    for args in ([], ["verify"], ["audit"]):
+        shown = " ".join(CliRunner().invoke(app, [*args, "--help"], terminal_width=400).output.split())
+        assert exit_status_help() in shown, args
+    for name, page in generate().items():
+        text = " ".join(page.replace("\\-", "-").replace("\\fB", "").replace("\\fR", "").split())
+        section = text[text.index(".SH EXIT STATUS") : text.index(".SH ENVIRONMENT")]
+        assert all(f".TP {s.code} {s.meaning}" in section for s in STATUSES), name
+    assert all(f"`{s.code}`: {s.meaning}" in readme for s in STATUSES)

@@ -16,8 +16,8 @@ import pytest
 from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
-from mqtool.offsets.progress import committed_offsets
 from mqtool.outputs import OutputRefused
+from mqtool.query.consumed import consumer_state
 from mqtool.query.index_lookup import index_coverage
 from mqtool.query.key import query_by_key
 from mqtool.query.msgid import MessageIdError, query_by_id
@@ -448,7 +448,7 @@ def test_query_time_errors():
 
 def test_message_document_body_and_consumed():
     with Store.open(store_path("store-a")) as st:
-        committed = committed_offsets(st)
+        committed = consumer_state(st)
         first = st.commitlog.read_message_at(0)
         doc = message_document(first, committed)
         assert doc["bodyText"] == base64.b64decode(messages("store-a")[0]["bodyBase64"]).decode()

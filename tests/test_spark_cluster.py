@@ -17,10 +17,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyspark
 import pytest
 from golden import GOLDEN
 from s3server import s3_server
+
+pyspark = pytest.importorskip("pyspark")  # the `spark` extra
 
 SPARK_HOME = Path(pyspark.__file__).parent
 WORKERS = 2

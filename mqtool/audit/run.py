@@ -86,8 +86,10 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
     (and stops it at the end).
     """
     from mqtool.audit.scan import scan_partition
-    from mqtool.audit.spark import start_session, stop_session
+    from mqtool.audit.spark import require_pyspark, start_session, stop_session
 
+    if spark is None:
+        require_pyspark()
     timings: dict[str, float] = {}
     began = time.monotonic()
     plans, failures = open_stores(opts)
@@ -154,8 +156,10 @@ def _start_session(start_session, master: str):
     """start_session, with the two ways it fails on a new machine said in one line."""
     try:
         return start_session(master, create_class_archive=True)
-    except ImportError as exc:
-        raise AuditError(f"the audit runs on Spark: install pyspark and pandas<3 ({exc})") from exc
+    except ImportError as exc:  # PySpark is there (require_pyspark) but a part of it is not
+        from mqtool.audit.spark import SPARK_MISSING
+
+        raise AuditError(f"{SPARK_MISSING} ({exc})") from exc
     except Exception as exc:  # py4j / PySpark errors when the JVM does not start
         if isinstance(exc, MqtoolError):
             raise

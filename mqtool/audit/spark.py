@@ -19,6 +19,27 @@ from pathlib import Path
 
 # --- the session (driver only) ---------------------------------------------------------------------
 
+SPARK_MISSING = "mqtool audit needs PySpark: pip install 'mqtool[spark]'"
+
+
+def require_pyspark() -> None:
+    """PySpark and pandas are the `spark` extra (every other command runs without them): say in one line
+    how to get them, before the audit plans or writes anything. An error of the input's kind (exit 1):
+    nothing is wrong with the command line."""
+    from importlib.util import find_spec
+
+    from mqtool.audit.plan import AuditError
+
+    try:
+        import pyspark  # noqa: F401  (the audit imports it next anyway)
+
+        missing = find_spec("pandas") is None
+    except ImportError:
+        missing = True
+    if missing:
+        raise AuditError(SPARK_MISSING)
+
+
 _LOG4J = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console

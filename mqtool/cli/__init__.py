@@ -21,6 +21,8 @@ from mqtool.cli.audit import audit
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
 from mqtool.cli.dump import dump_app, info
+from mqtool.cli.examples import add_examples
+from mqtool.cli.manual_sections import help_summary
 from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
@@ -54,9 +56,8 @@ app = typer.Typer(
     cls=_Group,
     name="mqtool",
     help=HELP,
-    epilog=exitstatus.GENERAL_EXIT_STATUS_HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install/--show-completion: no start-up cost, typer.completion is loaded anyway
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     suggest_commands=False,  # click names a mistyped command itself; typer's suggestion would repeat it
@@ -72,9 +73,11 @@ app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
 app.add_typer(pop_app, name="pop")
-app.command(epilog=exitstatus.EXIT_STATUS_HELP)(verify)
+app.command(epilog=exitstatus.exit_status_help())(verify)
 app.command()(export)
-app.command(epilog=exitstatus.EXIT_STATUS_HELP)(audit)
+app.command(epilog=exitstatus.exit_status_help())(audit)
+add_examples(app)
+app.info.epilog += "\n\n" + help_summary()
 
 
 def _print_version(value: bool) -> None:
@@ -123,7 +126,7 @@ def main() -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(0)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted", exitstatus.INTERRUPTED)
     except MemoryError:
         _fail("out of memory", 1)
     except OSError as exc:  # a file the lower layers did not wrap (permission, loop, I/O): still one line

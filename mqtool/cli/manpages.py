@@ -1,7 +1,9 @@
 """Man pages generated from the CLI's own definitions: `python -m mqtool.cli.manpages man/`.
 
-One page for `mqtool` and one per command group or top-level command (`mqtool-dump.1`, ...). A test
-regenerates them and fails when the committed pages drift from the CLI.
+One page for `mqtool` and one per command group or top-level command (`mqtool-dump.1`, ...), each with
+its commands' options, EXIT STATUS, ENVIRONMENT and FILES (`mqtool.cli.manual_sections`) and EXAMPLES (the
+same ones --help shows: `mqtool.cli.examples`). A test regenerates them and fails when the committed pages
+drift from the CLI. `pip install` puts them in share/man/man1 (pyproject's data-files).
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ import sys
 from pathlib import Path
 
 from mqtool import __version__
+from mqtool.cli.examples import EXAMPLES, Example
+from mqtool.cli.manual_sections import ENVIRONMENT, EXIT_STATUS, FILES, Entry, for_page
 
 DATE = "mqtool " + __version__
-EXIT_STATUS_PREFIX = "Exit status: "  # an epilog that starts so is the EXIT STATUS section
 
 
 def _escape(text: str) -> str:
@@ -74,6 +77,8 @@ def _page(path: list[str], command, sections: list[tuple[list[str], object]], *,
     short = " ".join(help_text.split("\n\n")[0].split())
     lines = [
         f'.TH {title} 1 "" "{DATE}" "mqtool manual"',
+        ".ad l",  # ragged right and no hyphenation: names, options and ids stay whole
+        ".nh",
         ".SH NAME",
         f"{'-'.join(path)} \\- {_escape(short)}",
         ".SH SYNOPSIS",
@@ -88,11 +93,37 @@ def _page(path: list[str], command, sections: list[tuple[list[str], object]], *,
             lines += [".SS " + _escape(_usage(sub_path, sub)), _escape(" ".join((sub.help or "").split()))]
             if detailed:
                 lines += _params(sub, "", sub=True)
-    epilog = (command.epilog or "").strip()
-    if epilog.startswith(EXIT_STATUS_PREFIX):
-        lines += [".SH EXIT STATUS", _escape(" ".join(epilog.removeprefix(EXIT_STATUS_PREFIX).split()))]
+    audit_page = path in (["mqtool"], ["mqtool", "audit"])
+    lines += _entries("EXIT STATUS", EXIT_STATUS, audit_page)
+    lines += _entries("ENVIRONMENT", ENVIRONMENT, audit_page)
+    lines += _entries("FILES", FILES, audit_page)
+    lines += _examples(_page_examples(path))
     lines += [".SH SEE ALSO", ", ".join(f"\\fB{name}\\fR(1)" for name in _see_also(path))]
     return "\n".join(lines) + "\n"
+
+
+def _entries(heading: str, entries: tuple[Entry, ...], audit_page: bool) -> list[str]:
+    lines = [f".SH {heading}"]
+    for entry in for_page(entries, audit_page):
+        lines += [".TP", f"\\fB{_escape(entry.name)}\\fR", _escape(entry.meaning)]
+    return lines
+
+
+def _page_examples(path: list[str]) -> list[Example]:
+    """mqtool(1): its own; a group's page: those of each of its commands; a command's page: its own."""
+    key = " ".join(path[1:])
+    if key in EXAMPLES:
+        return list(EXAMPLES[key])
+    return [e for name, examples in EXAMPLES.items() if name.startswith(key + " ") for e in examples]
+
+
+def _examples(examples: list[Example]) -> list[str]:
+    # each command as typed (never filled or hyphenated), what it does indented below, as --help shows them
+    lines = [".SH EXAMPLES"]
+    for example in examples:
+        command = f"\\fB{_escape(example.command)}\\fR"
+        lines += [".PP", ".nf", command, ".fi", ".RS 4", _escape(example.what), ".RE"]
+    return lines
 
 
 _ALL: list[str] = []

@@ -10,7 +10,11 @@ import typer
 
 from mqtool.cli.options import ForceOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt, new_app, session
 
-query_app = new_app("Find messages by key, msgId / unique key, queue offset or time — with the broker down.")
+query_app = new_app(
+    "Find messages by key, msgId / unique key, queue offset or time — with the broker down. Each message "
+    "says whether each group consumed it and why (its committed offset, the subscription where the store "
+    "records one); a single message on a terminal is shown one field a line (--format record: any answer)."
+)
 
 TIME_HELP = "epoch ms, ISO-8601 (zone optional), yyyy-MM-dd#HH:mm:ss:SSS, now, -2h or now-30m"
 
@@ -67,22 +71,26 @@ def _check_export(st, export: Path | None, force: bool) -> None:
 
 
 def _finish(
-    st, s, messages, notes, body_limit: int | None, export: Path | None, title: str, force: bool = False
+    st, s, messages, notes, body_limit: int | None, export: Path | None, title: str, fmt, force: bool = False
 ) -> None:
-    """Render the messages, print the notes on stderr, export when asked."""
-    from mqtool.offsets.progress import committed_offsets
+    """Render the messages (one message on a terminal, when no --format was asked for: a field a line), print
+    the notes on stderr, export when asked."""
+    from mqtool.cli import query_render
+    from mqtool.cli.options import GLOBALS
+    from mqtool.query.consumed import consumer_state
     from mqtool.query.view import export_messages
 
-    committed = committed_offsets(st)
-    from mqtool.cli import query_render
-
-    query_render.render_messages(messages, s.ctx, committed=committed, body_limit=body_limit, title=title)
-    for text in [*notes, *committed.notes]:
+    consumers = consumer_state(st)
+    record = len(messages) == 1 and not (fmt or GLOBALS.fmt) and s.ctx.fmt == "table"
+    query_render.render_messages(
+        messages, s.ctx, consumers=consumers, body_limit=body_limit, title=title, record=record
+    )
+    for text in [*notes, *consumers.notes]:
         note(text)
     if not messages:
         note("no message found")
     if export is not None:
-        result = export_messages(messages, export, st, committed, force=force)
+        result = export_messages(messages, export, st, consumers, force=force)
         note(f"exported {len(result.files)} bodies and {result.manifest.name} to {result.directory}")
 
 
@@ -141,7 +149,9 @@ def query_key(
                 scan_from=scan_from,
                 advance=advance,
             )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", force)
+        _finish(
+            st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", fmt, force
+        )
 
 
 @query_app.command("id")
@@ -180,7 +190,7 @@ def query_id(
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
         title = f"Message id {result.msg_id}"
-        _finish(st, s, result.messages, result.notes(), body_limit, export, title, force)
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, fmt, force)
 
 
 @query_app.command("offset")
@@ -210,7 +220,7 @@ def query_offset(
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
         title = f"{topic}/{queue} from queue offset {offset} (the queue holds {holds})"
-        _finish(st, s, result.messages, result.notes(), body_limit, export, title, force)
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, fmt, force)
 
 
 @query_app.command("time")
@@ -258,4 +268,6 @@ def query_time(
             skip=skip,
             max_num=max_num or None,
         )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time", force)
+        _finish(
+            st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time", fmt, force
+        )

@@ -153,11 +153,12 @@ def export(
         if file_format not in (None, "parquet"):
             raise UsageError(f"--format parquet and --file-format {file_format} exclude each other")
         fmt, file_format = None, "parquet"
-    elif fmt == "jsonl" and file_format is None:  # export's --format used to name the file format
+    elif fmt == "jsonl" and file_format is None:  # export's --format named the file format: keep it so
         sys.stderr.write(
-            "mqtool: note: --format jsonl is how the summary prints; the messages are written as Parquet "
-            "(--file-format jsonl writes JSONL)\n"
+            "mqtool: note: export --format jsonl writes messages.jsonl as it always did; spell it "
+            "--file-format jsonl (--format is how the summary prints, as everywhere)\n"
         )
+        fmt, file_format = None, "jsonl"
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         total = sum(f.size for f in st.commitlog.files)

@@ -1,6 +1,6 @@
 """A found message as `mqtool query` hands it out: the body view (decompressed, as text where it is
-UTF-8), the message document (msgId, body text, consumedBy per group), and the export of bodies to one
-file each with a manifest.json (as mqadmin queryMsgById stores a message body to a file).
+UTF-8), the message document (msgId, body text, consumedBy and consumedReason per group), and the export of
+bodies to one file each with a manifest.json (as mqadmin queryMsgById stores a message body to a file).
 Nothing here writes into the store.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 from formats.errors import MqtoolError
 from formats.message.commitlog import Message
 from formats.message.compression import BodyNotDecoded
-from mqtool.offsets.progress import CommittedOffsets
 from mqtool.outputs import OutputFile, OutputRefused, output_directory, replacing
+from mqtool.query.consumed import ConsumerState
 from store.storedir import Store
 
 
@@ -49,9 +49,11 @@ def body_view(msg: Message) -> BodyView:
 
 
 def message_document(
-    msg: Message, committed: CommittedOffsets | None = None, *, body_limit: int | None = None
+    msg: Message, consumers: ConsumerState | None = None, *, body_limit: int | None = None
 ) -> dict[str, Any]:
-    """Message.to_json plus msgId, the body as text where possible, and consumedBy {group: bool}."""
+    """Message.to_json plus msgId, the body as text where possible, consumedBy {group: bool} (the group's
+    committed offset is past the message) and consumedReason {group: why, in words} (`mqtool.query.consumed`:
+    the groups of consumedBy, and the group of a retry or dead-letter copy)."""
     doc = msg.to_json(include_body=True)
     view = body_view(msg)
     if body_limit is not None and len(msg.body) > body_limit:
@@ -66,9 +68,9 @@ def message_document(
         text = text[:body_limit]
     doc["bodyText"] = text
     doc["bodyTruncated"] = body_limit is not None and len(view.data) > body_limit
-    doc["consumedBy"] = (
-        committed.consumed_by(msg.topic, msg.queue_id, msg.queue_offset) if committed is not None else {}
-    )
+    doc["consumedBy"] = consumers.consumed_by(msg) if consumers is not None else {}
+    verdicts = consumers.verdicts(msg) if consumers is not None else {}
+    doc["consumedReason"] = {group: verdict.reason for group, verdict in verdicts.items()}
     return doc
 
 
@@ -102,7 +104,7 @@ def export_messages(
     messages: list[Message],
     directory: Path | str,
     store: Store,
-    committed: CommittedOffsets | None = None,
+    consumers: ConsumerState | None = None,
     *,
     force: bool = False,
 ) -> ExportResult:
@@ -129,7 +131,7 @@ def export_messages(
             view = body_view(msg)
             with replacing(OutputFile(target / name, given)) as out:
                 out.write(view.data)
-            doc = message_document(msg, committed)
+            doc = message_document(msg, consumers)
             for key in ("body", "bodyText"):
                 doc.pop(key, None)
             doc["file"] = name

@@ -68,8 +68,11 @@ SP="$SP:$FASTJSON/src/main/java:$OTEL/api/all/src/main/java:$OTEL/context/src/ma
 
 OUT="$CACHE/build/$VERSION"
 rm -rf "$OUT" && mkdir -p "$OUT/classes"
-# warnings go to the log; a failed compile fails the build (some classes may still have been written)
-if ! javac -J-Xmx1g -nowarn -Xmaxerrs 1000 -proc:none -encoding UTF-8 --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
+# warnings go to the log; a failed compile fails the build (some classes may still have been written).
+# -g: all debug information, as RocketMQ's Maven build (maven-compiler-plugin's default debug=true): fastjson
+# reads constructor parameter names from it to decode beans without a default constructor
+# (SimpleSubscriptionData in a 5.x subscriptionGroup.json), and fails on them without it.
+if ! javac -J-Xmx1g -g -nowarn -Xmaxerrs 1000 -proc:none -encoding UTF-8 --add-exports java.base/sun.nio.ch=ALL-UNNAMED \
     -sourcepath "$SP" -implicit:class -cp "$CP" -d "$OUT/classes" \
     "${HARNESS%%:*}"/oracle/*.java > "$OUT/javac.log" 2>&1; then
     grep -B1 -A3 'error:' "$OUT/javac.log" >&2 || cat "$OUT/javac.log" >&2

@@ -19,6 +19,8 @@
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
+ *   subscriptions STORE      in place: groups' subscriptions and a SQL92 filter into STORE/config, and what the
+ *                            real managers and filters make of them (Subscriptions)
  */
 package oracle;
 
@@ -84,6 +86,9 @@ public final class Oracle {
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
+                break;
+            case "subscriptions":
+                rc = Subscriptions.run(args[1]);
                 break;
             case "dledger-store": {
                 String variant = "plain";
