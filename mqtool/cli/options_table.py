@@ -25,8 +25,12 @@ Kafka's spellings work where operators know them from `kafka-consumer-groups`: `
 every command that writes; it excludes `--execute`), `--to-current`, `--all-groups`, `--topic T:0,1`,
 `--by-duration PT2H` (ISO-8601, as Kafka parses it; `1d2h` and `90m` too). A usage error (an unknown
 option, a bad value, options that exclude each other, a format a command cannot give) exits with
-status 2.
+status 2. Shell completion: `mqtool --install-completion` (or `--show-completion` to copy it).
 """
+
+
+# typer adds these only where it detects a shell (absent under CI); the header names them instead.
+SHELL_COMPLETION = {"install_completion", "show_completion"}
 
 
 @dataclass
@@ -76,7 +80,7 @@ def uses(root: click.Command | None = None) -> Iterator[Use]:
 
     def walk(command: click.Command, path: list[str]) -> Iterator[Use]:
         for param in command.params:
-            if isinstance(param, click.Option) and not param.hidden:
+            if isinstance(param, click.Option) and not param.hidden and param.name not in SHELL_COMPLETION:
                 yield Use(" ".join(path), param)
         if isinstance(command, click.Group):
             for name in sorted(command.commands):

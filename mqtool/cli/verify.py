@@ -158,7 +158,7 @@ def export(
             "mqtool: note: export --format jsonl writes messages.jsonl as it always did; spell it "
             "--file-format jsonl (--format is how the summary prints, as everywhere)\n"
         )
-        fmt, file_format = None, "jsonl"
+        file_format = "jsonl"  # and the summary prints as JSONL, as --format says
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
         total = sum(f.size for f in st.commitlog.files)
