@@ -429,7 +429,7 @@ def test_export_jsonl_topic_and_range(cli, tmp_path):
             str(store_path("store-a")),
             "--output",
             str(tmp_path),
-            "--file-format",
+            "--format",
             "jsonl",
             "--topic",
             "OrderTopic",
