@@ -12,6 +12,7 @@ from mqtool.cli.options import (
     DryRunOpt,
     FormatOpt,
     RecordOpt,
+    StoreLocation,
     StoreOpt,
     TzOpt,
     WideOpt,
@@ -236,3 +237,73 @@ def offsets_reset(
         from mqtool.cli import offset_reset_render
 
         offset_reset_render.render_apply(result, plan, s.ctx, execute)
+
+
+# --- offsets merge (replicas) -------------------------------------------------------------------
+
+
+@offsets_app.command("merge")
+def offsets_merge(
+    stores: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="STORE...",
+            click_type=StoreLocation(),
+            help="Two or more replica stores of one broker (master and slaves), the --into one among them.",
+            show_default=False,
+        ),
+    ],
+    into: Annotated[
+        str,
+        typer.Option("--into", metavar="STORE", help="The store whose consumerOffset.json is written."),
+    ],
+    prefer: Annotated[
+        str,
+        typer.Option(
+            "--prefer",
+            metavar="max|STORE",
+            help="max (default): per queue the largest committed offset on any side; STORE: that side's "
+            "offset where it has one, the max elsewhere.",
+        ),
+    ] = "max",
+    group: Annotated[
+        list[str] | None, typer.Option("--group", "-g", help="Only this consumer group (repeatable).")
+    ] = None,
+    execute: Annotated[
+        bool,
+        typer.Option(
+            "--execute", help="Write --into's consumerOffset.json (default: dry run, print the plan)."
+        ),
+    ] = False,
+    dry_run: DryRunOpt = False,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+) -> None:
+    """Merge consumer offsets across replicas of one broker (the fix of apache/rocketmq #1094: a master
+    restarted after its slave served, and the slave's offset sync wrote older offsets back): per
+    group/topic/queue the offset on each side, the one chosen (the max, or --prefer's) and why, and what
+    --into gets - clamped into its queue's [min, max] as its broker would serve it. Dry run unless
+    --execute; writes as offsets reset does (store lock, .bak, atomic replace, read back)."""
+    from contextlib import ExitStack
+
+    from mqtool.offsets.apply import apply_plan
+    from mqtool.offsets.merge import MergeOptionError, plan_offsets_merge
+    from store.storedir import Store
+
+    execute = execute_flag(execute, dry_run)
+    labels = [str(s) for s in stores]
+    if str(into) not in labels:
+        raise MergeOptionError(f"--into {into} is not one of the stores given ({', '.join(labels)})")
+    s = session(None, fmt, tz, wide, record)
+    with ExitStack() as stack:
+        opened = [stack.enter_context(Store.open(label)) for label in labels]
+        plan = plan_offsets_merge(
+            opened, labels, into=labels.index(str(into)), prefer=prefer, groups=group or None
+        )
+        from mqtool.cli import offset_merge_render
+
+        offset_merge_render.render_merge(plan, s.ctx)
+        result = apply_plan(opened[plan.into], plan.reset, execute)
+        offset_merge_render.render_merge_apply(result, plan, s.ctx, execute)
