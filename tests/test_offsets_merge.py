@@ -144,7 +144,20 @@ def test_cli_errors_are_one_line(pair) -> None:
     assert done.returncode == 2 and "--into /elsewhere is not one of the stores given" in done.stderr
     done = run_mqtool("offsets", "merge", str(a), "--into", str(a))
     assert done.returncode == 2 and "two or more stores" in done.stderr
+    done = run_mqtool("offsets", "merge", str(a), str(b), "--into", str(a), "--prefer", "/elsewhere")
+    assert done.returncode == 2 and "--prefer /elsewhere is not one of the stores given" in done.stderr
     assert "Traceback" not in done.stderr
+    # the same store however it is spelled
+    done = run_mqtool(
+        "offsets", "merge", str(a), str(b), "--into", f"{a}/.", "--prefer", f"{b}/", "-f", "json"
+    )
+    assert done.returncode == 0, done.stderr
+    row = next(
+        r
+        for r in json.loads(done.stdout)
+        if (r["topic"], r["queueId"], r["group"]) == ("TopicTest", 1, "groupA")
+    )
+    assert (row["chosenFrom"], row["newOffset"], row["why"]) == (str(b), 200, "preferred side")
 
 
 def test_execute_through_the_cli(pair) -> None:

@@ -174,3 +174,16 @@ def test_cli_exit_status_and_formats(diverged, tmp_path: Path) -> None:
     once = run_mqtool("replicas", "diff", str(a), str(b), "--broker-config", str(tmp_path / "x.conf"))
     assert once.returncode == 2 and "give A's and B's" in once.stderr
     assert all("Traceback" not in d.stderr for d in (done, plain, jsonl, csv, once))
+
+
+def test_logs_of_different_file_sizes_are_not_compared(tmp_path: Path) -> None:
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    for f in (b / "commitlog").iterdir():
+        with f.open("r+b") as out:
+            out.truncate(512 << 10)
+    with Store.open(a) as sa, Store.open(b) as sb:
+        result = diff_replicas(sa, sb)
+    assert result.log is None and "mappedFileSizeCommitLog" in result.log_not_compared
+    assert result.ha == [] and result.exit_status == 1
+    done = run_mqtool("replicas", "diff", str(a), str(b))
+    assert done.returncode == 1 and "not compared yet" in done.stdout and "Traceback" not in done.stderr

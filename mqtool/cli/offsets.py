@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,7 +13,6 @@ from mqtool.cli.options import (
     DryRunOpt,
     FormatOpt,
     RecordOpt,
-    StoreLocation,
     StoreOpt,
     TzOpt,
     WideOpt,
@@ -245,16 +245,15 @@ def offsets_reset(
 @offsets_app.command("merge")
 def offsets_merge(
     stores: Annotated[
-        list[str],
+        list[Path],
         typer.Argument(
             metavar="STORE...",
-            click_type=StoreLocation(),
             help="Two or more replica stores of one broker (master and slaves), the --into one among them.",
             show_default=False,
         ),
     ],
     into: Annotated[
-        str,
+        Path,
         typer.Option("--into", metavar="STORE", help="The store whose consumerOffset.json is written."),
     ],
     prefer: Annotated[
@@ -294,14 +293,19 @@ def offsets_merge(
 
     execute = execute_flag(execute, dry_run)
     labels = [str(s) for s in stores]
-    if str(into) not in labels:
-        raise MergeOptionError(f"--into {into} is not one of the stores given ({', '.join(labels)})")
+    where = [s.resolve() for s in stores]
+
+    def side(path: Path, option: str) -> int:
+        if path.resolve() not in where:
+            raise MergeOptionError(f"{option} {path} is not one of the stores given ({', '.join(labels)})")
+        return where.index(path.resolve())
+
+    target = side(into, "--into")
+    prefer = prefer if prefer == "max" else labels[side(Path(prefer), "--prefer")]
     s = session(None, fmt, tz, wide, record)
     with ExitStack() as stack:
-        opened = [stack.enter_context(Store.open(label)) for label in labels]
-        plan = plan_offsets_merge(
-            opened, labels, into=labels.index(str(into)), prefer=prefer, groups=group or None
-        )
+        opened = [stack.enter_context(Store.open(path)) for path in stores]
+        plan = plan_offsets_merge(opened, labels, into=target, prefer=prefer, groups=group or None)
         from mqtool.cli import offset_merge_render
 
         offset_merge_render.render_merge(plan, s.ctx)

@@ -7,18 +7,16 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import FormatOpt, RecordOpt, StoreLocation, TzOpt, WideOpt, new_app, session
+from mqtool.cli.options import FormatOpt, RecordOpt, TzOpt, WideOpt, new_app, session
 
 replicas_app = new_app("Replicas of one broker (master and slave stores): compare them.")
 
 
 @replicas_app.command("diff")
 def replicas_diff(
-    store_a: Annotated[
-        str, typer.Argument(metavar="A", click_type=StoreLocation(), help="One replica's store.")
-    ],
+    store_a: Annotated[Path, typer.Argument(metavar="A", help="One replica's store.", show_default=False)],
     store_b: Annotated[
-        str, typer.Argument(metavar="B", click_type=StoreLocation(), help="The other replica's store.")
+        Path, typer.Argument(metavar="B", help="The other replica's store.", show_default=False)
     ],
     broker_config: Annotated[
         list[Path] | None,

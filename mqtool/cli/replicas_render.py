@@ -96,7 +96,7 @@ def _human(result: ReplicaDiff, ctx: RenderContext) -> None:
     if result.ha_not_compared:
         out.write(f"  not compared yet: {result.ha_not_compared}\n")
     for v in result.ha:
-        out.write(f"  master {v.master}: {v.outcome}: {v.text}\n    ({v.cites})\n")
+        out.write(f"  master {v.master}: {v.outcome}: {v.text}\n    ({v.to_dict()['cites']})\n")
     configs = result.configs
     rows = [
         {

@@ -17,7 +17,7 @@ from typing import Any
 from formats.errors import MqtoolError
 from mqtool.replicas.configdiff import ConfigDiff, compare_configs
 from mqtool.replicas.harule import HaVerdict, classic_verdict
-from mqtool.replicas.logdiff import LogDiff, compare_commitlogs
+from mqtool.replicas.logdiff import LogCompareError, LogDiff, compare_commitlogs
 from store.storedir import Store
 
 CONTROLLER_PART = "controller-mode replica"
@@ -147,7 +147,10 @@ def diff_replicas(a: Store, b: Store, labels: tuple[str, str] = ("A", "B")) -> R
     if kinds != ("classic", "classic"):
         log_why = f"commitlogs of kind {kinds[0]} / {kinds[1]}: only classic commitlogs are compared yet"
     else:
-        log = compare_commitlogs(a.commitlog, b.commitlog)
+        try:
+            log = compare_commitlogs(a.commitlog, b.commitlog)
+        except LogCompareError as exc:
+            log_why = str(exc)
     ha_why = None
     controller = [f"{lab}: {i.controller}" for lab, i in zip("AB", ids, strict=True) if i.controller]
     if controller:

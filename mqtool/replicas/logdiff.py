@@ -208,7 +208,12 @@ def compare_commitlogs(a: CommitLog, b: CommitLog, *, block: int = BLOCK) -> Log
         )
     mins, maxs = (a.min_offset, b.min_offset), (a.max_offset, b.max_offset)
     lo, hi = max(mins), min(maxs)
-    hi = max(lo, hi)
+    if hi < lo:
+        raise LogCompareError(
+            f"the commitlogs share no offsets (A holds [{mins[0]}, {maxs[0]}), B [{mins[1]}, {maxs[1]})): "
+            "not compared",
+            str(b.directory),
+        )
     diff_at, read = first_difference(a, b, lo, hi, block)
     start = None if diff_at is None else _record_start(a, diff_at)
     prefix_end = hi if start is None else start
