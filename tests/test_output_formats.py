@@ -61,6 +61,9 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "sample create": ("", ["{tmp}/new", "-n", "40"]),
     "trace": ("store-trace-b", ["FD00000000000000000000000000000212CA4E0E2F2A88D24EBF0002", "--now", NOW]),
     "dump trace": ("store-trace-a", []),
+    # two-store commands: their store arguments name the copies ({stores}), the same store twice
+    "offsets merge": ("", ["{stores}/store-a", "{stores}/store-a", "--into", "{stores}/store-a"]),
+    "replicas diff": ("", ["{stores}/store-a", "{stores}/store-a"]),
 }
 ELSEWHERE = {"audit"}  # tests/test_audit.py: test_every_format_is_honoured_or_refused
 
@@ -75,6 +78,7 @@ CSV_REFUSED = {
     "txn rollback",
     "txn resolve",
     "trace",
+    "replicas diff",
 }
 
 
@@ -92,7 +96,7 @@ def command_paths() -> list[str]:
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("formats")
-    for name in {store for store, _ in INVOCATIONS.values() if store}:
+    for name in {store for store, _ in INVOCATIONS.values() if store} | {"store-a"}:
         shutil.copytree(store_path(name), root / name)
     return root
 
@@ -129,7 +133,8 @@ def test_every_format_is_honoured_or_refused(command: str, stores: Path, tmp_pat
     outputs: dict[str, str] = {}
     for fmt in FORMATS:
         target = tmp_path / fmt
-        argv = [*command.split(), *(a.replace("{tmp}", str(target)) for a in args), "--format", fmt]
+        given = (a.replace("{tmp}", str(target)).replace("{stores}", str(stores)) for a in args)
+        argv = [*command.split(), *given, "--format", fmt]
         if store:
             argv += ["--store", str(stores / store)]
         code, out, err = run_main(argv, capsys)
