@@ -55,10 +55,11 @@ def _append(root: Path, messages: list[NewMessage]) -> None:
             appender.append(m)
 
 
-@pytest.fixture
-def lagging(tmp_path: Path) -> tuple[Path, Path, int]:
+# cut in the last file, and in the first (the messages past it then span three files and two BLANK ends)
+@pytest.fixture(params=[-25, 500])
+def lagging(tmp_path: Path, request) -> tuple[Path, Path, int]:
     master, slave = _copy(tmp_path, "master"), _copy(tmp_path, "slave")
-    cut = MESSAGES[-25]["physicalOffset"]
+    cut = MESSAGES[request.param]["physicalOffset"]
     _cut(slave, cut)
     return master, slave, cut
 

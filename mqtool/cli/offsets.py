@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from mqtool.cli.options import (
+    GLOBALS,
     BrokerConfigOpt,
     DryRunOpt,
     FormatOpt,
@@ -279,6 +280,7 @@ def offsets_merge(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
 ) -> None:
     """Merge consumer offsets across replicas of one broker (the fix of apache/rocketmq #1094: a master
     restarted after its slave served, and the slave's offset sync wrote older offsets back): per
@@ -289,6 +291,7 @@ def offsets_merge(
 
     from mqtool.offsets.apply import apply_plan
     from mqtool.offsets.merge import MergeOptionError, plan_offsets_merge
+    from store.config.brokerconf import load_broker_config
     from store.storedir import Store
 
     execute = execute_flag(execute, dry_run)
@@ -303,8 +306,10 @@ def offsets_merge(
     target = side(into, "--into")
     prefer = prefer if prefer == "max" else labels[side(Path(prefer), "--prefer")]
     s = session(None, fmt, tz, wide, record)
+    conf = broker_config or GLOBALS.broker_config  # replicas of one broker share its store settings
+    settings = load_broker_config(conf) if conf else None
     with ExitStack() as stack:
-        opened = [stack.enter_context(Store.open(path)) for path in stores]
+        opened = [stack.enter_context(Store.open(path, settings)) for path in stores]
         plan = plan_offsets_merge(opened, labels, into=target, prefer=prefer, groups=group or None)
         from mqtool.cli import offset_merge_render
 

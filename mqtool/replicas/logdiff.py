@@ -21,8 +21,9 @@ import numpy as np
 
 from formats.errors import MqtoolError
 from formats.message.commitlog import Blank, Message, Record
+from formats.message.recordcheck import check_record
 from store.io.filereads import open_regular
-from store.log.commitlog import CommitLog
+from store.log.commitlog import RELEASE_STEP, CommitLog
 from store.log.mappedfile import MappedFile
 
 BLOCK = 1 << 20
@@ -182,19 +183,35 @@ def _described(record: Record) -> RecordAt:
 
 
 def _past(log: CommitLog, start: int, end: int) -> tuple[RecordAt | None, dict[str, int]]:
-    """(the record at `start`, messages per topic from `start` up to the valid end `end`)."""
-    counts: Counter[str] = Counter()
-    first = None
+    """(the record at `start`, messages per topic from `start` up to the valid end `end`): the record
+    decoded, the rest counted from their fixed fields with the broker's check (struct reads, ~5 us a record
+    where a full decode costs ~40)."""
     if start >= end:
         return None, {}
-    for record in log.iter_records(start, check_crc=False):
-        if first is None:
-            first = _described(record)
-        if record.physical_offset >= end or not isinstance(record, Message | Blank):
+    first = _described(next(iter(log.iter_records(start, check_crc=False))))
+    counts: Counter[bytes] = Counter()
+    at = start
+    while at < end:
+        f = log.queue.find(at)
+        if f is None:
             break
-        if isinstance(record, Message):
-            counts[record.topic] += 1
-    return first, dict(counts)
+        buf, pos, released = f.buffer(), at - f.start_offset, at - f.start_offset
+        stop = min(end, f.end_offset) - f.start_offset
+        status = "ok"
+        while pos < stop:
+            status, total, fields = check_record(buf, f.size, pos, False, True)
+            if status != "ok" or fields is None:
+                break
+            counts[fields[6]] += 1
+            pos += total
+            if pos - released >= RELEASE_STEP:
+                f.release_pages(pos)
+                released = pos
+        f.release_pages(f.size)
+        if status not in ("ok", "blank"):
+            break
+        at = f.end_offset if status == "blank" else f.start_offset + pos
+    return first, {topic.decode("utf-8", "replace"): n for topic, n in counts.items()}
 
 
 def compare_commitlogs(a: CommitLog, b: CommitLog, *, block: int = BLOCK) -> LogDiff:
