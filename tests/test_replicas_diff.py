@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from golden import copy_store, expect, run_mqtool
+from golden import copy_store, expect, run_mqtool, snapshot
 
 from mqtool.replicas.diff import diff_replicas
 from mqtool.replicas.logdiff import compare_commitlogs
@@ -160,8 +160,10 @@ def test_cli_exit_status_and_formats(diverged, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["identical"] and doc["commitlog"]["maxOffsets"] == [END, END]
+    before = snapshot(a), snapshot(b)
     done = run_mqtool("replicas", "diff", str(a), str(b), "-f", "json")
     assert done.returncode == 1, done.stderr
+    assert (snapshot(a), snapshot(b)) == before  # read-only
     doc = json.loads(done.stdout)
     assert doc["commitlog"]["divergedRecordAt"] == END and not doc["identical"]
     assert doc["commitlog"]["messagesPastPrefix"] == [{"TopicTest": 3}, {"OrderTopic": 2}]
