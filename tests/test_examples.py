@@ -63,11 +63,14 @@ OTHER_STORES = {
     "trace": "store-trace-a",
 }
 TIMER_EXAMPLE = "mqtool delay list --timer"
+# the replica commands' two stores (master, slave): two copies of the sample store
+REPLICA_PATHS = ("/data/broker-a", "/data/broker-a-slave")
 
 
-def _argv(command: str, store) -> list[str]:
-    """The example's arguments, on `store`: its own --store replaced, else one given before the command."""
-    argv = shlex.split(command)[1:]
+def _argv(command: str, store, replicas: dict) -> list[str]:
+    """The example's arguments, on `store`: its own --store replaced, else one given before the command;
+    the replica paths (`REPLICA_PATHS`) replaced by `replicas`' copies."""
+    argv = [str(replicas.get(a, a)) for a in shlex.split(command)[1:]]
     if "--store" in argv:
         argv[argv.index("--store") + 1] = str(store)
         return argv
@@ -87,6 +90,7 @@ def test_every_example_runs_without_pyspark(tmp_path):
     stores = {"samples": shutil.copytree(ROOT / "samples" / "store-a", tmp_path / "store-a")}
     for name in set(OTHER_STORES.values()):
         stores[name] = shutil.copytree(store_path(name), tmp_path / name)
+    replicas = {p: shutil.copytree(stores["samples"], tmp_path / p.rsplit("/", 1)[1]) for p in REPLICA_PATHS}
     work = tmp_path / "work"
     work.mkdir()
     lines, commands = [], []
@@ -97,7 +101,7 @@ def test_every_example_runs_without_pyspark(tmp_path):
             store = stores[OTHER_STORES.get(path, "samples")]
             if example.command == TIMER_EXAMPLE:
                 store = stores["store-timer5"]
-            lines.append(_argv(example.command, store))
+            lines.append(_argv(example.command, store, replicas))
             commands.append(example.command)
     done = subprocess.run(
         [sys.executable, "-c", RUNNER],

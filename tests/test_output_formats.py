@@ -63,6 +63,9 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "dump trace": ("store-trace-a", []),
     "retention": ("store-a", ["--now", NOW, "--disk-used", "0.8"]),
     "bundle": ("store-a", ["-o", "{tmp}.tar.gz", "--now", NOW, "--disk-used", "0.8"]),
+    # two-store commands: their store arguments name the copies ({stores}), the same store twice
+    "offsets merge": ("", ["{stores}/store-a", "{stores}/store-a", "--into", "{stores}/store-a"]),
+    "replicas diff": ("", ["{stores}/store-a", "{stores}/store-a"]),
 }
 ELSEWHERE = {"audit"}  # tests/test_audit.py: test_every_format_is_honoured_or_refused
 
@@ -79,6 +82,7 @@ CSV_REFUSED = {
     "txn rollback",
     "txn resolve",
     "trace",
+    "replicas diff",
 }
 
 
@@ -96,7 +100,7 @@ def command_paths() -> list[str]:
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("formats")
-    for name in {store for store, _ in INVOCATIONS.values() if store}:
+    for name in {store for store, _ in INVOCATIONS.values() if store} | {"store-a"}:
         shutil.copytree(store_path(name), root / name)
     return root
 
@@ -133,7 +137,8 @@ def test_every_format_is_honoured_or_refused(command: str, stores: Path, tmp_pat
     outputs: dict[str, str] = {}
     for fmt in FORMATS:
         target = tmp_path / fmt
-        argv = [*command.split(), *(a.replace("{tmp}", str(target)) for a in args), "--format", fmt]
+        given = (a.replace("{tmp}", str(target)).replace("{stores}", str(stores)) for a in args)
+        argv = [*command.split(), *given, "--format", fmt]
         if store:
             argv += ["--store", str(stores / store)]
         code, out, err = run_main(argv, capsys)

@@ -28,6 +28,7 @@ from mqtool.cli.offsets import offsets_app
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
 from mqtool.cli.pop import pop_app
 from mqtool.cli.query import query_app
+from mqtool.cli.replicas import replicas_app
 from mqtool.cli.retention import retention
 from mqtool.cli.trace import dump_trace, trace
 from mqtool.cli.txn import txn_app
@@ -76,6 +77,7 @@ app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
 app.add_typer(pop_app, name="pop")
+app.add_typer(replicas_app, name="replicas")
 app.command(epilog=exitstatus.exit_status_help())(verify)
 app.command()(export)
 app.command(epilog=exitstatus.exit_status_help())(audit)

@@ -1,7 +1,8 @@
 """Each command's examples, written once: the "Examples" of its `--help` and the EXAMPLES of its man page.
 
 The names (TopicTest, groupA, order-548, ...) are those of the sample store `samples/store-a`, so every
-example runs as written there (`export MQTOOL_STORE=samples/store-a`; tests/test_examples.py runs them).
+example runs as written there (`export MQTOOL_STORE=samples/store-a`; tests/test_examples.py runs them;
+the replica commands' /data/broker-a and /data/broker-a-slave are two copies of it there).
 `add_examples` hangs them on the typer app as epilogs; `mqtool.cli.manpages` reads `EXAMPLES`.
 """
 
@@ -142,6 +143,17 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "Apply a saved plan, the broker stopped (consumerOffset.json replaced atomically, .bak kept).",
         ),
     ),
+    "offsets merge": (
+        E(
+            "mqtool offsets merge /data/broker-a /data/broker-a-slave --into /data/broker-a",
+            "Per queue the largest offset master and slave committed, planned for the master (a dry run).",
+        ),
+        E(
+            "mqtool offsets merge /data/broker-a /data/broker-a-slave --into /data/broker-a "
+            "--prefer /data/broker-a-slave --group groupA",
+            "groupA's offsets as the slave holds them, where it has them.",
+        ),
+    ),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),
@@ -241,6 +253,16 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         E(
             "mqtool rebuild cq --execute",
             "Replace the ConsumeQueues with rebuilt ones, with the broker stopped.",
+        ),
+    ),
+    "replicas diff": (
+        E(
+            "mqtool replicas diff /data/broker-a /data/broker-a-slave",
+            "Where the two commitlogs part, who is ahead, what HA would do, config rows that differ.",
+        ),
+        E(
+            "mqtool -f json replicas diff /data/broker-a /data/broker-a-slave",
+            "The same as one JSON document (exit status 0: identical, 1: they differ).",
         ),
     ),
     "sample create": (

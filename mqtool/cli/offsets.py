@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from mqtool.cli.options import (
+    GLOBALS,
     BrokerConfigOpt,
     DryRunOpt,
     ForceOpt,
@@ -239,3 +241,81 @@ def offsets_reset(
         from mqtool.cli import offset_reset_render
 
         offset_reset_render.render_apply(result, plan, s.ctx, execute)
+
+
+# --- offsets merge (replicas) -------------------------------------------------------------------
+
+
+@offsets_app.command("merge")
+def offsets_merge(
+    stores: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="STORE...",
+            help="Two or more replica stores of one broker (master and slaves), the --into one among them.",
+            show_default=False,
+        ),
+    ],
+    into: Annotated[
+        Path,
+        typer.Option("--into", metavar="STORE", help="The store whose consumerOffset.json is written."),
+    ],
+    prefer: Annotated[
+        str,
+        typer.Option(
+            "--prefer",
+            metavar="max|STORE",
+            help="max (default): per queue the largest committed offset on any side; STORE: that side's "
+            "offset where it has one, the max elsewhere.",
+        ),
+    ] = "max",
+    group: Annotated[
+        list[str] | None, typer.Option("--group", "-g", help="Only this consumer group (repeatable).")
+    ] = None,
+    execute: Annotated[
+        bool,
+        typer.Option(
+            "--execute", help="Write --into's consumerOffset.json (default: dry run, print the plan)."
+        ),
+    ] = False,
+    dry_run: DryRunOpt = False,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Merge consumer offsets across replicas of one broker (the fix of apache/rocketmq #1094: a master
+    restarted after its slave served, and the slave's offset sync wrote older offsets back): per
+    group/topic/queue the offset on each side, the one chosen (the max, or --prefer's) and why, and what
+    --into gets - clamped into its queue's [min, max] as its broker would serve it. Dry run unless
+    --execute; writes as offsets reset does (store lock, .bak, atomic replace, read back)."""
+    from contextlib import ExitStack
+
+    from mqtool.offsets.apply import apply_plan
+    from mqtool.offsets.merge import MergeOptionError, plan_offsets_merge
+    from store.config.brokerconf import load_broker_config
+    from store.storedir import Store
+
+    execute = execute_flag(execute, dry_run)
+    labels = [str(s) for s in stores]
+    where = [s.resolve() for s in stores]
+
+    def side(path: Path, option: str) -> int:
+        if path.resolve() not in where:
+            raise MergeOptionError(f"{option} {path} is not one of the stores given ({', '.join(labels)})")
+        return where.index(path.resolve())
+
+    target = side(into, "--into")
+    prefer = prefer if prefer == "max" else labels[side(Path(prefer), "--prefer")]
+    s = session(None, fmt, tz, wide, record)
+    conf = broker_config or GLOBALS.broker_config  # replicas of one broker share its store settings
+    settings = load_broker_config(conf) if conf else None
+    with ExitStack() as stack:
+        opened = [stack.enter_context(Store.open(path, settings)) for path in stores]
+        plan = plan_offsets_merge(opened, labels, into=target, prefer=prefer, groups=group or None)
+        from mqtool.cli import offset_merge_render
+
+        offset_merge_render.render_merge(plan, s.ctx)
+        result = apply_plan(opened[plan.into], plan.reset, execute)
+        offset_merge_render.render_merge_apply(result, plan, s.ctx, execute)

@@ -54,6 +54,9 @@ class BrokerConfig:
     # name pair under brokerName (its default is the host name: None here, unknown offline)
     brokerName: str | None = None
     brokerClusterName: str = "DefaultCluster"
+    # place in the broker group: BrokerConfig.brokerId (MixAll.MASTER_ID = 0), MessageStoreConfig.brokerRole
+    brokerId: int = 0
+    brokerRole: str = "ASYNC_MASTER"
     enableRetryTopicV2: bool = False
     enabledAppendPropCRC: bool = False
     # LMQ multi-dispatch (MessageStoreConfig): INNER_MULTI_DISPATCH records also go to %LMQ% queues

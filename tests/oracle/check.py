@@ -90,6 +90,8 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
     offsets = [
         *lmq,
         ("offsets reset --to-earliest", [*reset, "--to-earliest", *new_group], {"kind": "earliest"}),
+        # the max of each queue over this copy (just reset to the earliest) and the store as committed
+        ("offsets merge", ["offsets", "merge", ROOT, REPLICA, "--into", ROOT], None),
         ("offsets reset --shift-by 7", [*reset, "--shift-by", "7", *new_group], {"kind": "shift", "by": 7}),
         (
             "offsets reset --by-duration 1d",
@@ -152,6 +154,9 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
         *([(FROM_SCRATCH, ["rebuild", "all"], None)] if store in DLEDGER else []),
     ]
 
+
+# `offsets merge`'s stores: the copy being judged, and another copy of the store as committed
+ROOT, REPLICA = "{root}", "{replica}"
 
 # a rebuild after consumequeue/ and index/ are removed: every unit and key from the DLedger entries
 FROM_SCRATCH = "rebuild all (no queues, no index)"
@@ -417,6 +422,10 @@ def main(argv: list[str]) -> int:
                 if name == FROM_SCRATCH:
                     shutil.rmtree(root / "consumequeue")
                     shutil.rmtree(root / "index")
+                if REPLICA in args and not (Path(tmp) / "replica").exists():
+                    copy_golden(store, Path(tmp) / "replica")
+                replica = Path(tmp) / "replica" / store
+                args = [a.replace(ROOT, str(root)).replace(REPLICA, str(replica)) for a in args]
                 res = mqtool(root, *args, "--execute")
                 if res.returncode != 0:
                     why = (res.stderr.strip().splitlines() or ["?"])[-1][:150]

@@ -1,0 +1,128 @@
+"""How `mqtool replicas diff` shows what `mqtool.replicas.diff` returns: one JSON document for scripts;
+for people, tables side by side (A | B) and the HA verdict in words."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mqtool.render import Column, RenderContext, emit_document, emit_table, to_json_text
+from mqtool.replicas.diff import ReplicaDiff
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    if value is None:
+        return "-"
+    text = value if isinstance(value, str) else to_json_text(value, indent=None)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _side_columns(first: str = "field") -> list[Column]:
+    return [Column(first, priority=0), Column("a", "A", priority=0), Column("b", "B", priority=0)]
+
+
+def render_diff(result: ReplicaDiff, ctx: RenderContext) -> None:
+    emit_document(result.to_dict(), ctx, lambda: _human(result, ctx))
+    for note in result.notes + result.configs.notes:
+        sys.stderr.write(f"mqtool: note: {note}\n")
+
+
+def _human(result: ReplicaDiff, ctx: RenderContext) -> None:
+    a, b = result.identities
+    rows = [
+        {"field": label, "a": _short(x), "b": _short(y)}
+        for label, x, y in (
+            ("store", a.path, b.path),
+            ("brokerClusterName", a.cluster, b.cluster),
+            ("brokerName", a.broker_name, b.broker_name),
+            ("brokerId", a.broker_id, b.broker_id),
+            ("brokerRole", a.broker_role, b.broker_role),
+            ("store host (newest record)", a.store_host, b.store_host),
+            ("layout", a.layout, b.layout),
+            ("controller mode", a.controller, b.controller),
+        )
+    ]
+    emit_table(rows, _side_columns(), ctx, title="Replicas")
+    log = result.log
+    out = ctx.out
+    if log is None:
+        out.write(f"\nCommitlogs: not compared yet: {result.log_not_compared}\n")
+    else:
+        rows = [
+            {"field": "min offset", "a": log.min_offsets[0], "b": log.min_offsets[1]},
+            {"field": "max offset (valid end)", "a": log.max_offsets[0], "b": log.max_offsets[1]},
+        ]
+        ra, rb = log.records
+        if log.first_difference is not None:
+            for label, key in (
+                ("kind", "kind"),
+                ("topic", "topic"),
+                ("queue", "queue_id"),
+                ("queue offset", "queue_offset"),
+                ("msgId", "msg_id"),
+                ("UNIQ_KEY", "uniq_key"),
+                ("keys", "keys"),
+            ):
+                rows.append(
+                    {
+                        "field": f"record at {log.record_start}: {label}",
+                        "a": _short(getattr(ra, key, None)),
+                        "b": _short(getattr(rb, key, None)),
+                    }
+                )
+        past = [sum(p.values()) for p in log.past_prefix]
+        rows.append({"field": f"messages past {log.prefix_end}", "a": past[0], "b": past[1]})
+        emit_table(rows, _side_columns(), ctx, title="\nCommitlogs")
+        if log.identical:
+            out.write("The commitlogs are identical.\n")
+        elif log.first_difference is None:
+            out.write(
+                f"No byte differs in [{log.compared[0]}, {log.compared[1]}): {log.ahead} is longer "
+                f"(the other is its byte prefix).\n"
+            )
+        else:
+            out.write(
+                f"First differing byte at {log.first_difference}, in the record at {log.record_start} "
+                f"(common prefix [{log.compared[0]}, {log.record_start})); ahead: {log.ahead or 'neither'}.\n"
+            )
+        topics = sorted(set(log.past_prefix[0]) | set(log.past_prefix[1]))
+        if topics:
+            rows = [
+                {"topic": t, "a": log.past_prefix[0].get(t, 0), "b": log.past_prefix[1].get(t, 0)}
+                for t in topics
+            ]
+            emit_table(rows, _side_columns("topic"), ctx, title=f"\nMessages per topic past {log.prefix_end}")
+    out.write("\nHA (classic DefaultHAService) if the pair is started now:\n")
+    if result.ha_not_compared:
+        out.write(f"  not compared yet: {result.ha_not_compared}\n")
+    for v in result.ha:
+        out.write(f"  master {v.master}: {v.outcome}: {v.text}\n    ({v.to_dict()['cites']})\n")
+    configs = result.configs
+    rows = [
+        {
+            "table": r.table,
+            "key": r.key,
+            "state": r.state,
+            "a": _short(r.a),
+            "b": _short(r.b),
+            "fields": ", ".join(r.fields),
+        }
+        for r in configs.rows
+    ]
+    columns = [
+        Column("table", priority=0),
+        Column("key", kind="name", priority=0),
+        Column("state", priority=0),
+        Column("a", "A"),
+        Column("b", "B"),
+        Column("fields"),
+    ]
+    compared = ", ".join(f"{t} {n}" for t, n in configs.compared.items())
+    emit_table(
+        rows,
+        columns,
+        ctx,
+        title=f"\nConfig rows that differ (rows compared: {compared})",
+        empty="(none: every config table is the same)",
+    )
+    out.write("\nIdentical.\n" if result.identical else "\nThe replicas differ.\n")

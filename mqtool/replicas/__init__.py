@@ -1,0 +1,1 @@
+"""Two replicas of one broker (master and slave stores) compared, read-only (`mqtool replicas ...`)."""
