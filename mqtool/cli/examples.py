@@ -142,6 +142,24 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "Apply a saved plan, the broker stopped (consumerOffset.json replaced atomically, .bak kept).",
         ),
     ),
+    "offsets clone": (
+        E(
+            "mqtool offsets clone --from-group groupA --to-group groupC --allow-new-group",
+            "The plan of a new group starting where groupA is (a dry run: nothing is written).",
+        ),
+        E(
+            "mqtool offsets clone --from-group groupA --to-group groupB --topic TopicTest --execute",
+            "Give groupB groupA's offsets on TopicTest, the broker stopped (.bak kept).",
+        ),
+    ),
+    "offsets prune": (
+        E(
+            "mqtool offsets prune",
+            "Offset rows of deleted groups and topics and of queues past a topic's readQueueNums, each with "
+            "its reason (a dry run).",
+        ),
+        E("mqtool offsets prune --execute", "Remove them, the broker stopped (.bak kept)."),
+    ),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),
