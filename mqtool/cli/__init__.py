@@ -17,6 +17,7 @@ from formats.errors import MqtoolError, UsageError
 from mqtool.cli.audit import audit
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
+from mqtool.cli.dlq import dlq_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.examples import add_examples
 from mqtool.cli.manual_sections import help_summary
@@ -58,6 +59,7 @@ app.command()(verify)
 app.command()(export)
 app.command()(audit)
 app.command()(trace)
+app.add_typer(dlq_app, name="dlq")
 dump_app.command("trace")(dump_trace)
 add_examples(app)
 app.info.epilog += "\n\n" + help_summary()

@@ -160,6 +160,14 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         ),
         E("mqtool offsets prune --execute", "Remove them, the broker stopped (.bak kept)."),
     ),
+    "dlq list": (
+        E("mqtool dlq list", "Every dead letter: when it died, its original topic and queue, keys."),
+        E(
+            "mqtool -f json dlq list --group GID_retry --begin 2026-11-01",
+            "One group's dead letters since a day, as JSON.",
+        ),
+    ),
+    "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),
