@@ -51,9 +51,9 @@ def test_list_filters_by_group_and_death_time() -> None:
     _, _, dlq = dead_letter_events()
     with Store.open(store_path("store-trace-b")) as st:
         died = list_dlq(st).rows[0].store_timestamp
-        assert len(list_dlq(st, group=dlq["group"], begin=died, end=died + 1).rows) == 1
+        assert len(list_dlq(st, group=dlq["group"], begin=died, end=died).rows) == 1
         assert list_dlq(st, begin=died + 1).rows == []
-        assert list_dlq(st, end=died).rows == []
+        assert list_dlq(st, end=died - 1).rows == []
         with pytest.raises(MqtoolError, match="no dead-letter queue"):
             list_dlq(st, group="GID_ok")
 

@@ -29,6 +29,7 @@ BeginOpt = Annotated[
     str | None,
     typer.Option(
         "--begin",
+        "-b",
         metavar="TIME",
         help="Only messages that died (were stored in the DLQ) at or after this time (epoch ms, ISO-8601, "
         "yyyy-MM-dd#HH:mm:ss:SSS, -2h).",
@@ -38,7 +39,11 @@ BeginOpt = Annotated[
 EndOpt = Annotated[
     str | None,
     typer.Option(
-        "--end", metavar="TIME", help="Only messages that died before this time.", show_default=False
+        "--end",
+        "-e",
+        metavar="TIME",
+        help="Only messages that died at or before this time.",
+        show_default=False,
     ),
 ]
 

@@ -164,7 +164,7 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         E("mqtool dlq list", "Every dead letter: when it died, its original topic and queue, keys."),
         E(
             "mqtool -f json dlq list --group GID_retry --begin 2026-11-01",
-            "One group's dead letters since a day, as JSON.",
+            "One group's dead letters since a date, as JSON.",
         ),
     ),
     "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),

@@ -115,7 +115,8 @@ def dlq_groups(store: Store) -> list[str]:
 def list_dlq(
     store: Store, *, group: str | None = None, begin: int | None = None, end: int | None = None
 ) -> DlqListing:
-    """Every message of `%DLQ%<group>` (or of every DLQ topic) stored in [begin, end) (epoch ms)."""
+    """Every message of `%DLQ%<group>` (or of every DLQ topic) stored in [begin, end] (epoch ms, as the
+    query commands take --begin/--end)."""
     groups = dlq_groups(store)
     if group is not None:
         if group not in groups:
@@ -124,7 +125,9 @@ def list_dlq(
     listing = DlqListing([], groups)
     for g in groups:
         for row in _group_rows(store, g, listing.warnings):
-            if (begin is None or row.store_timestamp >= begin) and (end is None or row.store_timestamp < end):
+            if (begin is None or row.store_timestamp >= begin) and (
+                end is None or row.store_timestamp <= end
+            ):
                 listing.rows.append(row)
     return listing
 
