@@ -140,7 +140,8 @@ def _group_rows(store: Store, group: str, warnings: list[str]) -> Iterator[DlqRo
             msg = read_message_or_none(store, phy, size)
             if msg is None:
                 warnings.append(
-                    f"{topic}/{queue_id} offset {queue_offset}: no message at commitlog offset {phy} (deleted)"
+                    f"{topic}/{queue_id} offset {queue_offset}: no message at commitlog offset {phy} "
+                    "(deleted)"
                 )
                 continue
             yield _row(store, group, msg)
