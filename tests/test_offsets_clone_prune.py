@@ -311,3 +311,42 @@ def test_prune_cli_plain_json_and_dry_run(tmp_path: Path) -> None:
     assert snapshot(root) == before
     plain = run_mqtool("--store", str(root), "-f", "plain", "offsets", "prune")
     assert plain.returncode == 0 and "group-missing" in plain.stdout and "Dry run" in plain.stdout
+
+
+def test_clone_writes_where_reset_writes_and_refuses_where_it_refuses(tmp_path: Path) -> None:
+    """store-rocksdb (RocksDB v1 offsets): consumerOffset.json with a dataVersion ahead of the KV store, which
+    the broker's merge() imports; store-rocksdb-v2: refused, as reset is (the broker never reads it)."""
+    from store.rocksdb.config import RocksDBConfigWriteError
+
+    root = copy_store("store-rocksdb", tmp_path / "v1")
+    with Store.open(root) as st:
+        table = st.config("consumerOffset.json").load().model
+        source = {t: dict(table.get(t, "GID_rdb_a")) for t, g, _, _ in table.entries() if g == "GID_rdb_a"}
+        assert source
+        plan = plan_clone(st, "GID_rdb_a", "GID_x", allow_new_group=True)
+        assert apply_plan(st, plan, True).executed
+    with Store.open(root) as st:
+        loaded = st.config("consumerOffset.json").load()
+        assert loaded.source == "file"  # ahead of the KV store: what the broker's merge() imports
+        assert {t: dict(loaded.model.get(t, "GID_x")) for t in source} == source
+    root2 = copy_store("store-rocksdb-v2", tmp_path / "v2")
+    before = snapshot(root2)
+    with Store.open(root2) as st:
+        plan = plan_clone(st, "GID_v2_a", "GID_y", allow_new_group=True)
+        with pytest.raises(RocksDBConfigWriteError, match="never loads an offline change"):
+            apply_plan(st, plan, True)
+    assert snapshot(root2) == before
+
+
+@oracle
+def test_clone_on_rocksdb_offsets_is_what_the_real_merge_loads(tmp_path: Path) -> None:
+    """The oracle's `rocksdb-read`: RocksDBConsumerOffsetManager.load (its merge() of the newer JSON)."""
+    root = copy_store("store-rocksdb", tmp_path / "v1")
+    with Store.open(root) as st:
+        apply_plan(st, plan_clone(st, "GID_rdb_a", "GID_x", allow_new_group=True), True)
+    run = subprocess.run(
+        [str(ORACLE_RUN), "rocksdb-read", str(root)], capture_output=True, text=True, timeout=300
+    )
+    table = json.loads(run.stdout)["config"]["consumerOffset"]["offsetTable"]
+    source = {k.split("@")[0]: v for k, v in table.items() if k.endswith("@GID_rdb_a")}
+    assert source and {k.split("@")[0]: v for k, v in table.items() if k.endswith("@GID_x")} == source
