@@ -58,16 +58,43 @@ def test_list_filters_by_group_and_death_time() -> None:
             list_dlq(st, group="GID_ok")
 
 
-def test_store_a_dead_letter_keeps_its_record_fields() -> None:
-    with Store.open(store_path("store-a")) as st:
-        [row] = list_dlq(st).rows
-    record = next(m for m in expect("store-a")["messages"] if m["topic"] == "%DLQ%groupA")
-    assert (row.physical_offset, row.reconsume_times, row.store_timestamp) == (
-        record["physicalOffset"],
-        record["reconsumeTimes"],
-        record["storeTimestamp"],
-    )
-    assert row.origin_queue_id is None and row.origin_note  # the original cannot be read there: said so
+@pytest.mark.parametrize("name", ["store-a", "store-49a", "store-c", "store-trace-b"])
+def test_every_dead_letter_record_is_listed_with_its_fields(name: str) -> None:
+    """Each %DLQ% record of expect.json (what the real MessageDecoder read back) is a row, with its
+    position, reconsume times, death time and the origin properties as stored."""
+    want = {
+        (
+            m["physicalOffset"],
+            m["topic"],
+            m["queueId"],
+            m["queueOffset"],
+            m["reconsumeTimes"],
+            m["storeTimestamp"],
+            m["properties"].get("RETRY_TOPIC"),
+            m["properties"].get("ORIGIN_MESSAGE_ID"),
+        )
+        for m in expect(name)["messages"]
+        if str(m.get("topic", "")).startswith("%DLQ%")
+    }
+    assert want
+    with Store.open(store_path(name)) as st:
+        rows = list_dlq(st).rows
+    got = {
+        (
+            r.physical_offset,
+            r.topic,
+            r.queue_id,
+            r.queue_offset,
+            r.reconsume_times,
+            r.store_timestamp,
+            r.origin_topic,
+            r.origin_message_id,
+        )
+        for r in rows
+    }
+    assert got == want
+    for r in rows:  # the original is found, or why not is said
+        assert (r.origin_queue_id is None) == (r.origin_note is not None)
 
 
 def test_stats_by_group_topic_and_age() -> None:

@@ -19,7 +19,7 @@ Never pruned: the broker's own groups (MixAll's predefined groups, `CID_RMQ_SYS_
 SubscriptionGroupManager creates) and topics (TopicValidator.isSystemTopic, common/.../topic/
 TopicValidator.java:49-60,139-141: its set and the `rmq_sys_` prefix); LMQ topics (`%LMQ%...`, never in
 topics.json); a `%RETRY%<group>` topic missing from topics.json while its group exists (the broker creates
-it again on the group's next heartbeat: ClientManageProcessor.java:121-122); keys that are not exactly
+it again on the group's next heartbeat: ClientManageProcessor.java:108-123); keys that are not exactly
 `topic@group` (ConsumerOffsetManager's cleaners skip them too, `arrays.length == 2`). The group rule runs
 only when the store holds a subscriptionGroup.json the broker wrote (a 4.9 store may have none: the groups
 are then not judged, and the plan says so); the topic rules only with a topics.json.
@@ -51,7 +51,7 @@ from mqtool.timeparse import now_ms
 from store.io.filewrites import crash_point
 from store.storedir import Store
 
-# MixAll.PREDEFINE_GROUP_SET (common/src/main/java/org/apache/rocketmq/common/MixAll.java:124-137 of 5.3.3)
+# MixAll.PREDEFINE_GROUP_SET (common/src/main/java/org/apache/rocketmq/common/MixAll.java:124-139 of 5.3.3)
 PREDEFINED_GROUPS = frozenset(
     {
         "DEFAULT_CONSUMER",
