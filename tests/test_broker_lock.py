@@ -62,6 +62,7 @@ def _names(commands) -> list[str]:
 
 WRITERS = [
     "offsets reset",
+    "offsets clone",
     "consume-mode set",
     "rebuild",
     "delay replay",

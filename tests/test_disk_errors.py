@@ -42,7 +42,11 @@ from store.config.configfile import CONFIG_NAMES
 from store.io.filewrites import CRASH_ENV, TMP_PREFIX
 from store.storedir import Store
 
-CONFIG_WRITERS = {"offsets reset": "consumerOffset.json", "consume-mode set": "messageRequestMode.json"}
+CONFIG_WRITERS = {
+    "offsets reset": "consumerOffset.json",
+    "offsets clone": "consumerOffset.json",
+    "consume-mode set": "messageRequestMode.json",
+}
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 

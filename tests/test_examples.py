@@ -61,6 +61,9 @@ OTHER_STORES = {
     "pop stats": "store-pop",
     "dump trace": "store-trace-a",
     "trace": "store-trace-a",
+    "offsets prune": "store-trace-b",
+    "dlq list": "store-trace-b",
+    "dlq stats": "store-trace-b",
 }
 TIMER_EXAMPLE = "mqtool delay list --timer"
 # the replica commands' two stores (master, slave): two copies of the sample store

@@ -21,6 +21,7 @@ from mqtool.cli.audit import audit
 from mqtool.cli.bundle import bundle
 from mqtool.cli.consume_mode import consume_mode_app
 from mqtool.cli.delay import delay_app
+from mqtool.cli.dlq import dlq_app
 from mqtool.cli.dump import dump_app, info
 from mqtool.cli.examples import add_examples
 from mqtool.cli.manual_sections import help_summary
@@ -82,6 +83,7 @@ app.command(epilog=exitstatus.exit_status_help())(verify)
 app.command()(export)
 app.command(epilog=exitstatus.exit_status_help())(audit)
 app.command()(trace)
+app.add_typer(dlq_app, name="dlq")
 dump_app.command("trace")(dump_trace)
 app.command()(retention)
 app.command()(bundle)

@@ -154,6 +154,32 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "groupA's offsets as the slave holds them, where it has them.",
         ),
     ),
+    "offsets clone": (
+        E(
+            "mqtool offsets clone --from-group groupA --to-group groupC --allow-new-group",
+            "The plan of a new group starting where groupA is (a dry run: nothing is written).",
+        ),
+        E(
+            "mqtool offsets clone --from-group groupA --to-group groupB --topic TopicTest --execute",
+            "Give groupB groupA's offsets on TopicTest, the broker stopped (.bak kept).",
+        ),
+    ),
+    "offsets prune": (
+        E(
+            "mqtool offsets prune",
+            "Offset rows of deleted groups and topics and of queues past a topic's readQueueNums, each with "
+            "its reason (a dry run).",
+        ),
+        E("mqtool offsets prune --execute", "Remove them, the broker stopped (.bak kept)."),
+    ),
+    "dlq list": (
+        E("mqtool dlq list", "Every dead letter: when it died, its original topic and queue, keys."),
+        E(
+            "mqtool -f json dlq list --group GID_retry --begin 2026-11-01",
+            "One group's dead letters since a date, as JSON.",
+        ),
+    ),
+    "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),

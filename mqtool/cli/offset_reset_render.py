@@ -31,7 +31,7 @@ def _flags_text(row: ResetRow) -> str:
     return ", ".join(flags)
 
 
-def _say(ctx: RenderContext, text: str, label: str = "note") -> None:
+def say(ctx: RenderContext, text: str, label: str = "note") -> None:
     """Human formats: stdout after the table; machine formats keep stdout clean (stderr)."""
     if ctx.machine:
         sys.stderr.write(f"mqtool: {label}: {text}\n")
@@ -39,8 +39,9 @@ def _say(ctx: RenderContext, text: str, label: str = "note") -> None:
         ctx.out.write(text + "\n")
 
 
-def render_plan(plan: ResetPlan, ctx: RenderContext) -> None:
-    """The plan table (or its JSON/CSV rows), warnings on stderr, notes after the table."""
+def render_plan(plan: ResetPlan, ctx: RenderContext, title: str | None = None) -> None:
+    """The plan table (or its JSON/CSV rows), warnings on stderr, notes after the table; `title` replaces
+    the reset's (`offsets clone` names its two groups)."""
     for w in plan.warnings:
         warn(w)
     if ctx.machine:
@@ -52,28 +53,28 @@ def render_plan(plan: ResetPlan, ctx: RenderContext) -> None:
         ]
         groups = ", ".join(plan.groups) or "-"
         what = f"from {plan.source}" if plan.target is None else plan.target.describe(ctx.zone)
-        title = f"Offset reset plan for group {groups}: {what}"
+        title = title or f"Offset reset plan for group {groups}: {what}"
         emit_rows(rows, plan_columns(plan), ctx, title=title, empty="(no queue to reset)")
     for text in plan.notes:
-        _say(ctx, "Note: " + text if not ctx.machine else text)
+        say(ctx, "Note: " + text if not ctx.machine else text)
 
 
 def render_apply(result: ApplyResult, plan: ResetPlan, ctx: RenderContext, execute: bool) -> None:
     if not execute:
-        _say(
+        say(
             ctx,
             f"Dry run: nothing was written to the store. {len(plan.changes)} of {len(plan.rows)} offsets "
             f"would change; add --execute to write {result.path} (the broker must be stopped).",
         )
         return
     if not result.executed:
-        _say(ctx, "Nothing to write: every offset already has its target.")
+        say(ctx, "Nothing to write: every offset already has its target.")
         return
     version = ""
     before, after = result.data_version_before, result.data_version_after
     if before is not None and after is not None:
         version = f"; dataVersion counter {before.counter} -> {after.counter}"
-    _say(
+    say(
         ctx,
         f"Wrote {result.path}: {result.changed} offsets changed{version}; previous content kept in "
         f"{result.bak_path.name}. Start the broker to use them; consumers still online may commit their "

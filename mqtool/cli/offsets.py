@@ -319,3 +319,99 @@ def offsets_merge(
         offset_merge_render.render_merge(plan, s.ctx)
         result = apply_plan(opened[plan.into], plan.reset, execute)
         offset_merge_render.render_merge_apply(result, plan, s.ctx, execute)
+
+
+# --- offsets clone ------------------------------------------------------------------------------
+
+
+@offsets_app.command("clone")
+def offsets_clone(
+    from_group: Annotated[
+        str, typer.Option("--from-group", metavar="GROUP", help="The group whose offsets are copied.")
+    ],
+    to_group: Annotated[
+        str, typer.Option("--to-group", metavar="GROUP", help="The group that gets them (new or existing).")
+    ],
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC[:QUEUES]",
+            help="Only this topic (repeatable); TOPIC:0,1 only those queues. Default: every topic the source "
+            "group has offsets for, its retry topics left out.",
+        ),
+    ] = None,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
+    ] = False,
+    dry_run: DryRunOpt = False,
+    broker_version: _BrokerVersionOpt = None,
+    allow_new_group: _AllowNewGroupOpt = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Plan, and with --execute apply, copying one consumer group's committed offsets to another in one
+    step (like mqadmin cloneGroupOffset, offline): per queue the destination's current offset and the
+    source's, copied as it is. Written as offsets reset writes (consumerOffset.json, or where the store's
+    broker keeps its offsets), with the same guards: dry run unless --execute, never while a broker holds
+    the store lock, .bak kept, atomic replace."""
+    from mqtool.offsets.apply import apply_plan
+    from mqtool.offsets.clone import plan_clone
+
+    execute = execute_flag(execute, dry_run)
+    s = session(store, fmt, tz, wide, record)
+    with s.open_store(broker_config) as st:
+        plan = plan_clone(
+            st,
+            from_group,
+            to_group,
+            topic,
+            allow_new_group=allow_new_group,
+            broker_version=broker_version,
+        )
+        from mqtool.cli import offset_reset_render
+
+        title = f"Offset clone plan: group {from_group} -> group {to_group}"
+        offset_reset_render.render_plan(plan, s.ctx, title=title)
+        result = apply_plan(st, plan, execute)
+        offset_reset_render.render_apply(result, plan, s.ctx, execute)
+
+
+# --- offsets prune ------------------------------------------------------------------------------
+
+
+@offsets_app.command("prune")
+def offsets_prune(
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
+    ] = False,
+    dry_run: DryRunOpt = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+    broker_config: BrokerConfigOpt = None,
+) -> None:
+    """Plan, and with --execute apply, removing the offset rows nothing consumes any more: of groups not
+    in subscriptionGroup.json (judged only when the broker wrote one), of topics not in topics.json, of
+    queue ids at or past the topic's readQueueNums. The broker's own groups and topics, LMQ topics and a
+    live group's retry topic are never pruned. Every row is named with its reason. Dry run unless
+    --execute; never while a broker holds the store lock; refused where the broker keeps offsets in
+    RocksDB (it would bring the rows back)."""
+    from mqtool.offsets.prune import apply_prune, plan_prune
+
+    execute = execute_flag(execute, dry_run)
+    s = session(store, fmt, tz, wide, record)
+    with s.open_store(broker_config) as st:
+        plan = plan_prune(st)
+        from mqtool.cli import offset_prune_render
+
+        offset_prune_render.render_plan(plan, s.ctx)
+        result = apply_prune(st, plan, execute)
+        offset_prune_render.render_apply(result, plan, s.ctx, execute)

@@ -135,16 +135,14 @@ def plan_reset(
     wanted = None if queues is None else list(dict.fromkeys(queues))
     times = store_time or store_time_of(store)
     for g in _groups_for(catalog, group, all_groups, list(by_topic), all_topics):
-        _check_group(catalog, g, allow_new_group, plan.warnings)
+        check_group(catalog, g, allow_new_group, plan.warnings)
         topic_list = _topics_for(catalog, g, list(by_topic), all_topics)
         if all_groups:  # never give a group offsets on a topic it does not consume
             topic_list = [t for t in topic_list if catalog.committed(t, g)]
         for topic in topic_list:
-            topic_queues = _topic_queues(store, catalog, topic, plan.warnings)
+            queue_ids = topic_queues(store, catalog, topic, plan.warnings)
             chosen = by_topic.get(topic) or wanted
-            selected = (
-                topic_queues if chosen is None else _select_queues(topic, topic_queues, chosen, catalog)
-            )
+            selected = queue_ids if chosen is None else _select_queues(topic, queue_ids, chosen, catalog)
             _plan_topic(store, plan, g, topic, selected, catalog, version, times, cq_file_mtimes)
     plan.warnings.extend(forward_warnings(plan))
     _add_notes(plan)
@@ -219,7 +217,7 @@ def _groups_for(
     return found
 
 
-def _check_group(catalog: StoreCatalog, group: str, allow_new_group: bool, warnings: list[str]) -> None:
+def check_group(catalog: StoreCatalog, group: str, allow_new_group: bool, warnings: list[str]) -> None:
     if catalog.group_exists(group):
         return
     if not allow_new_group:
@@ -249,7 +247,7 @@ def _topics_for(catalog: StoreCatalog, group: str, topics: Sequence[str], all_to
     return list(dict.fromkeys(topics))
 
 
-def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: list[str]) -> list[int]:
+def topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: list[str]) -> list[int]:
     """0 .. readQueueNums-1 of the topic config (as the broker's reset), else the queue directories of
     the topic's queue type (consumequeue/ or batchconsumequeue/)."""
     if store.layout.lmq.enable_lmq and is_lmq(topic):
@@ -273,16 +271,16 @@ def _topic_queues(store: Store, catalog: StoreCatalog, topic: str, warnings: lis
 
 
 def _select_queues(
-    topic: str, topic_queues: list[int], wanted: list[int], catalog: StoreCatalog
+    topic: str, known_queues: list[int], wanted: list[int], catalog: StoreCatalog
 ) -> list[int]:
-    known = set(topic_queues)
+    known = set(known_queues)
     for q in wanted:
         if q not in known:
             config = catalog.topic_config(topic)
             why = (
                 f"readQueueNums is {config.read_queue_nums}"
                 if config is not None
-                else f"its queue directories are {_ranges(topic_queues) or 'none'}"
+                else f"its queue directories are {_ranges(known_queues) or 'none'}"
             )
             raise ResetPlanError(f"queue {q} is not a queue of topic {topic} ({why})")
     return wanted
@@ -388,10 +386,10 @@ def plan_from_file(
     times = store_time or store_time_of(store)
     queues_of: dict[str, list[int]] = {}
     for group in dict.fromkeys(w.group for w in wanted):
-        _check_group(catalog, group, allow_new_group, plan.warnings)
+        check_group(catalog, group, allow_new_group, plan.warnings)
     for w in wanted:
         if w.topic not in queues_of:
-            queues_of[w.topic] = _topic_queues(store, catalog, w.topic, plan.warnings)
+            queues_of[w.topic] = topic_queues(store, catalog, w.topic, plan.warnings)
         try:
             _select_queues(w.topic, queues_of[w.topic], [w.queue_id], catalog)
         except ResetPlanError as exc:
@@ -509,9 +507,11 @@ def parse_topic_queues(values: Iterable[str] | None) -> dict[str, list[int] | No
 
 __all__ = [
     "StoreCatalog",
+    "check_group",
     "parse_queue_ids",
     "parse_topic_queues",
     "plan_from_file",
     "plan_offsets_reset",
     "plan_reset",
+    "topic_queues",
 ]

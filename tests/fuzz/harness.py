@@ -350,6 +350,22 @@ COMMANDS: tuple[Command, ...] = (
         ],
     ),
     Command(
+        "offsets clone (dry run)",
+        frozenset({CL, CQ, CFG, LAY}),
+        lambda t, k, f: [
+            "offsets",
+            "clone",
+            "--from-group",
+            t.group,
+            "--to-group",
+            "GID_fuzz",
+            "--allow-new-group",
+        ],
+    ),
+    Command("offsets prune (dry run)", frozenset({CQ, CFG, LAY}), lambda t, k, f: ["offsets", "prune"]),
+    Command("dlq list", frozenset({CL, CQ, LAY}), lambda t, k, f: ["dlq", "list"]),
+    Command("dlq stats", frozenset({CL, CQ, LAY}), lambda t, k, f: ["dlq", "stats", "--now", str(t.end)]),
+    Command(
         "consume-mode set (dry run)",
         frozenset({CQ, CFG, LAY}),
         lambda t, k, f: ["consume-mode", "set", "-t", t.topic, "-g", t.group, "--mode", "POP"],
@@ -398,6 +414,19 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
     halves = [str(row["halfQueueOffset"]) for row in json.loads(listing.stdout or "[]")] or ["0"]
     return [
         ("offsets reset", ["offsets", "reset", "-g", t.group, "-t", t.topic, "--to-earliest", "--execute"]),
+        (
+            "offsets clone",
+            [
+                "offsets",
+                "clone",
+                "--from-group",
+                t.group,
+                "--to-group",
+                "GID_fuzz",
+                "--allow-new-group",
+                "--execute",
+            ],
+        ),
         (
             "consume-mode set",
             ["consume-mode", "set", "-t", t.topic, "-g", t.group, "--mode", "POP", "--execute"],

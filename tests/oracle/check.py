@@ -17,6 +17,9 @@ store-batchcq, which `load` cannot open (its queues need topics.json's queue typ
 commands only and is judged by `queue-offsets` alone: it must load, and the real manager must read the
 offsets mqtool reads and expects.
 
+`offsets clone` and `offsets prune` are judged as the other writes: the store loads, and the real
+manager reads the offsets mqtool reads.
+
 Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer` against the real
 TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
 
@@ -119,6 +122,13 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
             {"kind": "time", "boundary": "upper", "at": mid_time},
         ),
         ("offsets reset --to-latest", [*reset, "--to-latest", *new_group], {"kind": "latest"}),
+        # a group the store's subscriptionGroup.json does not hold: the prune after it removes its rows
+        (
+            "offsets clone to GID_clone",
+            ["offsets", "clone", "--from-group", group, "--to-group", "GID_clone", "--allow-new-group"],
+            None,
+        ),
+        ("offsets prune", ["offsets", "prune"], None),
     ]
     if store in OFFSETS_ONLY:
         return offsets
