@@ -31,7 +31,7 @@ test: setup lint
 	$(BIN)/python -m pytest -q -n 2
 
 man: setup
-	$(BIN)/python -m mqtool.cli.manpages man
+	$(BIN)/python -m mqtool.cli.manual.manpages man
 
 # the import graph at the top of docs/ARCHITECTURE.md (tests/test_docs.py fails when it drifts)
 architecture: setup

@@ -14,8 +14,8 @@ driver's checks and the output; the scan stage (decode + partial aggregates + ex
 every range, as one Spark job) is read from the JSON (`scan.seconds.scan`). The page cache is warmed
 first (the goal is about CPU, not the disk). Medians of --repeat runs are printed as a Markdown table.
 
-The first audit on a machine writes the driver JVM's class-data archive (mqtool/audit/cds.py); the bench
-runs one audit before timing so that every timed run starts on it, as an operator's runs do after their
+The first audit on a machine writes the driver JVM's class-data archive (mqtool/audit/session/cds.py); the
+bench runs one audit before timing so that every timed run starts on it, as an operator's runs do after their
 first; --no-cds-row adds the last master with MQTOOL_SPARK_CDS=0 for comparison, --no-preload-row with
 MQTOOL_SPARK_PRELOAD=0 (Python workers that load numpy, pyarrow and the kernels themselves), --no-c1-row
 with MQTOOL_SPARK_C1=0 (the driver JVM with both JIT compilers, C2's threads competing with the workers).
@@ -148,7 +148,7 @@ WARM = """
 import json, sys
 from mqtool.audit.plan import AuditOptions
 from mqtool.audit.run import run_audit
-from mqtool.audit.spark import start_session
+from mqtool.audit.session.spark import start_session
 spark, _ = start_session(sys.argv[1])
 out = []
 for _ in range(int(sys.argv[3])):
@@ -174,7 +174,7 @@ marks = []
 def mark(name, **extra):
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     marks.append(dict(step=name, at=time.monotonic() - t0, cpu=cpu.ru_utime + cpu.ru_stime, **extra))
-import mqtool.cli.audit
+import mqtool.cli.batch.audit
 mark("import mqtool.cli")
 from mqtool.audit.plan import AuditOptions
 from mqtool.audit.run import run_audit
@@ -188,7 +188,7 @@ decode_resync(buf, 0, 0, min(len(buf), 1 << 16))
 mark("numba kernels from their cache")
 import pyspark.sql
 mark("import pyspark")
-from mqtool.audit.spark import start_session, stop_session
+from mqtool.audit.session.spark import start_session, stop_session
 conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + sys.argv[3],
         "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
 spark, _ = start_session(sys.argv[1], conf=conf, create_class_archive=True)

@@ -63,14 +63,14 @@ def alternate(spark, stores: dict[str, str], repeat: int) -> dict[str, list[floa
 
 
 def session(master: str, conf: dict | None = None):
-    from mqtool.audit.spark import start_session
+    from mqtool.audit.session.spark import start_session
 
     spark, _ = start_session(master, conf=conf)
     return spark
 
 
 def object_storage(store: Path, repeat: int) -> dict[str, list[float]]:
-    from mqtool.audit.spark import stop_session
+    from mqtool.audit.session.spark import stop_session
 
     with s3_server() as s3:
         t = time.monotonic()
@@ -85,7 +85,7 @@ def object_storage(store: Path, repeat: int) -> dict[str, list[float]]:
 
 
 def cluster(store: Path, repeat: int) -> dict[str, list[float]]:
-    from mqtool.audit.spark import stop_session
+    from mqtool.audit.session.spark import stop_session
 
     tmp = Path(tempfile.mkdtemp(prefix="objstore-bench-cluster-"))
     env = dict(os.environ, SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_DIRS=str(tmp))

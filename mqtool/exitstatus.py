@@ -1,7 +1,7 @@
 """The exit statuses of `mqtool`, defined and described once: `main` (mqtool/cli/__init__.py) ends with them,
 `verify` and `audit` choose between CLEAN, FOUND and UNREADABLE, and `STATUSES` is what the man pages' EXIT
-STATUS section (through `mqtool.cli.manual_sections`), `mqtool --help`, `verify --help`, `audit --help` and
-the README say of them (tests/test_exit_status.py checks the README against it).
+STATUS section (through `mqtool.cli.manual.manual_sections`), `mqtool --help`, `verify --help`, `audit --help`
+and the README say of them (tests/test_exit_status.py checks the README against it).
 """
 
 from __future__ import annotations

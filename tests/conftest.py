@@ -18,7 +18,7 @@ def _fresh_cli_globals():
 
 @pytest.fixture(scope="session")
 def spark():
-    from mqtool.audit.spark import start_session
+    from mqtool.audit.session.spark import start_session
 
     session, started = start_session("local[2]")
     yield session

@@ -24,10 +24,10 @@ pyspark = pytest.importorskip("pyspark")
 pytestmark = pytest.mark.xdist_group("spark")
 
 from formats.errors import MqtoolError  # noqa: E402
-from mqtool.audit.assemble import group_of  # noqa: E402
-from mqtool.audit.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E402
 from mqtool.audit.plan import AuditError, AuditOptions, auto_split_size, choose_bucket, plan_splits  # noqa: E402
 from mqtool.audit.run import run_audit  # noqa: E402
+from mqtool.audit.sections.assemble import group_of  # noqa: E402
+from mqtool.audit.sections.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E402
 from mqtool.exitstatus import StoreUnreadableError  # noqa: E402
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
@@ -438,8 +438,8 @@ def test_plan_and_buckets():
 
 def test_duplicate_merge_equals_direct_count():
     """Per-split hash arrays, bucketed and merged as the Spark job does, give the exact direct counts."""
-    from mqtool.audit.duplicates import _dup_row, merge_duplicates
     from mqtool.audit.schema import DUP_KEY, PARTIAL_SCHEMA, SplitTask
+    from mqtool.audit.sections.duplicates import _dup_row, merge_duplicates
 
     rng = np.random.default_rng(7)
     keys = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)

@@ -75,7 +75,7 @@ def test_a_store_that_cannot_be_read_exits_3_and_the_others_are_audited(spark, f
 
 
 def test_store_labels_are_the_shortest_unique_suffixes() -> None:
-    from mqtool.cli.audit_render import store_labels
+    from mqtool.cli.batch.audit_render import store_labels
 
     assert store_labels(["/data/a/store", "/data/b/store"]) == {
         "/data/a/store": "a/store",

@@ -14,7 +14,7 @@ from golden import copy_store, expect, store_path
 from golden import run_mqtool as mqtool
 
 from formats.errors import MqtoolError
-from mqtool.audit.driver_sections import _lag_rows
+from mqtool.audit.sections.driver_sections import _lag_rows
 from mqtool.offsets.plan import reset_target
 from mqtool.offsets.progress import consumer_progress
 from mqtool.offsets.reset import plan_offsets_reset, plan_reset

@@ -10,7 +10,7 @@ import click
 import typer.main
 
 from mqtool.cli import app
-from mqtool.cli.manpages import generate
+from mqtool.cli.manual.manpages import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,9 +36,9 @@ def _command_paths() -> list[str]:
 def test_committed_man_pages_match_the_cli() -> None:
     expected = generate()
     committed = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "man").glob("mqtool*.1")}
-    assert set(committed) == set(expected), "run: python -m mqtool.cli.manpages man"
+    assert set(committed) == set(expected), "run: python -m mqtool.cli.manual.manpages man"
     for name, text in expected.items():
-        assert committed[name] == text, f"man/{name} is stale: run python -m mqtool.cli.manpages man"
+        assert committed[name] == text, f"man/{name} is stale: run python -m mqtool.cli.manual.manpages man"
 
 
 def test_readme_documents_every_command() -> None:
@@ -99,7 +99,7 @@ def _man_text(page: str) -> str:
 
 
 def test_help_and_man_pages_show_each_command_s_examples() -> None:
-    from mqtool.cli.examples import EXAMPLES, group_examples
+    from mqtool.cli.manual.examples import EXAMPLES, group_examples
 
     for path, examples in EXAMPLES.items():
         page = f"mqtool-{path.split()[0]}.1" if path else "mqtool.1"
@@ -114,7 +114,7 @@ def test_help_and_man_pages_show_each_command_s_examples() -> None:
 
 
 def test_every_man_page_has_exit_status_environment_files_and_examples() -> None:
-    from mqtool.cli.manual_sections import ENVIRONMENT, EXIT_STATUS
+    from mqtool.cli.manual.manual_sections import ENVIRONMENT, EXIT_STATUS
 
     for page in (ROOT / "man").glob("mqtool*.1"):
         text = page.read_text(encoding="utf-8")
@@ -138,7 +138,7 @@ _ENV_TUPLE = re.compile(r"""^_SECRET_ENV\s*=\s*\(([^)]*)\)""", re.M)
 
 
 def test_every_environment_variable_the_code_reads_is_documented() -> None:
-    from mqtool.cli.manual_sections import ENVIRONMENT
+    from mqtool.cli.manual.manual_sections import ENVIRONMENT
 
     documented = {name.strip() for entry in ENVIRONMENT for name in entry.name.split(",")}
     read: dict[str, str] = {}

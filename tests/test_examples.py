@@ -1,6 +1,7 @@
-"""Every example of `--help` and the man pages (`mqtool.cli.examples`) runs as written on the sample store it
-names (`samples/store-a`; the timer and POP ones on the fixtures that have a timer wheel and POP traffic), in
-one process where PySpark cannot be imported: no command but `audit` needs it (the `spark` extra)."""
+"""Every example of `--help` and the man pages (`mqtool.cli.manual.examples`) runs as written on the sample
+store it names (`samples/store-a`; the timer and POP ones on the fixtures that have a timer wheel and POP
+traffic), in one process where PySpark cannot be imported: no command but `audit` needs it (the `spark`
+extra)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import click
 import typer.main
 
 from mqtool.cli import app
-from mqtool.cli.examples import EXAMPLES
+from mqtool.cli.manual.examples import EXAMPLES
 from tests.golden import ROOT, child_env, store_path
 
 # runs each command line of stdin's JSON list in this process, as the console script would, and prints

@@ -91,7 +91,7 @@ def test_exit_statuses_are_documented_alike_in_readme_help_and_man() -> None:
     from typer.testing import CliRunner
 
     from mqtool.cli import app
-    from mqtool.cli.manpages import generate
+    from mqtool.cli.manual.manpages import generate
     from mqtool.exitstatus import STATUSES, exit_status_help
     from tests.golden import ROOT
 

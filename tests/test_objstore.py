@@ -15,7 +15,7 @@ from golden import GOLDEN
 from s3server import SECRET, s3_server, with_env
 from test_spark_cluster import NOW_DEPENDENT, free_port, without_now
 
-from mqtool.audit.output import OUTPUT_MARKER, TABLES
+from mqtool.audit.results.output import OUTPUT_MARKER, TABLES
 
 pytest.importorskip("moto")
 pytest.importorskip("pyspark")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from golden import ROOT, copy_store, run_mqtool, snapshot, store_path
 
-from mqtool.cli.options_table import generate, uses
+from mqtool.cli.manual.options_table import generate, uses
 
 STORE = str(store_path("store-a"))
 
@@ -50,7 +50,7 @@ def test_one_concept_has_one_spelling() -> None:
 
 def test_committed_options_table_matches_the_cli() -> None:
     committed = (ROOT / "docs" / "OPTIONS.md").read_text(encoding="utf-8")
-    assert committed == generate(), "run: python -m mqtool.cli.options_table docs/OPTIONS.md"
+    assert committed == generate(), "run: python -m mqtool.cli.manual.options_table docs/OPTIONS.md"
 
 
 def test_every_command_that_writes_takes_dry_run() -> None:

@@ -266,7 +266,7 @@ def test_audit_output_refuses_a_directory_with_an_audit_json_it_did_not_write(pl
 
 
 def test_audit_output_under_a_store_url_is_refused(place: Path) -> None:
-    from mqtool.audit.output import prepare_output
+    from mqtool.audit.results.output import prepare_output
 
     with pytest.raises(OutputRefused, match="inside the store"):
         prepare_output("s3://bucket/brokers/a/out", ["s3://bucket/brokers/a"])

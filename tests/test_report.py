@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mqtool.audit.report import FEW_BUCKETS, line_chart, render_html
+from mqtool.audit.results.report import FEW_BUCKETS, line_chart, render_html
 from tests.golden import store_path
 
 pytest.importorskip("pyspark")

@@ -20,7 +20,7 @@ NOW = 1_800_000_000_000
 def audited() -> dict:
     from mqtool.audit.plan import AuditOptions
     from mqtool.audit.run import run_audit
-    from mqtool.audit.spark import start_session
+    from mqtool.audit.session.spark import start_session
 
     session, started = start_session("local[2]")
     try:

@@ -87,10 +87,10 @@ def _info(root: Path):
 
 def _audit_executors(root: Path):
     """What the audit's executors run over every split of the store, with the checks."""
-    from mqtool.audit.checks import store_context
+    from mqtool.audit.executor.checks import store_context
+    from mqtool.audit.executor.scan import scan_split
     from mqtool.audit.job import _split_rows
     from mqtool.audit.plan import AuditOptions, open_stores, plan_splits
-    from mqtool.audit.scan import scan_split
     from mqtool.audit.schema import SplitTask
 
     opts = AuditOptions([root])

@@ -1,5 +1,5 @@
-"""The Spark driver's class-data archive (mqtool/audit/cds.py): where it lives, when it is made, that a
-real JVM writes it as it exits and that the next JVM loads Spark's classes from it."""
+"""The Spark driver's class-data archive (mqtool/audit/session/cds.py): where it lives, when it is made, that
+a real JVM writes it as it exits and that the next JVM loads Spark's classes from it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mqtool.audit import cds as spark_cds
+from mqtool.audit.session import cds as spark_cds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def test_using_an_archive_makes_it_recent(cache) -> None:
 
 SESSION = """
 import sys
-from mqtool.audit.spark import start_session, stop_session
+from mqtool.audit.session.spark import start_session, stop_session
 spark, started = start_session("local[1]", create_class_archive=True)
 assert started
 assert spark.range(10).count() == 10
@@ -171,7 +171,7 @@ def test_a_real_jvm_writes_the_archive_and_the_next_one_uses_it(tmp_path) -> Non
 def test_the_driver_jvm_compiles_with_c1_only(spark, monkeypatch) -> None:
     """The session's JVM runs with -XX:TieredStopAtLevel=1 (no C2 threads taking the workers' cores);
     MQTOOL_SPARK_C1=0 leaves the option out."""
-    from mqtool.audit import spark as audit_spark
+    from mqtool.audit.session import spark as audit_spark
 
     bean = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert "-XX:TieredStopAtLevel=1" in list(bean.getInputArguments())

@@ -316,7 +316,7 @@ def _true_trace_counts() -> dict[tuple[str, str, str], tuple[int, int, list[int]
 def test_audit_trace_rows_count_records_failures_and_cost_percentiles() -> None:
     import numpy as np
 
-    from mqtool.audit.trace_stats import trace_rows
+    from mqtool.audit.sections.trace_stats import trace_rows
 
     stores = [(name, Store.open(path)) for name, path in STORES.items()]
     rows, notes = trace_rows(stores)
@@ -345,7 +345,7 @@ def test_audit_trace_rows_count_records_failures_and_cost_percentiles() -> None:
 def test_the_audit_has_the_trace_section(spark, tmp_path) -> None:
     from mqtool.audit.plan import AuditOptions
     from mqtool.audit.run import run_audit
-    from mqtool.audit.trace_stats import trace_rows
+    from mqtool.audit.sections.trace_stats import trace_rows
 
     out = tmp_path / "audit"
     stores = [str(STORES["broker-a"]), str(STORES["broker-b"])]

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from formats.columnar.decoder import decode_range
 from formats.javahash import index_key, index_key_hash, java_string_hash
-from mqtool.cli.verify import export, verify
+from mqtool.cli.examine.verify import export, verify
 from mqtool.export import dump_commitlog_parquet, export_range
 from mqtool.verify import verify_store
 from store.checks.javastrings import java_hash_strings, split_tokens

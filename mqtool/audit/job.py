@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
-from mqtool.audit.assemble import assemble
-from mqtool.audit.batchcq import batch_queue_rows, count_batch_messages
-from mqtool.audit.checks import sort_problems, store_problems
-from mqtool.audit.driver_sections import driver_sections
-from mqtool.audit.duplicates import duplicates_frame, duplicates_section
+from mqtool.audit.executor.batchcq import batch_queue_rows, count_batch_messages
+from mqtool.audit.executor.checks import sort_problems, store_problems
 from mqtool.audit.failures import split_failures, without_stores
-from mqtool.audit.output import drop_invalid_message_files
 from mqtool.audit.plan import AuditOptions, Split, StoreFailure, StorePlan
 from mqtool.audit.recovery import SplitStop, recovery_cut
+from mqtool.audit.results.output import drop_invalid_message_files
 from mqtool.audit.schema import BODY, NO_STOP, PARTIAL_DDL, PROBLEM, QUEUE, RATE, RETRY, SPLIT_FIELDS, STOP
+from mqtool.audit.sections.assemble import assemble
+from mqtool.audit.sections.driver_sections import driver_sections
+from mqtool.audit.sections.duplicates import duplicates_frame, duplicates_section
 from store.io.remote import is_url, location
 
 SCAN_GROUP = "mqtool-audit-scan"

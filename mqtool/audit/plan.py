@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
-from mqtool.audit.scan import close_map
+from mqtool.audit.executor.scan import close_map
 from mqtool.exitstatus import StoreUnreadableError
 from store.io.filereads import map_readonly
 from store.io.remote import is_url, placeholder, redact
@@ -212,7 +212,7 @@ def _first_time(f: CommitLogFile, start: int, window: int) -> list[int]:
     if f.size == 0:
         return []
     if entry := placeholder(f.path):  # a store read by URL: ranged reads
-        from mqtool.audit.remote import first_times
+        from mqtool.audit.session.remote import first_times
 
         return first_times(entry[0], f.size, f.start_offset, start, window)
     buf = map_readonly(f.path)

@@ -15,7 +15,7 @@ CLEAN_ENDS = ("blank", "end")
 
 @dataclass
 class SplitStop:
-    """What one range's walk found (its STOP row: `mqtool.audit.spark._walk_facts`)."""
+    """What one range's walk found (its STOP row: `mqtool.audit.session.spark._walk_facts`)."""
 
     seq: int
     status: str | None  # None: the range ended at a record boundary

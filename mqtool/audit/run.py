@@ -4,8 +4,9 @@ stores while the session starts, run the job, write the output.
 The driver opens each store, lists its commitlog files and cuts them into byte ranges (`plan_splits`:
 several per core, 4-128 MiB; files always start at a record boundary and a range that starts mid-record
 resynchronises on its own, so no boundary is looked for here). One Spark task decodes one range with the
-columnar decoder (`mqtool.audit.scan.scan_partition`, via `mapInArrow`) and returns partial aggregates;
-a record belongs to the range it starts in, so the figures do not depend on how the store was split.
+columnar decoder (`mqtool.audit.executor.scan.scan_partition`, via `mapInArrow`) and returns partial
+aggregates; a record belongs to the range it starts in, so the figures do not depend on how the store was
+split.
 
 The walk is the broker's recovery walk: a BLANK ends a file, and the first record the broker rejects
 (zeros where a record should start, a torn or corrupt record, a CRC mismatch) is the truncation point —
@@ -14,7 +15,7 @@ combined on the driver; then Spark SQL over the partial rows of the ranges befor
 
 * `queues` — per store/topic/queue: `messages` = records the dispatcher would put in the ConsumeQueue
   (transaction types PREPARED and ROLLBACK are never dispatched; a BatchCQ queue counts the messages of
-  its records, `mqtool.audit.batchcq.count_batch_messages`), `records` = every message record of the
+  its records, `mqtool.audit.executor.batchcq.count_batch_messages`), `records` = every message record of the
   queue, bytes, first/last store time, queue offsets seen, next to the ConsumeQueue's own min/max offsets
   (`cqMinOffset`, `cqMaxOffset`, `cqMessages` = max - min) as the broker loads them;
 * `topics` — disk used per topic: its record bytes and their share of the commitlog files' bytes;
@@ -55,9 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
-from mqtool.audit.checks import sort_problems, store_context
+from mqtool.audit.executor.checks import sort_problems, store_context
 from mqtool.audit.job import ProgressFn, run_job
-from mqtool.audit.output import prepare_output, write_output
 from mqtool.audit.plan import (
     AuditError,
     AuditOptions,
@@ -67,6 +67,7 @@ from mqtool.audit.plan import (
     open_stores,
     plan_splits,
 )
+from mqtool.audit.results.output import prepare_output, write_output
 
 
 @dataclass
@@ -85,8 +86,8 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
     Uses `spark` when given, else the active session (spark-submit), else starts one on opts.master
     (and stops it at the end).
     """
-    from mqtool.audit.scan import scan_partition
-    from mqtool.audit.spark import require_pyspark, start_session, stop_session
+    from mqtool.audit.executor.scan import scan_partition
+    from mqtool.audit.session.spark import require_pyspark, start_session, stop_session
 
     if spark is None:
         require_pyspark()
@@ -157,7 +158,7 @@ def _start_session(start_session, master: str):
     try:
         return start_session(master, create_class_archive=True)
     except ImportError as exc:  # PySpark is there (require_pyspark) but a part of it is not
-        from mqtool.audit.spark import SPARK_MISSING
+        from mqtool.audit.session.spark import SPARK_MISSING
 
         raise AuditError(f"{SPARK_MISSING} ({exc})") from exc
     except Exception as exc:  # py4j / PySpark errors when the JVM does not start

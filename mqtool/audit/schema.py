@@ -1,6 +1,6 @@
 """What travels between the audit's driver and its executors: the split rows (`SPLIT_SCHEMA`, `SplitTask`),
 the store facts the executors' checks need (`StoreContext`), and the partial rows they return
-(`PARTIAL_SCHEMA`, one `kind` per audit: see `mqtool.audit.scan`).
+(`PARTIAL_SCHEMA`, one `kind` per audit: see `mqtool.audit.executor.scan`).
 
 Executors import it: at module level only the standard library, numpy and pyarrow.
 """
@@ -16,7 +16,7 @@ import pyarrow as pa
 from store.queue.lmq import LmqSettings
 
 if TYPE_CHECKING:
-    from mqtool.audit.batchcq import BatchQueueContext
+    from mqtool.audit.executor.batchcq import BatchQueueContext
     from store.checks.index import ReachableKeys
 
 # --- kinds of partial rows -------------------------------------------------------------------------

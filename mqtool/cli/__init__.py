@@ -17,24 +17,24 @@ from typer.core import TyperGroup
 
 from formats.errors import MqtoolError, UsageError
 from mqtool import exitstatus
-from mqtool.cli.audit import audit
-from mqtool.cli.bundle import bundle
-from mqtool.cli.consume_mode import consume_mode_app
-from mqtool.cli.delay import delay_app
-from mqtool.cli.dlq import dlq_app
-from mqtool.cli.dump import dump_app, info
-from mqtool.cli.examples import add_examples
-from mqtool.cli.manual_sections import help_summary
-from mqtool.cli.offsets import offsets_app
+from mqtool.cli.batch.audit import audit
+from mqtool.cli.consumers.consume_mode import consume_mode_app
+from mqtool.cli.consumers.dlq import dlq_app
+from mqtool.cli.consumers.offsets import offsets_app
+from mqtool.cli.consumers.pop import pop_app
+from mqtool.cli.examine.dump import dump_app, info
+from mqtool.cli.examine.verify import export, verify
+from mqtool.cli.find.query import query_app
+from mqtool.cli.find.trace import dump_trace, trace
+from mqtool.cli.manual.examples import add_examples
+from mqtool.cli.manual.manual_sections import help_summary
+from mqtool.cli.oncall.bundle import bundle
+from mqtool.cli.oncall.replicas import replicas_app
+from mqtool.cli.oncall.retention import retention
 from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
-from mqtool.cli.pop import pop_app
-from mqtool.cli.query import query_app
-from mqtool.cli.replicas import replicas_app
-from mqtool.cli.retention import retention
-from mqtool.cli.trace import dump_trace, trace
-from mqtool.cli.txn import txn_app
-from mqtool.cli.verify import export, verify
-from mqtool.cli.write import rebuild, sample_app
+from mqtool.cli.repair.write import rebuild, sample_app
+from mqtool.cli.scheduled.delay import delay_app
+from mqtool.cli.scheduled.txn import txn_app
 
 HELP = (
     "Admin and storage-inspection toolkit for Apache RocketMQ broker stores (4.9.x and 5.x), "

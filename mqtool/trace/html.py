@@ -1,7 +1,7 @@
 """The self-contained HTML page of `mqtool trace --html FILE`, in the audit report's style
-(`mqtool.audit.report`: inline CSS, inline SVG, no JavaScript, no network): per message a lane chart of its
-events over time (the producer, each consumer group, each store), the timeline table, the consumer groups and
-the gaps; then the stores read."""
+(`mqtool.audit.results.report`: inline CSS, inline SVG, no JavaScript, no network): per message a lane chart
+of its events over time (the producer, each consumer group, each store), the timeline table, the consumer
+groups and the gaps; then the stores read."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import html
 from datetime import tzinfo
 from typing import Any
 
-from mqtool.audit.report import CSS, PALETTE, table
+from mqtool.audit.results.report import CSS, PALETTE, table
 from mqtool.timeparse import format_time, zone_label
 from mqtool.trace.timeline import MessageTimeline, TraceReport
 

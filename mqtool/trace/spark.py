@@ -1,8 +1,8 @@
 """`mqtool trace --spark` and `mqtool query key --spark`: the per-store lookups as Spark tasks, one task per
 store, for fleets whose stores one machine cannot hold. The session is the audit's
-(`mqtool.audit.spark.start_session`: reuse the active one, take spark-submit's, or start one on `--master`);
-a task opens its store by path or URL as the audit's executors do (`store.io.remote`: the small files
-fetched, the commitlog read by ranged reads) and returns what one store answers
+(`mqtool.audit.session.spark.start_session`: reuse the active one, take spark-submit's, or start one on
+`--master`); a task opens its store by path or URL as the audit's executors do (`store.io.remote`: the small
+files fetched, the commitlog read by ranged reads) and returns what one store answers
 (`mqtool.trace.fleet.run_lookup`, `mqtool.trace.keys.run_key_lookup`), which the driver joins as without
 Spark.
 """
@@ -26,7 +26,7 @@ def spark_runner(master: str = "local[*]", app_name: str = "mqtool trace") -> It
         if not tasks:
             return []
         if "session" not in state:
-            from mqtool.audit.spark import start_session
+            from mqtool.audit.session.spark import start_session
 
             state["session"], state["started"] = start_session(master, app_name=app_name)
         sc = state["session"].sparkContext
@@ -36,6 +36,6 @@ def spark_runner(master: str = "local[*]", app_name: str = "mqtool trace") -> It
         yield run
     finally:
         if state.get("started"):
-            from mqtool.audit.spark import stop_session
+            from mqtool.audit.session.spark import stop_session
 
             stop_session(state["session"])

@@ -1,0 +1,1 @@
+"""The CLI of the Spark audit: `mqtool audit` and its terminal rendering."""

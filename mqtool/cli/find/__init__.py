@@ -1,0 +1,1 @@
+"""CLI commands that find messages: query (key, id, offset, time) and trace (and their renderers)."""

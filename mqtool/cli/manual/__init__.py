@@ -1,0 +1,2 @@
+"""The CLI's documentation generated from its own definitions: examples, man pages and their fixed sections,
+the options table."""

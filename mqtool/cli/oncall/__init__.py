@@ -1,0 +1,2 @@
+"""CLI commands for the on-call operator and incidents across stores: retention, bundle, replicas (and their
+renderers)."""
