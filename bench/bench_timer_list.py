@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from formats.javahash import java_string_hash  # noqa: E402
+from formats.java.hash import java_string_hash  # noqa: E402
 from formats.names import TIMER_TOPIC  # noqa: E402
 from formats.structs import TIMER_LOG_UNIT_SIZE, TimerCheckpoint  # noqa: E402
 from formats.timer import (  # noqa: E402

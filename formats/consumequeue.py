@@ -21,7 +21,7 @@ import mmh3
 from construct import ConstructError
 
 from formats.errors import FormatError
-from formats.javahash import to_int32
+from formats.java.hash import to_int32
 from formats.structs import (
     CQ_EXT_MIN_UNIT_SIZE,
     CQ_STORE_UNIT_SIZE,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from formats.errors import FormatError
-from formats.javaprops import java_parse_long, parse_properties
+from formats.java.props import java_parse_long, parse_properties
 from formats.structs import (
     DLEDGER_ENTRY_HEADER_SIZE,
     DLEDGER_INDEX_UNIT_SIZE,

@@ -22,7 +22,7 @@ from construct import ConstructError
 
 from formats import structs
 from formats.errors import FormatError
-from formats.javahash import index_key_hash
+from formats.java.hash import index_key_hash
 from formats.twins import dtype_twin, struct_twin
 
 HEADER_SIZE = structs.INDEX_HEADER_SIZE

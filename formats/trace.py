@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from formats.errors import FormatError
-from formats.javahash import java_hashmap_order
+from formats.java.hash import java_hashmap_order
 
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # TopicValidator.RMQ_SYS_TRACE_TOPIC, the default trace topic
 CLOUD_TRACE_TOPIC_PREFIX = "rmq_sys_TRACE_DATA_"  # TraceConstants.TRACE_TOPIC_PREFIX (+ regionId)

@@ -30,7 +30,7 @@ from formats.errors import MqtoolError
 from formats.indexfile import (
     IndexGeometry,
 )
-from formats.javahash import tags_code as tags_code_of
+from formats.java.hash import tags_code as tags_code_of
 from formats.message.commitlog import (
     DEFAULT_DELAY_LEVELS_MS,
     BadRecord,

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from formats.checkpoint import decode_checkpoint
 from formats.consumequeue import FILLER_UNIT, decode_unit
 from formats.indexfile import IndexGeometry
-from formats.javahash import index_key_hash
+from formats.java.hash import index_key_hash
 from formats.message.commitlog import Blank, Message, build_message, decode_record, encode_message
 from formats.message.recordfast import encode_record
 from formats.structs import (

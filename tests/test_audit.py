@@ -334,7 +334,7 @@ def test_generated_and_corrupted_stores(spark, generated, tmp_path):
 def test_every_format_is_honoured_or_refused(spark, capsys):
     """The audit's side of tests/test_output_formats.py: csv is refused in one line before Spark runs (the
     audit prints several tables), every other format is honoured."""
-    from mqtool.render import FORMATS
+    from mqtool.render.output import FORMATS
     from tests.golden import run_main
 
     store = str(store_path("store-a"))

@@ -168,7 +168,7 @@ def test_last_records_across_files():
     """More records than the last file holds: the files before it give the older ones, in order."""
     from golden import store_path
 
-    from mqtool.bundle import last_records
+    from mqtool.oncall.bundle import last_records
     from store.storedir import Store
 
     messages = [m for m in expect("store-a")["messages"] if m["kind"] == "MESSAGE"]

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formats.errors import FormatError
-from formats.javahash import java_string_hash
+from formats.java.hash import java_string_hash
 from formats.message.commitlog import (
     DEFAULT_DELAY_LEVELS_MS,
     BadRecord,

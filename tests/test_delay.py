@@ -18,7 +18,7 @@ from golden import copy_store as _copy_store
 from golden import expect, rebuild_matches, recover_like_the_broker, snapshot, store_path
 from golden import run_mqtool as mqtool
 
-from formats.javahash import tags_code
+from formats.java.hash import tags_code
 from formats.message.commitlog import encode_message
 from mqtool.delay.listing import delay_stats, list_delayed
 from mqtool.delay.replay import execute_replay, plan_replay

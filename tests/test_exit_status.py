@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mqtool.render import FORMATS
+from mqtool.render.output import FORMATS
 from tests.golden import child_env, store_path
 
 

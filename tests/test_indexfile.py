@@ -24,7 +24,7 @@ from formats.indexfile import (
     infer_geometry,
     new_index_file,
 )
-from formats.javahash import index_key_hash, java_string_hash
+from formats.java.hash import index_key_hash, java_string_hash
 from store.index.indexservice import IndexService, resolve_geometry
 
 int32 = st.integers(-(2**31), 2**31 - 1)

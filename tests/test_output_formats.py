@@ -20,7 +20,7 @@ import typer.main
 from golden import run_main, store_path
 
 from mqtool.cli import app
-from mqtool.render import FORMATS
+from mqtool.render.output import FORMATS
 
 NOW = "2026-11-21T11:38:00Z"
 

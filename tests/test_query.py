@@ -15,7 +15,7 @@ import pytest
 
 from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
-from formats.javahash import tags_code
+from formats.java.hash import tags_code
 from mqtool.outputs import OutputRefused
 from mqtool.query.consumed import consumer_state
 from mqtool.query.index_lookup import index_coverage

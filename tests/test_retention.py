@@ -208,7 +208,7 @@ def _expected_rate_end(name: str) -> tuple[int, int]:
 def test_write_rate_points(name):
     """The forecast's rate points: each commitlog file's first record, and the end of the newest record a
     queue points at - on store-c (a crash) short of the undispatched tail the commitlog still holds."""
-    from mqtool.retention import _rate_points
+    from mqtool.oncall.retention import _rate_points
 
     doc = json.loads((GOLDEN / name / "expect.json").read_text(encoding="utf-8"))
     with Store.open(GOLDEN / name) as store:
@@ -228,7 +228,7 @@ def test_write_rate_points(name):
 
 def test_write_rate_without_queues_ends_at_the_last_record(tmp_path):
     """No ConsumeQueue to ask: the end point is the commitlog's last record."""
-    from mqtool.retention import _rate_points
+    from mqtool.oncall.retention import _rate_points
 
     root = copy_store("store-a", tmp_path / "s", drop=("consumequeue",))
     with Store.open(root) as store:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from golden import ROOT, child_env
 
-from mqtool.render import FORMATS, Column, RenderContext, emit_rows
-from mqtool.render_pages import PAGE_ROWS
+from mqtool.render.output import FORMATS, Column, RenderContext, emit_rows
+from mqtool.render.pages import PAGE_ROWS
 
 COLUMNS = [Column("n", kind="int"), Column("name", kind="name"), Column("at", kind="time")]
 

@@ -155,7 +155,7 @@ def test_record_view_is_one_field_per_line() -> None:
 
 
 def test_abbreviate_middle_keeps_both_ends() -> None:
-    from mqtool.render_fit import abbreviate_middle
+    from mqtool.render.fit import abbreviate_middle
 
     uniq = "FD0000000000000000000000000000024BA95FFD2B27697E2A4E0001"
     short = abbreviate_middle(uniq, 15)

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from formats.columnar.decoder import decode_range
-from formats.javahash import index_key, index_key_hash, java_string_hash
+from formats.java.hash import index_key, index_key_hash, java_string_hash
+from formats.java.strings import java_hash_strings, split_tokens
 from mqtool.cli.examine.verify import export, verify
 from mqtool.export import dump_commitlog_parquet, export_range
 from mqtool.verify import verify_store
-from store.checks.javastrings import java_hash_strings, split_tokens
 from store.checks.problems import PROBLEM_SCHEMA, ProblemList, fmt
 from store.checks.records import RecordIndex, delay_levels_of, index_key_hashes
 from store.storedir import Store

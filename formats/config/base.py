@@ -11,7 +11,7 @@ from typing import Any, Self
 from formats.config import fastjson
 from formats.config.fastjson import Path
 from formats.errors import FormatError
-from formats.javahash import java_hashmap_order
+from formats.java.hash import java_hashmap_order
 
 JAVA_INT_MIN = -(2**31)
 JAVA_INT_MAX = 2**31 - 1

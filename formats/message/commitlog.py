@@ -23,8 +23,8 @@ from typing import Any
 from construct import ConstructError, Struct
 
 from formats.errors import FormatError
-from formats.javahash import tags_code as _hash_tags
-from formats.javahash import to_int32
+from formats.java.hash import tags_code as _hash_tags
+from formats.java.hash import to_int32
 from formats.message.compression import compression_type, decompress_body
 from formats.message.msgid import create_offset_msg_id, host_str
 from formats.message.properties import (

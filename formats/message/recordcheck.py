@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from formats.javahash import to_int32
+from formats.java.hash import to_int32
 from formats.message.commitlog import RECORD_PRELUDE, java_parse_int
 from formats.message.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
 from formats.message.recordfast import MESSAGE_TO_BORN

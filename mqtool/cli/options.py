@@ -192,7 +192,7 @@ def session(
 ) -> Session:
     """Resolve the store, output format, zone and table width from the command's options, else the global
     ones. `csv=False`: the command's output is not one table, and --format csv is refused before any work."""
-    from mqtool.render import FORMATS, RenderContext, default_format, terminal_width
+    from mqtool.render.output import FORMATS, RenderContext, default_format, terminal_width
     from mqtool.timeparse import resolve_zone
 
     chosen = default_format(_format(fmt, record) or _format(GLOBALS.fmt, GLOBALS.record))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from formats.errors import MqtoolError, UsageError
-from formats.javahash import tags_code
+from formats.java.hash import tags_code
 from formats.message.commitlog import Message
 from formats.names import escaped_name
 from mqtool.offsets.progress import store_time_of

@@ -21,8 +21,8 @@ from typing import Any, Literal
 import numpy as np
 
 from formats.errors import MqtoolError, UsageError
-from formats.javahash import tags_code as tags_hash
-from formats.javaprops import java_parse_long
+from formats.java.hash import tags_code as tags_hash
+from formats.java.props import java_parse_long
 from formats.message.commitlog import Message, java_parse_int
 from formats.message.properties import (
     PROPERTY_REAL_QUEUE_ID,

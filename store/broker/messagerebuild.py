@@ -18,7 +18,7 @@ import numpy as np
 
 from formats.consumequeue import FILLER_SIZE
 from formats.errors import FormatError, MqtoolError
-from formats.javahash import java_hashmap_order as _java_hashmap_order
+from formats.java.hash import java_hashmap_order as _java_hashmap_order
 from formats.message.commitlog import Message, build_message
 from formats.message.properties import (
     decode_properties,
@@ -46,7 +46,7 @@ class WriteNotAvailableError(MqtoolError):
 
 
 def java_hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
-    """`formats.javahash.java_hashmap_order`, refusing (FormatError) an order Java keeps in a tree bin."""
+    """`formats.java.hash.java_hashmap_order`, refusing (FormatError) an order Java keeps in a tree bin."""
     try:
         return _java_hashmap_order(keys, initial_capacity)
     except ValueError as exc:

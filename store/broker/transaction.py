@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from formats.errors import FormatError, MqtoolError
-from formats.javaprops import java_parse_long
+from formats.java.props import java_parse_long
 from formats.message.commitlog import Message, build_message, java_length, java_parse_int
 from formats.message.properties import (
     PROPERTY_DELAY_TIME_LEVEL,

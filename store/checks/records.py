@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from formats.columnar.decoder import column_values, dictionary_indices
-from formats.javahash import java_string_hash
+from formats.java.hash import java_string_hash
+from formats.java.strings import _string_parts, java_hash_spans, java_hash_strings, pow31, split_tokens
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, java_parse_int
 from formats.message.properties import PROPERTY_DELAY_TIME_LEVEL, decode_properties
 from formats.names import SCHEDULE_TOPIC
@@ -21,7 +22,6 @@ from formats.structs import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from store.checks.javastrings import _string_parts, java_hash_spans, java_hash_strings, pow31, split_tokens
 from store.checks.problems import OK
 from store.queue.lmq import PROPERTY_INNER_MULTI_DISPATCH, PROPERTY_INNER_MULTI_QUEUE_OFFSET
 

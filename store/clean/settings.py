@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.javaprops import parse_properties
+from formats.java.props import parse_properties
 from formats.message.commitlog import java_parse_int
 from store.config.brokerconf import BrokerConfig
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, oversized_index
-from formats.javaprops import parse_properties
+from formats.java.props import parse_properties
 from formats.message.commitlog import DEFAULT_COMMITLOG_FILE_SIZE, DEFAULT_MESSAGE_DELAY_LEVEL, java_parse_int
 from formats.structs import CQ_STORE_UNIT_SIZE
 from formats.timer import (

@@ -23,7 +23,7 @@ from formats.config.metadata import MessageRequestModeTable, SubscriptionGroupTa
 from formats.config.offsets import ConsumerOffsetTable, DelayOffsetTable, LmqConsumerOffsetTable
 from formats.config.order import ConsumerOrderInfoTable
 from formats.errors import MqtoolError
-from formats.javahash import to_int32
+from formats.java.hash import to_int32
 from store.io.filereads import opened, read_file, read_from
 from store.io.filewrites import WriteTargets
 

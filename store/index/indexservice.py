@@ -25,7 +25,7 @@ from formats.indexfile import (
     infer_geometry,
     new_index_file,
 )
-from formats.javahash import index_key, index_key_hash
+from formats.java.hash import index_key, index_key_hash
 from formats.structs import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from store.io.filereads import StoreFileError, file_size
 from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, MappedFile, majority_size

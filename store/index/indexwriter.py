@@ -30,7 +30,7 @@ from formats.indexfile import (
     IndexHeader,
     decode_header,
 )
-from formats.javahash import index_key_hash, java_string_hash
+from formats.java.hash import index_key_hash, java_string_hash
 from formats.structs import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,

@@ -23,7 +23,7 @@ from formats.batchconsumequeue import (
     encode_unit,
 )
 from formats.errors import MqtoolError
-from formats.javaprops import java_parse_long
+from formats.java.props import java_parse_long
 from formats.message.commitlog import DEFAULT_DELAY_LEVELS_MS, Message, java_parse_int
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.dispatch import DispatchRequest

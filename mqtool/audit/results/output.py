@@ -275,7 +275,7 @@ def write_output(output: Path | str, document: dict) -> None:
     import pyarrow.parquet as pq
 
     from mqtool.audit.results.report import render_html
-    from mqtool.render import to_json_text
+    from mqtool.render.output import to_json_text
 
     if is_url(output):  # objects appear whole: no temporary names
         from mqtool.audit.session.remote import write_table

@@ -12,7 +12,7 @@ import html
 from datetime import UTC, datetime
 from typing import Any
 
-from mqtool.render import size_text
+from mqtool.render.output import size_text
 
 PALETTE = (
     "#4e79a7",

@@ -30,7 +30,7 @@ def store_labels(names: list[str], width: int = LABEL_WIDTH) -> dict[str, str]:
 
 def render_audit(result: AuditResult, ctx) -> None:
     """Summary tables for people; the whole document for --format json."""
-    from mqtool.render import Column, emit_document, emit_fields, emit_table, size_text
+    from mqtool.render.output import Column, emit_document, emit_fields, emit_table, size_text
 
     doc = json_document(result)
     names = [s["store"] for s in doc["stores"]] + [f["store"] for f in doc.get("failedStores", [])]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from mqtool.consume_mode import ConsumeModeChange, ConsumeModeRow, ConsumeModes
-from mqtool.render import Column, RenderContext, emit_document, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_document, emit_rows
 from mqtool.safety import warn
 
 MODE_COLUMNS = [

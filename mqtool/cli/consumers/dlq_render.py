@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mqtool.dlq.listing import AGE_BUCKETS, DlqListing, DlqStatsRow
-from mqtool.render import Column, RenderContext, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_rows
 from mqtool.timeparse import format_time
 
 LIST_COLUMNS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mqtool.cli.consumers.offset_reset_render import say
 from mqtool.offsets.apply import ApplyResult
 from mqtool.offsets.prune import PrunePlan
-from mqtool.render import Column, RenderContext, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_rows
 from mqtool.safety import warn
 
 COLUMNS = [

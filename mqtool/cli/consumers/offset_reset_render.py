@@ -7,7 +7,7 @@ import sys
 
 from mqtool.offsets.apply import ApplyResult
 from mqtool.offsets.plan import ResetPlan, ResetRow
-from mqtool.render import Column, RenderContext, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_rows
 from mqtool.safety import warn
 
 

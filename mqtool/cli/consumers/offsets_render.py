@@ -7,7 +7,7 @@ from mqtool.offsets.progress import ConsumerProgress
 
 def render_progress(progress: ConsumerProgress, ctx) -> None:
     """Rows as a table (plus per-group totals) for people; a JSON list of rows for scripts."""
-    from mqtool.render import Column, emit_rows, emit_table
+    from mqtool.render.output import Column, emit_rows, emit_table
 
     columns = [
         Column("group", kind="name", max_width=40, priority=0),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from mqtool.pop import PopListing, PopStats
-from mqtool.render import Column, RenderContext, emit_document, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_document, emit_rows
 from mqtool.timeparse import human_duration
 
 _LIST_COLUMNS = [

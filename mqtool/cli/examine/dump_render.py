@@ -10,7 +10,7 @@ from formats.errors import UsageError
 from mqtool.cli.examine.info_render import INDEX_HEADER_COLUMNS
 from mqtool.dump import index_entries, index_file, index_headers
 from mqtool.info import header_json
-from mqtool.render import (
+from mqtool.render.output import (
     Column,
     RenderContext,
     emit_document,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mqtool.export import ExportSummary
-from mqtool.render import RenderContext, emit_document, emit_fields
+from mqtool.render.output import RenderContext, emit_document, emit_fields
 
 
 def render_summary(summary: ExportSummary, ctx: RenderContext) -> None:

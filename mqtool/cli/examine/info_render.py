@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+from mqtool.render.output import Column, RenderContext, emit_document, emit_fields, emit_table
 
 
 def layout_fields(layout: dict[str, Any]) -> list[tuple[str, Any, str]]:

@@ -90,7 +90,7 @@ def verify(
     skip_pandas_probe()
     from mqtool import verify as ops
     from mqtool.exitstatus import StoreUnreadableError, check_status
-    from mqtool.render import progress
+    from mqtool.render.output import progress
     from store.config.brokerconf import load_broker_config
 
     if show not in _SEVERITIES:
@@ -176,7 +176,7 @@ def export(
     import sys
 
     from mqtool import export as ops
-    from mqtool.render import progress
+    from mqtool.render.output import progress
 
     if file_format is not None and file_format not in ops.EXPORT_FORMATS:
         raise UsageError(f"--file-format must be one of {', '.join(ops.EXPORT_FORMATS)}, not {file_format!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtool.render import Column, RenderContext, emit_fields, emit_rows, emit_table, to_json_text
+from mqtool.render.output import Column, RenderContext, emit_fields, emit_rows, emit_table, to_json_text
 from mqtool.verify import VerifyReport
 from store.checks.problems import ERROR, INFO, WARNING
 
@@ -86,6 +86,6 @@ def render_startup(doc: dict[str, Any], ctx: RenderContext) -> None:
             doc["reasons"], _REASON_COLUMNS, ctx, title="Reasons", empty="(nothing to say: a clean start)"
         )
 
-    from mqtool.render import emit_document
+    from mqtool.render.output import emit_document
 
     emit_document(doc, ctx, human)

@@ -160,7 +160,7 @@ def query_key(
     message is shown with its store."""
     from formats.indexfile import LONG_MAX
     from mqtool.query.key import query_by_key
-    from mqtool.render import progress
+    from mqtool.render.output import progress
 
     if spark or (store and len(store) > 1):
         _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, store, spark,
@@ -259,7 +259,7 @@ def query_id(
     is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
     transaction messages), looked up under every topic of the store unless --topic is given."""
     from mqtool.query.msgid import query_by_id
-    from mqtool.render import progress
+    from mqtool.render.output import progress
 
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:

@@ -36,7 +36,7 @@ def _record_body(msg: Message, body_limit: int | None) -> str:
 
 def _record_columns():
     """mqadmin queryMsgById's fields in its order (QueryMsgByIdSubCommand.printMsg), then the rest."""
-    from mqtool.render import Column
+    from mqtool.render.output import Column
 
     return [
         Column("offsetMsgId", "OffsetID"),
@@ -65,8 +65,8 @@ def _record_columns():
 def _emit_records(docs: list[dict], messages: list[Message], ctx, title, body_limit: int | None) -> None:
     """The record view: each message a block, a field a line, each property and each group's reason on a
     line of its own (indented under Properties and Consumed), through the `record` format's writer."""
-    from mqtool.render import Column
-    from mqtool.render_pages import RecordPages
+    from mqtool.render.output import Column
+    from mqtool.render.pages import RecordPages
 
     props = list(dict.fromkeys(k for doc in docs for k in doc["properties"]))
     groups = list(dict.fromkeys(g for doc in docs for g in doc["consumedReason"]))
@@ -104,7 +104,7 @@ def render_messages(
 ) -> None:
     """A table for people (with `record`, or in the record format, one field a line per message); for
     scripts one JSON list of message objects (or JSONL / CSV rows)."""
-    from mqtool.render import Column, emit_rows, emit_table
+    from mqtool.render.output import Column, emit_rows, emit_table
 
     columns = [
         Column("physicalOffset", "phyOffset", "int"),

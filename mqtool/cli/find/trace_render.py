@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from mqtool.render import Column, RenderContext, emit_document, emit_rows, emit_table
+from mqtool.render.output import Column, RenderContext, emit_document, emit_rows, emit_table
 from mqtool.trace.records import TraceRecordRow
 from mqtool.trace.timeline import TraceReport
 

@@ -1,5 +1,5 @@
 """`mqtool bundle`: one archive with everything needed to look at a store elsewhere (a thin wrapper over
-`mqtool.bundle`)."""
+`mqtool.oncall.bundle`)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def bundle(
     the commitlog without their bodies (--with-bodies adds them); a README inside says what it holds. The
     archive is written atomically, never inside the store, and replaces a file only with --force."""
     from formats.errors import UsageError
-    from mqtool import bundle as ops
-    from mqtool.render import emit_document, emit_fields
+    from mqtool.oncall import bundle as ops
+    from mqtool.render.output import emit_document, emit_fields
 
     if records < 0:
         raise UsageError("--records must be 0 or more")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mqtool.render import Column, RenderContext, emit_document, emit_table, to_json_text
+from mqtool.render.output import Column, RenderContext, emit_document, emit_table, to_json_text
 from mqtool.replicas.diff import ReplicaDiff
 
 

@@ -1,5 +1,5 @@
 """`mqtool retention`: what the broker's clean services delete next, and when (a thin wrapper over
-`mqtool.retention`)."""
+`mqtool.oncall.retention`)."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ def retention(
     the messages each topic's queues lose and the unconsumed messages each consumer group loses, and a
     forecast from the commitlog's write rate: when each file expires and is deleted, and when the disk
     reaches each ratio. --tz is the broker's time zone (deleteWhen is an hour of its day)."""
-    from mqtool import retention as ops
     from mqtool.cli.oncall import retention_render
+    from mqtool.oncall import retention as ops
     from mqtool.timeparse import parse_duration
 
     if broker_version not in (None, 4, 5):

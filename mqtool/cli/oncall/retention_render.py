@@ -1,11 +1,11 @@
-"""How `mqtool retention` shows what `mqtool.retention` returns: the decision, the files, the losses and
-the forecast for people; the document for scripts."""
+"""How `mqtool retention` shows what `mqtool.oncall.retention` returns: the decision, the files, the losses
+and the forecast for people; the document for scripts."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows, size_text
+from mqtool.render.output import Column, RenderContext, emit_document, emit_fields, emit_rows, size_text
 from mqtool.timeparse import human_duration
 
 _FILE_COLUMNS = [

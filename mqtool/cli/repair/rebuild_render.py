@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mqtool.rebuild import DLedgerIndexReport, RebuildReport, index_row, queue_row
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_table
+from mqtool.render.output import Column, RenderContext, emit_document, emit_fields, emit_table
 
 QUEUE_COLUMNS = [
     Column("topic", kind="name", max_width=48),

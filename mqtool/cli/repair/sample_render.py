@@ -8,7 +8,7 @@ from mqtool.sample.create import SampleSummary
 
 
 def render_summary(summary: SampleSummary, ctx) -> None:
-    from mqtool.render import emit_document, emit_fields
+    from mqtool.render.output import emit_document, emit_fields
 
     def human() -> None:
         pairs: list[tuple[str, Any, str]] = [

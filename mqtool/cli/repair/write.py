@@ -73,7 +73,7 @@ def rebuild(
     from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery rewrites),
     each index file that differs replaced atomically."""
     from mqtool import rebuild as ops
-    from mqtool.render import progress
+    from mqtool.render.output import progress
 
     execute = execute_flag(execute, dry_run)
     s = session(store, fmt, tz, wide, record, csv=False)
@@ -168,7 +168,7 @@ def sample_create(
     consumer offsets, checkpoint and lock. Defaults make a small store like the golden ones; pass the
     broker's sizes (--file-size 1073741824 --cq-file-size 6000000 --max-hash-slot-num 5000000
     --max-index-num 20000000) for a benchmark-sized one."""
-    from mqtool.render import progress
+    from mqtool.render.output import progress
     from mqtool.sample.create import create_sample
     from mqtool.sample.options import DEFAULT_START_TIME, SampleOptions
     from mqtool.timeparse import parse_time

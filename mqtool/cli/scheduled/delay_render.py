@@ -9,7 +9,7 @@ from mqtool.delay.listing import DelayListing, DelayStats
 from mqtool.delay.replay import ReplayPlan, ReplayResult
 from mqtool.delay.timer import TIMER_REPLAY_HINT, TimerRow
 from mqtool.delay.timer_replay import TimerReplayPlan
-from mqtool.render import Column, RenderContext, emit_document, emit_fields, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import duration_text, format_time, human_duration
 
 _LIST_COLUMNS = [

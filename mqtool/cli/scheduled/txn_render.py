@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from formats.names import TRANS_OP_HALF_TOPIC
-from mqtool.render import Column, RenderContext, emit_document, emit_rows
+from mqtool.render.output import Column, RenderContext, emit_document, emit_rows
 from mqtool.timeparse import format_time, human_duration
 from mqtool.transactions.end_transaction import EndPlan, EndResult
 from mqtool.transactions.listing import Transaction, TxnReport

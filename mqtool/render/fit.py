@@ -21,7 +21,7 @@ from rich.cells import cell_len
 from mqtool.timeparse import format_time
 
 if TYPE_CHECKING:
-    from mqtool.render import Column
+    from mqtool.render.output import Column
 
 GAP = 2  # columns between two table columns (rich SIMPLE_HEAD, padding collapsed, no edge)
 ELLIPSIS = "…"

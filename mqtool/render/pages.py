@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 
-from mqtool.render_fit import Layout, display, fit
+from mqtool.render.fit import Layout, display, fit
 
 if TYPE_CHECKING:
-    from mqtool.render import Column, RenderContext
+    from mqtool.render.output import Column, RenderContext
 
 PAGE_ROWS = 256
 PAGE_SECONDS = 1.0

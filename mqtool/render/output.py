@@ -5,8 +5,8 @@ names of notes/json-output.md; a `Column` list says how a person sees them. JSON
 carry the machine values, tables show times in the chosen zone and say which zone that is.
 
 Rows are written as they are produced, in every format: JSONL and CSV a row at a time, JSON as one array
-written element by element, the human formats a page at a time (`mqtool.render_pages`: tables fitted to
-the terminal by `mqtool.render_fit`, tabulate text, the vertical record view). Memory holds one page.
+written element by element, the human formats a page at a time (`mqtool.render.pages`: tables fitted to
+the terminal by `mqtool.render.fit`, tabulate text, the vertical record view). Memory holds one page.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from datetime import tzinfo
 from typing import Any, TextIO
 
 from formats.errors import UsageError
-from mqtool.render_fit import display
-from mqtool.render_pages import WRITERS, RecordPages, pages
+from mqtool.render.fit import display
+from mqtool.render.pages import WRITERS, RecordPages, pages
 from mqtool.timeparse import zone_label
 
 HUMAN_FORMATS = ("table", "plain", "markdown", "record")

@@ -4,8 +4,8 @@ Redpanda's `rpk debug bundle` does - without message bodies (unless asked) and w
 Members, in this order (the same store gives the same member list, each member dated `--now`):
 README.txt (what the archive holds), info.json, startup.json, verify.json, retention.json (the commands'
 JSON documents), inventory.json (every file of the store: size, time, and the SHA-256 of its first 4 KiB,
-the header), broker.conf (every secret-looking value replaced: `mqtool.secrets`), config/ (the JSON config
-files and their .bak as they are), checkpoint and the other small state files of the root (lock, abort,
+the header), broker.conf (every secret-looking value replaced: `mqtool.oncall.secrets`), config/ (the JSON
+config files and their .bak as they are), checkpoint and the other small state files of the root (lock, abort,
 epochFileCheckpoint, brokerIdentity), config/timercheck, last-records.json (the last records of the
 commitlog: fixed fields, properties; the bodies only with `with_bodies`). Every member passes through the
 scrubber, so a secret of broker.conf echoed anywhere leaves as `<redacted>`.
@@ -27,8 +27,8 @@ from typing import Any
 
 from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message, decode_record
-from mqtool.render import to_json_text
-from mqtool.secrets import Scrubber, sanitize_properties
+from mqtool.oncall.secrets import Scrubber, sanitize_properties
+from mqtool.render.output import to_json_text
 from store.storedir import Store
 
 HEADER_BYTES = 4096
@@ -160,7 +160,7 @@ def write_bundle(
     """Write the bundle of `store` to `output` (atomically: a temporary file beside it, then a rename)."""
     from mqtool import __version__
     from mqtool.info import store_info
-    from mqtool.retention import retention_report
+    from mqtool.oncall.retention import retention_report
     from mqtool.verify import startup_check, verify_store
 
     target = check_output(store, output, force)

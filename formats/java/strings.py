@@ -7,7 +7,7 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from formats.javahash import java_string_hash
+from formats.java.hash import java_string_hash
 
 _HASH_CHUNK = 1 << 22  # bytes of string data hashed per step
 _INV31 = pow(31, -1, 2**32)
