@@ -230,7 +230,8 @@ def identify(
         parts.append(LayoutPart(
             "compaction topic", "topics " + ", ".join(compacted[:5]) + (" ..." if len(compacted) > 5 else ""),
             reads=False, writes=(),
-            note="the broker serves such topics from compaction/, which mqtool does not read",
+            note="the broker serves such topics from compaction/: info, dump cq and query offset read it as "
+            "the broker serves it, other reads show the ConsumeQueue, which no consumer of them is served",
         ))  # fmt: skip
     plug_in = cfg.messageStorePlugIn if "messageStorePlugIn" in cfg.explicit else ""
     tiered_meta = root / "config" / "tieredStoreMetadata.json"
