@@ -229,9 +229,10 @@ def identify(
     if compacted:
         parts.append(LayoutPart(
             "compaction topic", "topics " + ", ".join(compacted[:5]) + (" ..." if len(compacted) > 5 else ""),
-            reads=False, writes=(),
-            note="the broker serves such topics from compaction/: info, dump cq and query offset read it as "
-            "the broker serves it, other reads show the ConsumeQueue, which no consumer of them is served",
+            reads=True, writes=(),
+            note="consumers of such topics are served from compaction/ (info, dump cq, query offset and "
+            "verify read it as the broker does); an appended record reaches it only through the broker's own "
+            "dispatch (CompactionStore.doDispatch), so no write appends or rebuilds here",
         ))  # fmt: skip
     plug_in = cfg.messageStorePlugIn if "messageStorePlugIn" in cfg.explicit else ""
     tiered_meta = root / "config" / "tieredStoreMetadata.json"
