@@ -76,3 +76,24 @@ def test_a_write_whose_target_is_a_compaction_topic_refuses(
     assert len(lines) == 1 and lines[0].startswith("mqtool: error:")
     assert "compaction topic" in lines[0] and TOPIC in lines[0] and "Traceback" not in proc.stderr
     assert snapshot(root) == before
+
+
+def test_the_real_broker_never_serves_a_record_mqtool_appended_to_a_compaction_topic(tmp_path: Path) -> None:
+    """Why the writes refuse, judged by the real start (damaged.json's `appended-by-mqtool`, from
+    tests/oracle/compaction_damaged.py): after mqtool's appender and dispatch put a record on CompactTopicA/0,
+    its ConsumeQueue grows by one and the compacted queue a consumer is served does not."""
+    import json
+
+    import tests.oracle.compaction_damaged as damaged
+
+    real = json.loads((store_path("store-compaction") / "damaged.json").read_text())["appended-by-mqtool"]
+    before = expect("store-compaction")["compactionQueues"]["CompactTopicA/0"]
+    assert real["loaded"]
+    assert real["consumeQueueMax"]["CompactTopicA/0"] == before["consumeQueueMaxOffset"] + 1
+    assert real["minMax"]["CompactTopicA/0"] == [before["minOffset"], before["maxOffset"]]
+    root = copy_store("store-compaction", tmp_path / "s")
+    damaged.DAMAGES["appended-by-mqtool"][1](root)
+    with Store.open(root) as st:  # mqtool reads the copy as the real broker served it
+        log = st.compaction.log("CompactTopicA", 0)
+        assert [log.min_offset, log.max_offset] == real["minMax"]["CompactTopicA/0"]
+        assert st.consume_queue("CompactTopicA", 0).max_offset == real["consumeQueueMax"]["CompactTopicA/0"]

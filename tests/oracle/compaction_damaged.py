@@ -1,8 +1,11 @@
 """Named damages of copies of tests/data/store-compaction, each judged by the real 5.3.3 classes
 (`run.sh compaction-read`): whether the store loads and which compaction queues its CompactionStore serves.
 
-Writes tests/data/store-compaction/damaged.json (tests/test_compaction.py asserts mqtool's start-up
-reading of each damage against it). Run: `python tests/oracle/compaction_damaged.py` (needs the oracle built).
+Writes tests/data/store-compaction/damaged.json (tests/test_compaction_store.py and test_compaction_verify.py
+assert mqtool's start-up reading of each damage against it). `appended-by-mqtool` is not a damage but the
+proof that a record mqtool appends to a compaction topic is never served: the real broker's start leaves it
+in the ConsumeQueue only. Run from the repository root: `PYTHONPATH=. .venv/bin/python
+tests/oracle/compaction_damaged.py` (needs the oracle built).
 """
 
 from __future__ import annotations
@@ -41,6 +44,16 @@ def _truncate(rel: str, size: int):
     return lambda root: os.truncate(root / rel, size)
 
 
+def _append_with_mqtool(root: Path) -> None:
+    """mqtool's own write path (appender + dispatch), past the layout refusal every write command makes:
+    what a `delay replay` or `txn commit` targeting a compaction topic would leave."""
+    from store.appender import CommitLogAppender, NewMessage
+
+    with CommitLogAppender(root) as app:
+        app.append(NewMessage(topic="CompactTopicA", queue_id=0, body=b"appended by mqtool",
+                              properties={"KEYS": "user-9", "UNIQ_KEY": "AB" * 16}))  # fmt: skip
+
+
 DAMAGES = {
     "cq-file-missing": (
         "a CQ file removed (its log file stays)",
@@ -62,6 +75,10 @@ DAMAGES = {
         _mkdir(f"{LOG}/CompactTopicA/0/compacting"),
     ),
     "cq-dir-missing": ("a topic's compactionCq directory removed", _rmtree(f"{CQ}/CompactTopicB")),
+    "appended-by-mqtool": (
+        "a record appended to CompactTopicA/0 and dispatched by mqtool",
+        _append_with_mqtool,
+    ),
     "log-file-short": (
         "a log file cut to 1000 bytes",
         _truncate(f"{LOG}/CompactTopicA/0/00000000000000009936", 1000),
@@ -80,14 +97,13 @@ def main() -> int:
                 [str(HERE / "run.sh"), "compaction-read", str(root)], capture_output=True, text=True
             )
             result = json.loads(run.stdout)
+            queues = result.get("compactionQueues") or {}
             out[name] = {
                 "damage": what,
                 "loaded": result["loaded"],
-                "served": sorted(result.get("compactionQueues") or {}),
-                "minMax": {
-                    k: [v["minOffset"], v["maxOffset"]]
-                    for k, v in (result.get("compactionQueues") or {}).items()
-                },
+                "served": sorted(queues),
+                "minMax": {k: [v["minOffset"], v["maxOffset"]] for k, v in queues.items()},
+                "consumeQueueMax": {k: v["consumeQueueMaxOffset"] for k, v in queues.items()},
             }
             print(name, out[name]["loaded"], out[name]["served"], file=sys.stderr)
     (FIXTURE / "damaged.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
