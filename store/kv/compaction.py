@@ -25,7 +25,9 @@ does and answers as its `CompactionLog.getMessage` (CompactionLog.java:448-583):
   queue offset is at or after `offset` (`iterateFromOrNext`: offsets below the minimum and offsets
   compacted away are served the next live record, there is no OFFSET_TOO_SMALL), next begin offset the
   unit's offset + batch size. The record is read from the compaction log at the unit's position
-  (`offset % compactionLogMappedFileSize` of the file holding it, CompactionLog.java:431-439).
+  (`offset % compactionLogMappedFileSize` of the file holding it, CompactionLog.java:431-439). A record
+  that cannot be decoded is answered MESSAGE_WAS_REMOVING with the reason (`Served.problem`): the broker
+  would hand its bytes to the client as they are, and the client's decode would fail on them.
 
 Simplification, named: a CQ file's units are taken up to its first invalid unit (what `recover` keeps of the
 last three files; older files are loaded whole and read unit by unit until an invalid one). File sizes come
