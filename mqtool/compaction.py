@@ -49,7 +49,7 @@ def _queue_row(store: Store, topic: str, queue_id: int, checkpoint) -> dict[str,
         load = log.load_problems()
         row["served"] = not any(effect == "not served" for effect, _ in load)
         row["minOffset"], row["maxOffset"] = log.min_offset, log.max_offset
-        row["records"] = len(log.units)
+        row["records"] = log.unit_count
         row["compactedTo"] = checkpoint.offset(topic, queue_id) if checkpoint else -1
         row["logFiles"] = [f.name for f in log.log.files]
         row["logFileSize"] = log.log.file_size

@@ -36,7 +36,6 @@ from the files (the settings `compactionCqMappedFileSize` / `compactionMappedFil
 
 from __future__ import annotations
 
-import bisect
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -166,15 +165,36 @@ class CompactionLog:
         return units_view(f.buffer(), str(f.path))
 
     @cached_property
-    def units(self) -> list[CompactionUnit]:
-        """Every live unit, in file order: each CQ file's units up to its first invalid one."""
-        out: list[CompactionUnit] = []
+    def _live(self) -> list[tuple[MappedFile, object]]:
+        """Per CQ file, the (big-endian, zero-copy) view of its units up to its first invalid one."""
+        out = []
         for f in self.cq.files:
             view = self._file_units(f)
             mask = valid_mask(view)
-            count = len(view) if mask.all() else int((~mask).argmax())
-            out.extend(CompactionUnit(f.name, i * UNIT, unit_of_row(view[i])) for i in range(count))
+            out.append((f, view if mask.all() else view[: int((~mask).argmax())]))
         return out
+
+    @property
+    def unit_count(self) -> int:
+        """How many live units (records a consumer can be served) the queue has."""
+        return sum(len(view) for _, view in self._live)
+
+    @cached_property
+    def units(self) -> list[CompactionUnit]:
+        """Every live unit, in file order: each CQ file's units up to its first invalid one."""
+        return [
+            CompactionUnit(f.name, i * UNIT, unit_of_row(view[i]))
+            for f, view in self._live
+            for i in range(len(view))
+        ]
+
+    def unit_at(self, index: int) -> CompactionUnit:
+        """The `index`-th live unit (0-based, file order)."""
+        for f, view in self._live:
+            if index < len(view):
+                return CompactionUnit(f.name, index * UNIT, unit_of_row(view[index]))
+            index -= len(view)
+        raise IndexError(index)
 
     def file_units(self, name: str) -> list[tuple[int, BcqUnit]]:
         """Every unit slot of one CQ file up to its zeroed rest (end units and invalid ones included)."""
@@ -189,8 +209,12 @@ class CompactionLog:
         return out
 
     @cached_property
-    def _offsets(self) -> list[int]:
-        return [u.queue_offset for u in self.units]
+    def _offsets(self):
+        """The live units' queue offsets, in file order (native int64)."""
+        import numpy as np
+
+        parts = [view["msgBaseOffset"].astype(np.int64) for _, view in self._live]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     @cached_property
     def min_offset(self) -> int:
@@ -203,13 +227,10 @@ class CompactionLog:
 
     @cached_property
     def max_offset(self) -> int:
-        by_file: dict[str, CompactionUnit] = {}
-        for u in self.units:
-            by_file[u.file] = u
-        for f in reversed(self.cq.files[-2:]):
-            if f.name in by_file:
-                last = by_file[f.name].unit
-                return last.base_offset + last.batch_size
+        """The last live unit's offset + batch size in the last CQ file, else the one before it, else 0."""
+        for _, view in reversed(self._live[-2:]):
+            if len(view):
+                return int(view[-1]["msgBaseOffset"]) + int(view[-1]["batchSize"])
         return 0
 
     # --- the log -------------------------------------------------------------------------------
@@ -246,10 +267,10 @@ class CompactionLog:
             return Served(offset, "OFFSET_OVERFLOW_ONE", offset, lo, hi)
         if offset > hi:
             return Served(offset, "OFFSET_OVERFLOW_BADLY", lo if lo == 0 else hi, lo, hi)
-        i = bisect.bisect_left(self._offsets, offset)
-        if i == len(self.units):
+        i = int(self._offsets.searchsorted(offset, side="left"))
+        if i == len(self._offsets):
             return Served(offset, "OFFSET_FOUND_NULL", offset, lo, hi)
-        unit = self.units[i]
+        unit = self.unit_at(i)
         served = Served(offset, "FOUND", unit.queue_offset + unit.unit.batch_size, lo, hi, unit)
         try:
             served.message = self.read_record(unit.unit)
