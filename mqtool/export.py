@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 
 from formats.errors import MqtoolError, UsageError
 from formats.message.msgid import parse_host
+from mqtool.outputs import OutputFile, output_directory, output_file, replacing
 from store.checks.records import take_rows
 from store.storedir import Store
 
@@ -391,39 +393,75 @@ def _json_rows(batch: pa.RecordBatch) -> Iterator[str]:
         yield json.dumps(row, ensure_ascii=False)
 
 
-def write_batches(batches: Iterator[pa.RecordBatch], path: Path, fmt: str, *, with_body: bool) -> None:
-    """Write export batches to one Parquet file (one row group per batch) or one JSONL file."""
+PARQUET_MARK = {b"mqtool": b"export"}
+"""Key-value metadata of every Parquet file `write_batches` writes: how `is_export_file` knows it."""
+_JSONL_HEAD = re.compile(rb'\{"physicalOffset": \d+, "totalSize": -?\d+, "magicCode": ')
+
+
+def is_export_file(path: Path) -> bool:
+    """Whether `path` is a file `write_batches` wrote (so an export may replace it): a Parquet file with
+    `PARQUET_MARK` or the export's columns (files of earlier versions), or a JSONL file that is empty or
+    starts with an export row."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+        if head == b"PAR1":
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(path)
+            names = tuple(schema.names)
+            return (schema.metadata or {}).get(b"mqtool") == b"export" or names in (
+                _COLUMNS,
+                (*_COLUMNS, "body"),
+            )
+        return head == b"" or bool(_JSONL_HEAD.match(head + fh.read(60)))
+
+
+def export_output(
+    path: Path | str, *, option: str, stores: list[Path | str | None], force: bool = False
+) -> OutputFile:
+    """Where an export or a Parquet dump may write (mqtool.outputs): in no store, replacing only a file
+    an export wrote unless `force`."""
+    return output_file(
+        path, option=option, what="an export file", stores=stores, written_by=is_export_file, force=force
+    )
+
+
+def write_batches(
+    batches: Iterator[pa.RecordBatch], target: OutputFile, fmt: str, *, with_body: bool
+) -> None:
+    """Write export batches to one Parquet file (one row group per batch) or one JSONL file, under a
+    temporary name renamed over the target at the end."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
+        target.path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            writer = None
-            try:
-                for batch in batches:
+            with replacing(target) as out:
+                writer = None
+                try:
+                    for batch in batches:
+                        if writer is None:
+                            schema = batch.schema.with_metadata(PARQUET_MARK)
+                            writer = pq.ParquetWriter(out, schema, compression="zstd")
+                        writer.write_batch(batch)
                     if writer is None:
-                        writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd")
-                    writer.write_batch(batch)
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, export_schema(with_body), compression="zstd")
-            finally:
-                if writer is not None:
-                    writer.close()
+                        schema = export_schema(with_body).with_metadata(PARQUET_MARK)
+                        writer = pq.ParquetWriter(out, schema, compression="zstd")
+                finally:
+                    if writer is not None:
+                        writer.close()
         else:
-            with open(tmp, "w", encoding="utf-8") as out:
+            with replacing(target, "w") as out:
                 for batch in batches:
                     for line in _json_rows(batch):
                         out.write(line)
                         out.write("\n")
-        tmp.replace(path)
+    except BrokenPipeError:
+        raise
     except OSError as exc:
-        raise MqtoolError(f"cannot write: {exc.strerror}", str(path)) from exc
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        raise MqtoolError(f"cannot write: {exc.strerror}", target.given) from exc
 
 
 def export_schema(with_body: bool) -> pa.Schema:
@@ -505,14 +543,17 @@ def export_range(
     check_crc: bool = False,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
+    force: bool = False,
 ) -> ExportSummary:
     """`mqtool export`: the messages of [from_offset, to_offset) (optionally one topic) into
-    OUTPUT/messages.parquet or OUTPUT/messages.jsonl, decoded over `jobs` worker processes."""
+    OUTPUT/messages.parquet or OUTPUT/messages.jsonl, decoded over `jobs` worker processes; OUTPUT is
+    checked first (mqtool.outputs): in no store, and an existing file there replaced only when an export
+    wrote it, or with `force`."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
-    if output.exists() and not output.is_dir():
-        raise MqtoolError("--output must be a directory", str(output))
-    path = output / f"messages.{fmt}"
+    directory = output_directory(output, option="--output", stores=[store.root])
+    path = Path(output) / f"messages.{fmt}"
+    target = export_output(directory / path.name, option="--output", stores=[store.root], force=force)
     summary = ExportSummary(str(path), fmt)
     batches = iter_export_batches(
         store,
@@ -525,7 +566,7 @@ def export_range(
         progress=progress,
         jobs=jobs,
     )
-    write_batches(batches, path, fmt, with_body=with_body)
+    write_batches(batches, target, fmt, with_body=with_body)
     return summary
 
 
@@ -540,11 +581,13 @@ def dump_commitlog_parquet(
     check_crc: bool = True,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
+    force: bool = False,
 ) -> ExportSummary:
     """`dump commitlog --format parquet --output FILE`: like the dump (CRC checked by default, `count`
     messages at most), written to one Parquet file through the columnar path (`jobs` worker processes)."""
     if count is not None and count < 0:
         raise UsageError("--count must not be negative")
+    target = export_output(output, option="--output", stores=[store.root], force=force)
     summary = ExportSummary(str(output), "parquet")
     batches = iter_export_batches(
         store,
@@ -557,7 +600,7 @@ def dump_commitlog_parquet(
         progress=progress,
         jobs=jobs,
     )
-    write_batches(batches, output, "parquet", with_body=with_body)
+    write_batches(batches, target, "parquet", with_body=with_body)
     return summary
 
 
@@ -567,8 +610,10 @@ __all__ = [
     "dump_commitlog_parquet",
     "export_batch",
     "export_range",
+    "export_output",
     "export_schema",
     "hex16",
+    "is_export_file",
     "iter_export_batches",
     "offset_msg_ids",
     "properties_map",

@@ -9,6 +9,7 @@ under a repeated header.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -116,10 +117,8 @@ class RichPages(PageWriter):
         console.print(table)
 
     def _console(self, width: int):
-        from rich.console import Console
-
         # a height too: rich takes a dumb terminal (TERM=dumb) as 80 columns unless given both
-        return Console(
+        return _console_class()(
             file=self.ctx.out, width=max(width, self.ctx.width or 0, 1), height=25, soft_wrap=False
         )
 
@@ -230,3 +229,16 @@ def _record_rule(head: str, label_width: int, value_width: int) -> str:
 
 
 WRITERS = {"table": RichPages, "plain": TextPages, "markdown": TextPages, "record": RecordPages}
+
+
+@functools.cache
+def _console_class():
+    """rich's Console, except that a closed pipe is a BrokenPipeError: rich would end the process with
+    status 1 itself, where mqtool.cli's main ends it with 0 (a reader like `head` has all it wanted)."""
+    from rich.console import Console
+
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError()
+
+    return PipeConsole

@@ -28,6 +28,7 @@ from mqtool.audit.assemble import group_of  # noqa: E402
 from mqtool.audit.duplicates import fnv1a64, hash_strings, key_hash  # noqa: E402
 from mqtool.audit.plan import AuditError, AuditOptions, auto_split_size, choose_bucket, plan_splits  # noqa: E402
 from mqtool.audit.run import run_audit  # noqa: E402
+from mqtool.exitstatus import StoreUnreadableError  # noqa: E402
 
 UNITS = "units[queueOffset,phyOffset,size,tagsCode]"
 NOW = 1_800_000_000_000  # delay "due" and lag ages are judged at this time
@@ -428,7 +429,8 @@ def test_plan_and_buckets():
     ]
     assert auto_split_size(10 << 30, 2) == 128 << 20
     assert auto_split_size(3 << 20, 8) == 4 << 20
-    assert choose_bucket((0, 60_000)) == 1_000
+    assert choose_bucket((0, 60_000)) == 500
+    assert choose_bucket((0, 350)) == 2  # a store written in a third of a second: 175 buckets, not one
     assert choose_bucket((0, 86_400_000)) == 600_000
     assert group_of("%RETRY%popGroupC_RetentionTopic", {"popGroupC", "groupA"}) == ("popGroupC", "retry")
     assert group_of("%DLQ%groupA", {"groupA"}) == ("groupA", "dlq")
@@ -528,7 +530,7 @@ def test_a_store_that_cannot_be_opened_is_reported_and_the_others_are_audited(sp
 def test_no_store_that_can_be_opened_is_an_error(spark, tmp_path):
     with pytest.raises(MqtoolError, match="no such store directory"):
         run_audit(AuditOptions(stores=[str(tmp_path / "gone")]), spark=spark)
-    with pytest.raises(AuditError, match=r"no store could be audited: .*gone.*; .*also-gone"):
+    with pytest.raises(StoreUnreadableError, match=r"no store could be audited: .*gone.*; .*also-gone"):
         run_audit(AuditOptions(stores=[str(tmp_path / "gone"), str(tmp_path / "also-gone")]), spark=spark)
 
 

@@ -71,9 +71,10 @@ def test_a_store_whose_file_goes_away_during_the_audit_fails_alone(spark, tmp_pa
         assert rows_of(doc, store) == rows_of(alone, store), store
 
 
-def test_the_cli_reports_failed_stores_and_exits_1(spark, tmp_path):
+def test_the_cli_reports_failed_stores_and_exits_3(spark, tmp_path):
     """A fleet with a directory that is not a store and one that does not exist: the others are in the
-    JSON and the report, the failures on stderr, exit status 1 (in process, on the test's session)."""
+    JSON and the report, the failures on stderr, exit status 3: a store could not be read (in process, on
+    the test's session)."""
     from typer.testing import CliRunner
 
     from mqtool.cli import app
@@ -84,7 +85,7 @@ def test_the_cli_reports_failed_stores_and_exits_1(spark, tmp_path):
     good, gone, out = str(store_path("store-a")), str(tmp_path / "gone"), tmp_path / "out"
     args = ["audit", good, str(junk), gone, "--format", "json", "--output", str(out)]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 3, result.output
     doc = json.loads(result.stdout)
     assert [s["store"] for s in doc["stores"]] == [good]
     assert [f["store"] for f in doc["failedStores"]] == [str(junk), gone]

@@ -196,7 +196,7 @@ def test_export_into_the_store_is_refused():
             check=False,
         )
     )
-    assert "store directory" in line
+    assert "is inside the store" in line
     assert not (store_path("store-a") / "x").exists()
 
 

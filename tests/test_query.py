@@ -16,13 +16,14 @@ import pytest
 from formats.errors import MqtoolError
 from formats.indexfile import LONG_MAX
 from formats.javahash import tags_code
+from mqtool.outputs import OutputRefused
 from mqtool.query.consumed import consumer_state
 from mqtool.query.index_lookup import index_coverage
 from mqtool.query.key import query_by_key
 from mqtool.query.msgid import MessageIdError, query_by_id
 from mqtool.query.queue import QueueOffsetError, query_by_queue_offset, query_by_time
 from mqtool.query.topics import UnknownTopicError
-from mqtool.query.view import ExportError, body_view, export_messages, message_document
+from mqtool.query.view import body_view, export_messages, message_document
 from store.storedir import Store
 from tests.golden import STORES, expect, store_path
 
@@ -474,9 +475,9 @@ def test_export(tmp_path):
             assert (tmp_path / "out" / entry["file"]).read_bytes() == body_view(msg).data
             assert entry["physicalOffset"] == msg.physical_offset
             assert "body" not in entry
-        with pytest.raises(ExportError, match="already holds an export"):
+        with pytest.raises(OutputRefused, match="already holds an export"):
             export_messages(result.messages, tmp_path / "out", st)
-        with pytest.raises(ExportError, match="store directory"):
+        with pytest.raises(OutputRefused, match="is inside the store"):
             export_messages(result.messages, store_path("store-a") / "exported", st)
     assert not (store_path("store-a") / "exported").exists()
 

@@ -403,12 +403,13 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 def sort_problems(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """As `verify` orders them: by severity, then file, offset and kind (rows without a file first)."""
+    """Worst first, as `verify` orders them: by severity (across the stores), then store, file, offset
+    and kind (rows without a file first)."""
     return sorted(
         rows,
         key=lambda r: (
-            r["store"],
             SEVERITY_RANK.get(r.get("severity") or "error", 0),
+            r["store"],
             r["file"] is not None,
             r["file"] or "",
             r["offset"] if r["offset"] is not None else -1,

@@ -11,10 +11,12 @@ import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from mqtool.audit.plan import AuditError
 from mqtool.audit.scan import message_file, message_name
-from store.io.remote import is_url, join, write_bytes
+from mqtool.outputs import OutputRefused, output_directory
+from store.io.remote import is_url, join, redact, write_bytes
 
 if TYPE_CHECKING:
     from mqtool.audit.plan import Split
@@ -156,25 +158,72 @@ _STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key", "states", "tr
 # --- the output directory ----------------------------------------------------------------------------
 
 
-def prepare_output(output: Path | str | None) -> None:
-    """The output directory must be new, empty, or an earlier audit's (whose message files are removed)."""
+AUDIT_JSON_HEAD = b'{\n  "scan": {'
+"""How audit.json begins (`write_output`: the document's first key): how an earlier audit is known."""
+
+
+def is_audit_json(head: bytes) -> bool:
+    return head.startswith(AUDIT_JSON_HEAD)
+
+
+def _file_url_path(url: str) -> Path | None:
+    parts = urlsplit(url)
+    return Path(unquote(parts.path)) if parts.scheme == "file" else None
+
+
+def _local(location: Path | str) -> Path | str:
+    """A file:// URL as its local path; anything else as it is."""
+    return (_file_url_path(location) or location) if is_url(location) else location
+
+
+def _refuse_under_store_urls(output: str, stores: list[Path | str]) -> None:
+    """An object-storage output at or under a store's URL would write into that store."""
+    out = urlsplit(output)
+    for store in stores:
+        if not is_url(store):
+            continue
+        s = urlsplit(str(store))
+        base = s.path.rstrip("/")
+        same_place = (out.scheme, out.netloc) == (s.scheme, s.netloc)
+        if same_place and (out.path.rstrip("/") + "/").startswith(base + "/"):
+            raise OutputRefused(
+                f"--output is inside the store {redact(str(store))}; choose a path outside it", redact(output)
+            )
+
+
+def prepare_output(output: Path | str | None, stores: list[Path | str] = ()) -> None:
+    """Check the output directory before anything is written (mqtool.outputs: in none of the `stores`
+    and in nothing that looks like a store), then: it must be new, empty, or an earlier audit's (whose
+    message files are removed)."""
     if output is None:
         return
+    local_stores = [_local(s) for s in stores]
     if is_url(output):
+        local = _file_url_path(str(output))
+        if local is not None:
+            output_directory(local, option="--output", stores=local_stores)
+        _refuse_under_store_urls(str(output), list(stores))
         from mqtool.audit.remote import prepare_output as prepare_remote
 
-        prepare_remote(str(output), OUTPUT_MARKER)
+        prepare_remote(str(output), OUTPUT_MARKER, is_audit_json)
         return
+    output_directory(output, option="--output", stores=local_stores)
     if output.exists():
-        if not output.is_dir():
-            raise AuditError("--output exists and is not a directory", str(output))
         entries = list(output.iterdir())
-        if entries and not (output / OUTPUT_MARKER).exists():
+        if entries and not _earlier_audit(output):
             raise AuditError(
                 "--output is not empty and holds no earlier audit; choose a new directory", str(output)
             )
         shutil.rmtree(output / "messages", ignore_errors=True)
     output.mkdir(parents=True, exist_ok=True)
+
+
+def _earlier_audit(output: Path) -> bool:
+    try:
+        with open(output / OUTPUT_MARKER, "rb") as fh:
+            return is_audit_json(fh.read(len(AUDIT_JSON_HEAD)))
+    except OSError:
+        return False
 
 
 def drop_invalid_message_files(output: Path | str, splits: list[Split], valid: set[int]) -> None:

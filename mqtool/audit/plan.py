@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from mqtool.audit.scan import close_map
+from mqtool.exitstatus import StoreUnreadableError
 from store.io.filereads import map_readonly
 from store.io.remote import is_url, placeholder, redact
 from store.storedir import Store
@@ -25,7 +26,16 @@ MiB = 1 << 20
 MIN_SPLIT = 4 * MiB
 MAX_SPLIT = 128 * MiB
 TASKS_PER_CORE = 4
-BUCKETS = (
+BUCKETS = (  # from 1 ms: a store written in a second still gets a curve, not one bucket
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
     1_000,
     5_000,
     10_000,
@@ -162,10 +172,12 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
             failures.append(StoreFailure(label, str(exc)))
             continue
         plans.append(StorePlan(len(plans), label, store.root.resolve(), files, store))
-    if not plans:
+    if not plans:  # exit status UNREADABLE (mqtool.exitstatus)
         if len(errors) == 1:
-            raise errors[0]
-        raise AuditError("no store could be audited: " + "; ".join(f"{f.store}: {f.error}" for f in failures))
+            raise StoreUnreadableError.of(errors[0])
+        raise StoreUnreadableError(
+            "no store could be audited: " + "; ".join(f"{f.store}: {f.error}" for f in failures)
+        )
     return plans, failures
 
 

@@ -14,6 +14,8 @@ Executors import this module: at module level only the standard library, numpy, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 
@@ -77,12 +79,13 @@ def read_array(url: str, offset: int, count: int, dtype) -> np.ndarray:
 # --- the output directory on object storage -------------------------------------------------------
 
 
-def prepare_output(url: str, marker: str) -> None:
-    """The output URL must hold nothing, or an earlier audit's output (whose message files go)."""
+def prepare_output(url: str, marker: str, is_marker: Callable[[bytes], bool]) -> None:
+    """The output URL must hold nothing, or an earlier audit's output (its `marker` file, whose first
+    bytes `is_marker` knows; its message files go)."""
     from mqtool.audit.plan import AuditError
 
     files = remote.list_files(url) or {}
-    if files and marker not in files:
+    if files and (marker not in files or not is_marker(remote.read_range(remote.join(url, marker), 0, 64))):
         raise AuditError(
             "--output is not empty and holds no earlier audit; choose a new directory", remote.redact(url)
         )

@@ -28,19 +28,26 @@ PALETTE = (
 )
 MAX_SERIES = 8
 MAX_TABLE_ROWS = 500
+FEW_BUCKETS = 12  # a rate chart of this many buckets or fewer shows each as a point
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
+# Long names (topics, stores, files) wrap anywhere instead of widening a table, a legend or a caption
+# past the page; charts scale down with the page (viewBox).
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
-table{border-collapse:collapse;font-size:12px;margin:8px 0}
-th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;font-size:12px;margin:8px 0;max-width:100%}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 .sev-error{color:#b00020;font-weight:600}.sev-warning{color:#a15c00}.sev-info{color:#555}
-.note{color:#666;font-size:12px}.ok{color:#2e7d32;font-weight:600}
-svg{background:#fff;border:1px solid #eee;margin:4px 0}
+.note{color:#666;font-size:12px;overflow-wrap:anywhere}.ok{color:#2e7d32;font-weight:600}
+figure{margin:12px 0;max-width:100%}
+figcaption{font-size:13px;font-weight:600;overflow-wrap:anywhere}
+svg{background:#fff;border:1px solid #eee;margin:4px 0;max-width:100%;height:auto}
 svg text{font-size:11px;fill:#333}
-.legend span{display:inline-block;margin-right:12px;font-size:12px}
+.legend{max-width:100%}
+.legend span{display:inline-block;max-width:100%;margin-right:12px;font-size:12px;overflow-wrap:anywhere}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 """
 
@@ -77,6 +84,25 @@ def _nice_max(v: float) -> float:
 # --- plots -----------------------------------------------------------------------------------------
 
 
+def duration_text(ms: int) -> str:
+    """A bucket width for people: `2 ms`, `500 ms`, `30 s`, `5 min`, `3 h`, `7 d`."""
+    for unit, scale in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000)):
+        if ms >= scale and ms % scale == 0:
+            return f"{ms // scale} {unit}"
+    return f"{ms} ms"
+
+
+def _time_label(x: float, span: float) -> str:
+    moment = datetime.fromtimestamp(x / 1000, UTC)
+    if span < 60_000:  # seconds apart: the milliseconds tell the ticks apart
+        return moment.strftime("%H:%M:%S.%f")[:-3]
+    return moment.strftime("%m-%d %H:%M:%S")
+
+
+def _figure(title: str, svg: str, legend: str = "") -> str:
+    return f"<figure><figcaption>{_e(title)}</figcaption>{svg}{legend}</figure>"
+
+
 def line_chart(
     series: dict[str, list[tuple[int, int]]],
     *,
@@ -85,72 +111,82 @@ def line_chart(
     height: int = 260,
     step: int = 0,
 ) -> str:
-    """Lines of (x=epoch ms, y) points, one per series, with time ticks; with `step`, each point holds
-    its value for `step` ms (a bucket of a histogram over time)."""
-    if step > 0:
-        series = {
-            k: [q for x, y in sorted(pts) for q in ((x, y), (x + step, y))] for k, pts in series.items()
-        }
+    """Lines of (x=epoch ms, y) points, one per series, with time ticks. With `step`, each point is a
+    bucket [x, x + step) of a histogram over time: drawn as a step line, or, when the axis holds
+    FEW_BUCKETS buckets or fewer, as a marker in the middle of each bucket (joined by a thin line), so a
+    store whose messages fill one bucket is one point, not a line across the axis."""
     points = [p for pts in series.values() for p in pts]
     if not points:
         return f"<p class='note'>{_e(title)}: no data</p>"
-    left, right, top, bottom = 60, 20, 24, 40
     x0 = min(p[0] for p in points)
-    x1 = max(p[0] for p in points)
+    x1 = max(p[0] for p in points) + step
+    few = step > 0 and (x1 - x0) // step <= FEW_BUCKETS
+    if few:
+        series = {k: [(x + step / 2, y) for x, y in sorted(pts)] for k, pts in series.items()}
+    elif step > 0:
+        series = {
+            k: [q for x, y in sorted(pts) for q in ((x, y), (x + step, y))] for k, pts in series.items()
+        }
     if x1 == x0:
         x1 = x0 + 1
+    left, right, top, bottom = 60, 20, 12, 40
     y1 = _nice_max(max(p[1] for p in points))
     w, h = width - left - right, height - top - bottom
 
-    def sx(x: int) -> float:
+    def sx(x: float) -> float:
         return left + (x - x0) / (x1 - x0) * w
 
     def sy(y: float) -> float:
         return top + h - y / y1 * h
 
-    out = [f"<svg width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>"]
-    out.append(f"<text x='{left}' y='16' font-weight='600'>{_e(title)}</text>")
+    out = [
+        f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
+        f"aria-label='{_e(title)}'>"
+    ]
     for k in range(5):
         y = y1 * k / 4
         out.append(f"<line x1='{left}' x2='{left + w}' y1='{sy(y):.1f}' y2='{sy(y):.1f}' stroke='#eee'/>")
         out.append(f"<text x='{left - 6}' y='{sy(y) + 4:.1f}' text-anchor='end'>{_num(int(y))}</text>")
     for k in range(5):
         x = x0 + (x1 - x0) * k / 4
-        label = datetime.fromtimestamp(x / 1000, UTC).strftime("%m-%d %H:%M:%S")
         anchor = "start" if k == 0 else "end" if k == 4 else "middle"
+        label = _time_label(x, x1 - x0)
         out.append(f"<text x='{sx(x):.1f}' y='{top + h + 16}' text-anchor='{anchor}'>{label}</text>")
     out.append(f"<text x='{left + w}' y='{height - 6}' text-anchor='end' class='note'>UTC</text>")
     for i, (name, pts) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         pts = pts if step else sorted(pts)
-        if len(pts) == 1:
-            x, y = pts[0]
-            tip = f"<title>{_e(name)}</title>"
-            out.append(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3' fill='{color}'>{tip}</circle>")
-            continue
-        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         tip = f"<title>{_e(name)}</title>"
-        out.append(
-            f"<polyline fill='none' stroke='{color}' stroke-width='1.6' points='{path}'>{tip}</polyline>"
-        )
+        if len(pts) > 1:
+            path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
+            stroke = 1 if few else 1.6
+            line = f"fill='none' stroke='{color}' stroke-width='{stroke}'"
+            out.append(f"<polyline {line} points='{path}'>{tip}</polyline>")
+        if few or len(pts) == 1:
+            out += [
+                f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='3.5' fill='{color}'>{tip}</circle>"
+                for x, y in pts
+            ]
     out.append("</svg>")
     legend = "".join(
         f"<span><i style='background:{PALETTE[i % len(PALETTE)]}'></i>{_e(name)}</span>"
         for i, name in enumerate(series)
     )
-    return "".join(out) + f"<div class='legend'>{legend}</div>"
+    return _figure(title, "".join(out), f"<div class='legend'>{legend}</div>")
 
 
 def bar_chart(bars: list[tuple[str, float, str]], *, title: str, width: int = 1000, unit: str = "") -> str:
     """Horizontal bars: (label, value, value text)."""
     if not bars:
         return f"<p class='note'>{_e(title)}: no data</p>"
-    row, label_w, top = 20, 320, 24
+    row, label_w, top = 20, 320, 6
     height = top + row * len(bars) + 10
     vmax = max(v for _, v, _ in bars) or 1
     w = width - label_w - 140
-    out = [f"<svg width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>"]
-    out.append(f"<text x='4' y='16' font-weight='600'>{_e(title)}</text>")
+    out = [
+        f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' "
+        f"aria-label='{_e(title)}'>"
+    ]
     for i, (label, value, text) in enumerate(bars):
         y = top + i * row
         short = label if len(label) <= 48 else label[:47] + "…"
@@ -161,7 +197,7 @@ def bar_chart(bars: list[tuple[str, float, str]], *, title: str, width: int = 10
         out.append(f"<rect x='{label_w}' y='{y + 3}' width='{bw:.1f}' height='{row - 6}' fill='{color}'/>")
         out.append(f"<text x='{label_w + bw + 6:.1f}' y='{y + 13}'>{_e(text)}{_e(unit)}</text>")
     out.append("</svg>")
-    return "".join(out)
+    return _figure(title, "".join(out))
 
 
 # --- tables ----------------------------------------------------------------------------------------
@@ -217,28 +253,43 @@ def _rates(doc: dict[str, Any], store: str) -> str:
     if starts and bucket > 0 and (max(starts) - min(starts)) // bucket <= 5000:
         span = range(min(starts), max(starts) + bucket, bucket)  # empty buckets are zeros, not gaps
         series = {k: {x: v.get(x, 0) for x in span} for k, v in series.items()}
-    width = f"{bucket // 1000} s" if bucket >= 1000 else f"{bucket} ms"
-    title = f"{store}: messages per {width}"
+    title = f"{store}: messages per {duration_text(bucket)}" if bucket > 0 else f"{store}: messages"
     return line_chart({k: sorted(v.items()) for k, v in series.items()}, title=title, step=bucket)
+
+
+def header_text(doc: dict[str, Any]) -> str:
+    """Where and how long the audit ran, and when: only the figures the document has."""
+    scan = doc.get("scan", {})
+    secs = scan.get("seconds", {})
+    pieces = []
+    if scan.get("master") is not None:
+        cores = f", {scan['parallelism']} cores" if scan.get("parallelism") is not None else ""
+        pieces.append(f"Spark {scan['master']}{cores}")
+    if scan.get("splits") is not None:
+        size = f" of up to {size_text(scan['splitSize'])}" if scan.get("splitSize") else ""
+        pieces.append(f"{scan['splits']} ranges{size}")
+    if secs.get("total") is not None:
+        pieces.append(f"total {secs['total']:.1f} s")
+    if doc.get("now") is not None:
+        pieces.append(f"generated {_time(doc['now'])}")
+    return "; ".join(pieces) + "." if pieces else ""
 
 
 def render_html(doc: dict[str, Any]) -> str:
     """The whole report as one HTML string."""
     stores = doc.get("stores", [])
-    problems = doc.get("problems", [])
+    # worst first (as the audit sorts them; a document from elsewhere too), the order kept within a severity
+    problems = sorted(
+        doc.get("problems", []), key=lambda p: SEVERITY_RANK.get(p.get("severity") or "error", 0)
+    )
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>mqtool audit</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>mqtool audit</h1>",
     ]
-    scan = doc.get("scan", {})
-    secs = scan.get("seconds", {})
-    parts.append(
-        f"<p class='note'>Spark {_e(scan.get('master'))}, {_e(scan.get('parallelism'))} cores, "
-        f"{_e(scan.get('splits'))} ranges of up to {_e(size_text(scan.get('splitSize')))}; "
-        f"total {_e(secs.get('total'))} s; generated {_e(_time(doc.get('now')))}.</p>"
-    )
+    if header := header_text(doc):
+        parts.append(f"<p class='note'>{_e(header)}</p>")
     parts.append("<h2>Stores</h2>")
     parts.append(
         table(
@@ -504,4 +555,4 @@ def render_html(doc: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["bar_chart", "line_chart", "render_html", "table"]
+__all__ = ["bar_chart", "duration_text", "header_text", "line_chart", "render_html", "table"]

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
-from mqtool.audit.checks import store_context
+from mqtool.audit.checks import sort_problems, store_context
 from mqtool.audit.job import ProgressFn, run_job
 from mqtool.audit.output import prepare_output, write_output
 from mqtool.audit.plan import (
@@ -93,7 +93,7 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
     timings: dict[str, float] = {}
     began = time.monotonic()
     plans, failures = open_stores(opts)
-    prepare_output(opts.output)
+    prepare_output(opts.output, [*opts.stores, *(plan.root for plan in plans)])
     started_here = False
     try:
         # the session starts (~10 s of JVM start-up) while this thread plans what needs no Spark
@@ -131,9 +131,11 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
             spark, opts, plans, splits, contexts, bucket, document, timings, progress, scan_partition
         )
         document["failedStores"] = [asdict(f) for f in failures]
-        document["problems"] = [f.problem() for f in failures] + document["problems"]
+        document["problems"] = sort_problems([f.problem() for f in failures] + document["problems"])
         t = time.monotonic()
         if opts.output:
+            # what is written carries the seconds so far (all but writing it); the result, all of them
+            document["scan"]["seconds"] = _seconds(timings | {"total": t - began})
             write_output(opts.output, document)
         timings["output"] = time.monotonic() - t
     finally:
@@ -142,8 +144,12 @@ def run_audit(opts: AuditOptions, spark=None, progress: ProgressFn | None = None
         if started_here and spark is not None:
             stop_session(spark)
     timings["total"] = time.monotonic() - began
-    document["scan"]["seconds"] = {k: round(v, 3) for k, v in timings.items()}
+    document["scan"]["seconds"] = _seconds(timings)
     return AuditResult(document, timings, opts.output)
+
+
+def _seconds(timings: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in timings.items()}
 
 
 def _start_session(start_session, master: str):

@@ -11,9 +11,12 @@ import os
 import sys
 from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from formats.errors import MqtoolError, UsageError
+from mqtool import exitstatus
 from mqtool.cli.audit import audit
 from mqtool.cli.bundle import bundle
 from mqtool.cli.consume_mode import consume_mode_app
@@ -36,7 +39,24 @@ HELP = (
     "working on the store files with the broker down."
 )
 
+
+class PipeClosed(Exception):
+    """stdout's reader closed the pipe. Not an OSError, so that click, which ends every command that
+    meets EPIPE with status 1, lets it through to `main`."""
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: click.Context):
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at interpreter exit
+            return result
+        except BrokenPipeError as exc:
+            raise PipeClosed() from exc
+
+
 app = typer.Typer(
+    cls=_Group,
     name="mqtool",
     help=HELP,
     no_args_is_help=True,
@@ -56,9 +76,9 @@ app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")
 app.add_typer(txn_app, name="txn")
 app.add_typer(pop_app, name="pop")
-app.command()(verify)
+app.command(epilog=exitstatus.exit_status_help())(verify)
 app.command()(export)
-app.command()(audit)
+app.command(epilog=exitstatus.exit_status_help())(audit)
 app.command()(trace)
 dump_app.command("trace")(dump_trace)
 app.command()(retention)
@@ -103,15 +123,17 @@ def main() -> None:
     try:
         app()
     except UsageError as exc:
-        _fail(str(exc), 2)
-    except MqtoolError as exc:
-        _fail(str(exc), 1)
-    except BrokenPipeError:
+        _fail(str(exc), exitstatus.USAGE)
+    except MqtoolError as exc:  # an error class may carry its own status (mqtool.exitstatus)
+        _fail(str(exc), getattr(exc, "exit_status", exitstatus.FOUND))
+    except (BrokenPipeError, PipeClosed):
+        # the reader downstream has all it wanted (`| head`): not an error; stdout goes to /dev/null so
+        # the interpreter's last flush has nowhere to fail
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(0)
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        _fail("interrupted", exitstatus.INTERRUPTED)
     except MemoryError:
         _fail("out of memory", 1)
     except OSError as exc:  # a file the lower layers did not wrap (permission, loop, I/O): still one line
@@ -122,7 +144,10 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: one line, not a traceback
         if os.environ.get("MQTOOL_DEBUG"):
             raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} (set MQTOOL_DEBUG=1 for a traceback)", 70)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (set MQTOOL_DEBUG=1 for a traceback)",
+            exitstatus.INTERNAL,
+        )
 
 
 def _fail(message: str, code: int) -> None:

@@ -9,12 +9,14 @@ import typer
 
 from mqtool.cli.options import (
     BrokerConfigOpt,
+    FailOnOpt,
     FormatOpt,
     RecordOpt,
     StoreLocation,
     StoreOpt,
     TzOpt,
     WideOpt,
+    fail_on_level,
     session,
 )
 
@@ -140,6 +142,7 @@ def audit(
         ),
     ] = False,
     top: Annotated[int, typer.Option("--top", help="Duplicate keys to name per store and kind.")] = 20,
+    fail_on: FailOnOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -154,13 +157,16 @@ def audit(
     per group/topic/queue with the store time of the first unconsumed message; disk used per topic. The
     commitlog is split into byte ranges decoded in parallel by Spark tasks; the figures do not depend on the
     split. A store that cannot be opened (missing, not a store) or cannot be read while scanned is reported
-    (problem kind 'store', failedStores) while the others are audited; the exit status is then 1. Stores and
+    (problem kind 'store', failedStores) while the others are audited; the exit status is then 3. Otherwise
+    it says whether any problem reached the --fail-on severity (default: error), like verify's. Stores and
     --output may be URLs (s3://, gs://, hdfs://, file://; credentials from the filesystem's standard
     environment and config)."""
     from mqtool.audit.plan import AuditOptions
     from mqtool.audit.run import run_audit
     from mqtool.cli.audit_render import render_audit
+    from mqtool.exitstatus import check_status
 
+    threshold = fail_on_level(fail_on)
     s = session(store, fmt, tz, wide, record, csv=False)
     chosen = list(stores) if stores else [s.store_path]
     if chosen == [None]:
@@ -184,5 +190,9 @@ def audit(
     failed = result.document["failedStores"]
     for failure in failed:
         sys.stderr.write(f"mqtool: error: store not audited: {failure['error']}\n")
-    if failed:
-        raise typer.Exit(1)
+    counts: dict[str, int] = {}
+    for problem in result.document["problems"]:
+        counts[problem.get("severity") or "error"] = counts.get(problem.get("severity") or "error", 0) + 1
+    status = check_status(counts, threshold, unreadable=bool(failed))
+    if status:
+        raise typer.Exit(status)

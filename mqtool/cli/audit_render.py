@@ -7,12 +7,37 @@ from typing import Any
 from mqtool.audit.output import json_document
 from mqtool.audit.run import AuditResult
 
+LABEL_WIDTH = 24
+"""Store labels longer than this become numbers (#1, #2, ...), explained by the Stores table."""
+
+
+def store_labels(names: list[str], width: int = LABEL_WIDTH) -> dict[str, str]:
+    """A short label per store for the terminal tables: the shortest suffix of its path (whole path
+    components) that no other store's path ends with, so two stores never look alike; when one of those
+    is longer than `width`, every store gets its number in the Stores table instead."""
+    parts = {name: [p for p in name.rstrip("/").split("/") if p] or [name] for name in names}
+    labels = {}
+    for name, own in parts.items():
+        others = [p for n, p in parts.items() if n != name]
+        for k in range(1, len(own) + 1):
+            if all(other[-k:] != own[-k:] for other in others):
+                break
+        labels[name] = "/".join(own[-k:])
+    if any(len(label) > width for label in labels.values()):
+        return {name: f"#{i}" for i, name in enumerate(names, start=1)}
+    return labels
+
 
 def render_audit(result: AuditResult, ctx) -> None:
     """Summary tables for people; the whole document for --format json."""
     from mqtool.render import Column, emit_document, emit_fields, emit_table, size_text
 
     doc = json_document(result)
+    names = [s["store"] for s in doc["stores"]] + [f["store"] for f in doc.get("failedStores", [])]
+    labels = store_labels(list(dict.fromkeys(names)))
+
+    def labelled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r | {"store": labels.get(r["store"], r["store"])} for r in rows]
 
     def human() -> None:
         scan = doc["scan"]
@@ -28,9 +53,17 @@ def render_audit(result: AuditResult, ctx) -> None:
         ]
         emit_fields(pairs, ctx, title="Audit")
         emit_table(
-            [s | {"bytes": size_text(s["commitlogBytes"])} for s in doc["stores"]],
             [
-                Column("store", kind="name", max_width=40),
+                s | {"label": labels.get(s["store"], s["store"]), "bytes": size_text(s["commitlogBytes"])}
+                for s in doc["stores"]
+            ]
+            + [
+                {"label": labels.get(f["store"], f["store"]), "store": f["store"], "end": "not audited"}
+                for f in doc.get("failedStores", [])
+            ],
+            [
+                Column("label", "store", kind="name"),
+                Column("store", "path", kind="name"),
                 Column("commitlogFiles", "files", "int"),
                 Column("bytes"),
                 Column("records", kind="int"),
@@ -45,9 +78,9 @@ def render_audit(result: AuditResult, ctx) -> None:
             title="Stores",
         )
         emit_table(
-            doc["queues"],
+            labelled(doc["queues"]),
             [
-                Column("store", kind="name", max_width=24),
+                Column("store", kind="name"),
                 Column("topic", kind="name", max_width=48),
                 Column("queueId", "queue", "int"),
                 Column("messages", kind="int"),
@@ -62,11 +95,15 @@ def render_audit(result: AuditResult, ctx) -> None:
         )
         emit_table(
             [
-                t | {"share": f"{100 * t['share']:.1f} %" if t["share"] is not None else ""}
+                t
+                | {
+                    "store": labels.get(t["store"], t["store"]),
+                    "share": f"{100 * t['share']:.1f} %" if t["share"] is not None else "",
+                }
                 for t in doc["topics"]
             ],
             [
-                Column("store", kind="name", max_width=24),
+                Column("store", kind="name"),
                 Column("topic", kind="name", max_width=48),
                 Column("messages", kind="int"),
                 Column("bytes", kind="int"),
@@ -76,9 +113,10 @@ def render_audit(result: AuditResult, ctx) -> None:
             title="Disk per topic",
         )
         emit_table(
-            doc["problems"],
+            labelled(doc["problems"]),  # worst first (mqtool.audit.checks.sort_problems)
             [
-                Column("store", kind="name", max_width=24),
+                Column("severity"),
+                Column("store", kind="name"),
                 Column("file", kind="name", max_width=48),
                 Column("offset", kind="int"),
                 Column("kind"),
@@ -89,9 +127,9 @@ def render_audit(result: AuditResult, ctx) -> None:
             empty="none",
         )
         emit_table(
-            [r for r in doc["lag"] if r["lag"] is not None],
+            labelled([r for r in doc["lag"] if r["lag"] is not None]),
             [
-                Column("store", kind="name", max_width=24),
+                Column("store", kind="name"),
                 Column("group", kind="name", max_width=32),
                 Column("topic", kind="name", max_width=40),
                 Column("queueId", "queue", "int"),
@@ -106,9 +144,9 @@ def render_audit(result: AuditResult, ctx) -> None:
             empty="(no consumer offsets)",
         )
         emit_table(
-            doc["delay"],
+            labelled(doc["delay"]),
             [
-                Column("store", kind="name", max_width=24),
+                Column("store", kind="name"),
                 Column("level", kind="int"),
                 Column("delayMs", "delay ms", "int"),
                 Column("startOffset", "progress", "int"),
@@ -123,9 +161,9 @@ def render_audit(result: AuditResult, ctx) -> None:
         )
         if doc.get("timer"):
             emit_table(
-                doc["timer"],
+                labelled(doc["timer"]),
                 [
-                    Column("store", kind="name", max_width=24),
+                    Column("store", kind="name"),
                     Column("messages", kind="int"),
                     Column("waiting", kind="int"),
                     Column("notEnqueued", "not enqueued", "int"),
@@ -139,9 +177,9 @@ def render_audit(result: AuditResult, ctx) -> None:
             )
         if doc.get("pop"):
             emit_table(
-                doc["pop"],
+                labelled(doc["pop"]),
                 [
-                    Column("store", kind="name", max_width=24),
+                    Column("store", kind="name"),
                     Column("group", kind="name", max_width=30),
                     Column("popped", kind="int"),
                     Column("acked", kind="int"),
@@ -156,10 +194,11 @@ def render_audit(result: AuditResult, ctx) -> None:
             )
         counts: dict[tuple[str, str], int] = {}
         for t in doc["transactions"]:
-            counts[(t["store"], t["state"])] = counts.get((t["store"], t["state"]), 0) + 1
+            key = (labels.get(t["store"], t["store"]), t["state"])
+            counts[key] = counts.get(key, 0) + 1
         emit_table(
             [{"store": s, "state": st, "transactions": n} for (s, st), n in sorted(counts.items())],
-            [Column("store", kind="name", max_width=24), Column("state"), Column("transactions", kind="int")],
+            [Column("store", kind="name"), Column("state"), Column("transactions", kind="int")],
             ctx,
             title="Transactions (half messages)",
             empty="(no transaction half queue)",
@@ -186,13 +225,14 @@ def render_audit(result: AuditResult, ctx) -> None:
             [
                 d
                 | {
+                    "store": labels.get(d["store"], d["store"]),
                     "example": (d["top"][0]["key"] or "") if d["top"] else "",
                     "most": d["top"][0]["messages"] if d["top"] else None,
                 }
                 for d in doc["duplicates"]
             ],
             [
-                Column("store", kind="name", max_width=24),
+                Column("store", kind="name"),
                 Column("by"),
                 Column("groups", "keys in >1 message", "int"),
                 Column("extraMessages", "extra messages", "int"),
@@ -206,14 +246,15 @@ def render_audit(result: AuditResult, ctx) -> None:
             [
                 r
                 | {
+                    "store": labels.get(r["store"], r["store"]),
                     "byReconsume": " ".join(
                         f"{k}:{v}" for k, v in sorted(r["reconsumeTimes"].items(), key=lambda kv: int(kv[0]))
-                    )
+                    ),
                 }
                 for r in doc["retry"]
             ],
             [
-                Column("store", kind="name", max_width=24),
+                Column("store", kind="name"),
                 Column("group", kind="name", max_width=32),
                 Column("kind"),
                 Column("messages", kind="int"),

@@ -10,6 +10,7 @@ import typer
 from formats.errors import UsageError
 from mqtool.cli.options import (
     GLOBALS,
+    ForceOpt,
     FormatOpt,
     JobsOpt,
     RecordOpt,
@@ -59,6 +60,7 @@ def dump_commitlog(
         Path | None, typer.Option("--output", "-o", help="With --format parquet: the Parquet file to write.")
     ] = None,
     jobs: JobsOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: Annotated[
         str | None,
@@ -93,6 +95,7 @@ def dump_commitlog(
                 with_body=body,
                 check_crc=not no_crc,
                 jobs=workers,
+                force=force,
             )
         from mqtool.cli import export_render
 

@@ -280,13 +280,15 @@ def group_examples(group: str) -> tuple[Example, ...]:
 
 
 def add_examples(app: typer.Typer) -> None:
-    """Put each command's examples into its --help (as the epilog); the root and groups get theirs too."""
+    """Put each command's examples into its --help (as the epilog, before one the command has); the root
+    and groups get theirs too."""
     from typer.main import get_command_name
 
     app.info.epilog = _epilog(EXAMPLES[""])
     for info in app.registered_commands:
         name = info.name or get_command_name(info.callback.__name__)
-        info.epilog = _epilog(EXAMPLES[name])
+        own = f"\n\n{info.epilog}" if info.epilog else ""  # verify's and audit's exit statuses
+        info.epilog = _epilog(EXAMPLES[name]) + own
     for group in app.registered_groups:
         group.epilog = _epilog(group_examples(group.name))
         for info in group.typer_instance.registered_commands:

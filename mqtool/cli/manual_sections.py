@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqtool.exitstatus import STATUSES, exit_status_help
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -18,23 +20,8 @@ class Entry:
     short: str = ""  # what `mqtool --help` says of it (nothing: not named there)
 
 
-# The README's "Errors you may meet" says the same; `mqtool.cli.main` and click give these statuses.
-EXIT_STATUS = (
-    Entry("0", "Success. verify: no error found (with --strict, no warning either).", short="success"),
-    Entry(
-        "1",
-        "A problem with the input or the store, said in one line on stderr (mqtool: error: FILE: ...); "
-        "verify found an error; audit could not audit a store, or runs without PySpark.",
-        short="a problem with the input or the store, or verify found an error",
-    ),
-    Entry(
-        "2",
-        "A usage error: an unknown command or option, a missing argument, a bad option value.",
-        short="a usage error",
-    ),
-    Entry("70", "An internal error: a bug in mqtool (MQTOOL_DEBUG=1 shows the traceback).", short="a bug"),
-    Entry("130", "Interrupted (Ctrl-C).", short="interrupted"),
-)
+# The statuses are defined and described in mqtool.exitstatus; the man pages list them from here.
+EXIT_STATUS = tuple(Entry(str(s.code), s.meaning, short=s.short) for s in STATUSES)
 
 ENVIRONMENT = (
     Entry(
@@ -142,9 +129,8 @@ def for_page(entries: tuple[Entry, ...], audit_page: bool) -> list[Entry]:
 
 def help_summary() -> str:
     """The exit statuses and main variables, for the end of `mqtool --help`."""
-    statuses = "; ".join(f"{e.name} {e.short}" for e in EXIT_STATUS if e.short)
     variables = "; ".join(f"{e.name}: {e.short}" for e in ENVIRONMENT if e.short)
     return (
-        f"Exit status: {statuses}. Environment: {variables}. "
+        f"{exit_status_help()} Environment: {variables}. "
         "The man pages (man mqtool) list every variable and file."
     )

@@ -62,8 +62,8 @@ def render_apply(result: ApplyResult, plan: ResetPlan, ctx: RenderContext, execu
     if not execute:
         _say(
             ctx,
-            f"Dry run: nothing was written. {len(plan.changes)} of {len(plan.rows)} offsets would change; "
-            f"add --execute to write {result.path} (the broker must be stopped).",
+            f"Dry run: nothing was written to the store. {len(plan.changes)} of {len(plan.rows)} offsets "
+            f"would change; add --execute to write {result.path} (the broker must be stopped).",
         )
         return
     if not result.executed:

@@ -10,6 +10,7 @@ import typer
 from mqtool.cli.options import (
     BrokerConfigOpt,
     DryRunOpt,
+    ForceOpt,
     FormatOpt,
     RecordOpt,
     StoreOpt,
@@ -183,6 +184,7 @@ def offsets_reset(
         bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
     ] = False,
     dry_run: DryRunOpt = False,
+    force: ForceOpt = False,
     broker_version: _BrokerVersionOpt = None,
     allow_new_group: _AllowNewGroupOpt = False,
     store: StoreOpt = None,
@@ -201,12 +203,13 @@ def offsets_reset(
     holds the store lock."""
     from mqtool.offsets import reset as ops
     from mqtool.offsets.apply import apply_plan
-    from mqtool.offsets.plan_file import export_plan
+    from mqtool.offsets.plan_file import export_plan, plan_output
     from mqtool.timeparse import parse_duration, parse_time
 
     execute = execute_flag(execute, dry_run)
     s = session(store, fmt, tz, wide, record)
     with s.open_store(broker_config) as st:
+        target = None if export is None else plan_output(export, stores=[st.root], force=force)
         plan = ops.plan_offsets_reset(
             st,
             group=group,
@@ -229,8 +232,8 @@ def offsets_reset(
         from mqtool.cli import offset_reset_render
 
         offset_reset_render.render_plan(plan, s.ctx)
-        if export is not None:
-            export_plan(plan, export)
+        if target is not None:
+            export_plan(plan, target)
             sys.stderr.write(f"mqtool: plan written to {export}\n")
         result = apply_plan(st, plan, execute)
         from mqtool.cli import offset_reset_render

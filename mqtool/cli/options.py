@@ -79,6 +79,25 @@ JobsOpt = Annotated[
     ),
 ]
 
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Let the output option replace an existing file that mqtool did not write (a store's "
+        "files never).",
+    ),
+]
+
+FailOnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        metavar="error|warning|never",
+        help="The least severe problem that makes the exit status 1: error (default), warning, or never.",
+        show_default=False,
+    ),
+]
+
 
 def jobs_count(jobs: int | None) -> int:
     """--jobs as a worker count (None: the cores)."""
@@ -89,6 +108,17 @@ def jobs_count(jobs: int | None) -> int:
     if jobs < 1:
         raise UsageError(f"--jobs must be 1 or more, not {jobs}")
     return jobs
+
+
+def fail_on_level(fail_on: str | None, strict: bool = False) -> str:
+    """--fail-on checked (a usage error otherwise); `strict` (verify --strict) means warning."""
+    from mqtool.exitstatus import FAIL_ON
+
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise click.BadParameter(f"choose one of {', '.join(FAIL_ON)}", param_hint="--fail-on")
+    if strict and fail_on not in (None, "warning"):
+        raise click.BadParameter(f"--strict means --fail-on warning, not {fail_on}", param_hint="--fail-on")
+    return fail_on or ("warning" if strict else "error")
 
 
 ExecuteOpt = Annotated[bool, typer.Option("--execute", help="Write (default: dry run, print the plan).")]

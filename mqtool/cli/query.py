@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import FormatOpt, RecordOpt, StoreLocation, StoreOpt, TzOpt, WideOpt, new_app, session
+from mqtool.cli.options import (
+    ForceOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreLocation,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    new_app,
+    session,
+)
 
 query_app = new_app(
     "Find messages by key, msgId / unique key, queue offset or time — with the broker down. Each message "
@@ -63,7 +73,17 @@ def _times(ctx, begin: str | None, end: str | None) -> tuple[int | None, int | N
     return parsed
 
 
-def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None, title: str, fmt) -> None:
+def _check_export(st, export: Path | None, force: bool) -> None:
+    """Refuse a bad --export directory before the query runs (it is checked again when written)."""
+    if export is not None:
+        from mqtool.query.view import export_directory
+
+        export_directory(export, st, force=force)
+
+
+def _finish(
+    st, s, messages, notes, body_limit: int | None, export: Path | None, title: str, fmt, force: bool = False
+) -> None:
     """Render the messages (one message on a terminal, when no --format was asked for: a field a line), print
     the notes on stderr, export when asked."""
     from mqtool.cli import query_render
@@ -81,7 +101,7 @@ def _finish(st, s, messages, notes, body_limit: int | None, export: Path | None,
     if not messages:
         note("no message found")
     if export is not None:
-        result = export_messages(messages, export, st, consumers)
+        result = export_messages(messages, export, st, consumers, force=force)
         note(f"exported {len(result.files)} bodies and {result.manifest.name} to {result.directory}")
 
 
@@ -110,6 +130,7 @@ def query_key(
     ] = None,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: Annotated[
         list[str] | None,
         typer.Option(
@@ -148,6 +169,7 @@ def query_key(
     s = session(store[0] if store else None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
+        _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_key(
                 st,
@@ -160,7 +182,9 @@ def query_key(
                 scan_from=scan_from,
                 advance=advance,
             )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", fmt)
+        _finish(
+            st, s, result.messages, result.notes(), body_limit, export, f"Key {key!r} in {topic}", fmt, force
+        )
 
 
 def _query_key_stores(topic, key, begin, end, max_num, scan, scan_from, body_limit, export, stores, spark,
@@ -224,6 +248,7 @@ def query_id(
     scan: ScanOpt = False,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -238,11 +263,11 @@ def query_id(
 
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
+        _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
-        _finish(
-            st, s, result.messages, result.notes(), body_limit, export, f"Message id {result.msg_id}", fmt
-        )
+        title = f"Message id {result.msg_id}"
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, fmt, force)
 
 
 @query_app.command("offset")
@@ -255,6 +280,7 @@ def query_offset(
     ] = 1,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -268,10 +294,11 @@ def query_offset(
 
     s = session(store, fmt, tz, wide, record)
     with s.open_store() as st:
+        _check_export(st, export, force)
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
         title = f"{topic}/{queue} from queue offset {offset} (the queue holds {holds})"
-        _finish(st, s, result.messages, result.notes(), body_limit, export, title, fmt)
+        _finish(st, s, result.messages, result.notes(), body_limit, export, title, fmt, force)
 
 
 @query_app.command("time")
@@ -294,6 +321,7 @@ def query_time(
     ] = 100,
     body_limit: BodyLimitOpt = None,
     export: ExportOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -307,6 +335,7 @@ def query_time(
     s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
     with s.open_store() as st:
+        _check_export(st, export, force)
         result = query_by_time(
             st,
             topic,
@@ -317,4 +346,6 @@ def query_time(
             skip=skip,
             max_num=max_num or None,
         )
-        _finish(st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time", fmt)
+        _finish(
+            st, s, result.messages, result.notes(), body_limit, export, f"{topic} by store time", fmt, force
+        )

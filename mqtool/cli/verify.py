@@ -7,15 +7,19 @@ from typing import Annotated
 
 import typer
 
-from formats.errors import UsageError
+from formats.errors import MqtoolError, UsageError
 from mqtool.cli.options import (
+    GLOBALS,
     BrokerConfigOpt,
+    FailOnOpt,
+    ForceOpt,
     FormatOpt,
     JobsOpt,
     RecordOpt,
     StoreOpt,
     TzOpt,
     WideOpt,
+    fail_on_level,
     jobs_count,
     session,
     skip_pandas_probe,
@@ -34,7 +38,8 @@ def verify(
     no_crc: Annotated[
         bool, typer.Option("--no-crc", help="Do not verify body CRCs (the broker does, by default).")
     ] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit non-zero on warnings too.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="The same as --fail-on warning.")] = False,
+    fail_on: FailOnOpt = None,
     show: Annotated[
         str,
         typer.Option("--show", metavar="error|warning|info", help="Least severe problems to list."),
@@ -76,14 +81,17 @@ def verify(
     the timer wheel (timerlog cut, units without their record, slots, chains, counts, timercheck), every
     mapped file against the one size the broker requires, and record topics and LMQ queue names the
     broker's dispatch would turn into a path outside the store. Problems are listed by file and offset
-    with a severity; the exit status is 0 only when no error is found (1 otherwise).
+    with a severity, worst first; the exit status says whether any reached the --fail-on severity
+    (default: error).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
     infos, not errors. With --startup, only the verdict of a broker started on the store now (start,
     refuse, exit: exit status 1 unless start), each reason with the real code that decides it, and what
     its recovery does."""
     skip_pandas_probe()
     from mqtool import verify as ops
+    from mqtool.exitstatus import StoreUnreadableError, check_status
     from mqtool.render import progress
+    from store.config.brokerconf import load_broker_config
 
     if show not in _SEVERITIES:
         raise UsageError(f"--show must be one of {', '.join(_SEVERITIES)}")
@@ -99,10 +107,17 @@ def verify(
         if doc["verdict"] != "start":
             raise typer.Exit(1)
         return
+    threshold = fail_on_level(fail_on, strict)
     workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record)
-    with s.open_store(broker_config, url_ok=True) as st:
-        with progress(ops.verify_total(st), "verifying") as advance:
+    # a bad --broker-config is bad input (exit 1), not a store that could not be read (3): read it first
+    if broker_config or GLOBALS.broker_config:
+        load_broker_config(broker_config or GLOBALS.broker_config)
+    try:
+        with (
+            s.open_store(broker_config, url_ok=True) as st,
+            progress(ops.verify_total(st), "verifying") as advance,
+        ):
             report = ops.verify_store(
                 st,
                 deep=deep,
@@ -112,11 +127,16 @@ def verify(
                 progress=advance,
                 jobs=workers,
             )
-        from mqtool.cli import verify_render
+    except UsageError:
+        raise
+    except (MqtoolError, OSError) as exc:  # the store, or a file of it, could not be read
+        raise StoreUnreadableError.of(exc) from exc
+    from mqtool.cli import verify_render
 
-        verify_render.render_verify(report, s.ctx, min_severity=show)
-    if not report.clean or (strict and report.counts.get("warning", 0)):
-        raise typer.Exit(1)
+    verify_render.render_verify(report, s.ctx, min_severity=show)
+    status = check_status(report.counts, threshold)
+    if status:
+        raise typer.Exit(status)
 
 
 def export(
@@ -141,6 +161,7 @@ def export(
         bool, typer.Option("--crc", help="Verify body CRCs; the walk stops at a bad one.")
     ] = False,
     jobs: JobsOpt = None,
+    force: ForceOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -185,6 +206,7 @@ def export(
                 check_crc=crc,
                 progress=advance,
                 jobs=workers,
+                force=force,
             )
     from mqtool.cli import export_render
 

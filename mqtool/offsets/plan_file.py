@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from formats.config.base import JAVA_INT_MAX
 from mqtool.offsets.plan import JAVA_LONG_MAX, ResetPlan, ResetPlanError
+from mqtool.outputs import OutputFile, output_file, replacing
 
 PLAN_FILE_COLUMNS = ("group", "topic", "queue", "offset")
 
@@ -43,8 +45,32 @@ class PlanFileRow:
     offset: int
 
 
-def export_plan(plan: ResetPlan, path: Path | str) -> None:
-    """Write the plan as CSV: `group,topic,queue,offset` (+ informational columns, ignored on import)."""
+def is_plan_file(path: Path) -> bool:
+    """Whether `path` is a plan CSV `export_plan` wrote: its first line is the export header."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.readline(1024).rstrip("\r\n") == ",".join(EXPORT_COLUMNS)
+
+
+def plan_output(
+    path: Path | str, *, stores: Iterable[Path | str | None] = (), force: bool = False
+) -> OutputFile:
+    """Where `--export` may write the plan (mqtool.outputs): in no store, replacing only a plan CSV
+    unless `force`."""
+    return output_file(
+        path, option="--export", what="a plan CSV", stores=stores, written_by=is_plan_file, force=force
+    )
+
+
+def export_plan(
+    plan: ResetPlan,
+    output: OutputFile | Path | str,
+    *,
+    stores: Iterable[Path | str | None] = (),
+    force: bool = False,
+) -> OutputFile:
+    """Write the plan as CSV: `group,topic,queue,offset` (+ informational columns, ignored on import),
+    to a path checked by `plan_output` (or checked here)."""
+    target = output if isinstance(output, OutputFile) else plan_output(output, stores=stores, force=force)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(EXPORT_COLUMNS)
@@ -55,9 +81,13 @@ def export_plan(plan: ResetPlan, path: Path | str) -> None:
             [r.group, r.topic, r.queue_id, r.new_offset, current, r.min_offset, r.max_offset, stamp]
         )
     try:
-        Path(path).write_text(out.getvalue(), encoding="utf-8")
+        with replacing(target, "w") as fh:
+            fh.write(out.getvalue())
+    except BrokenPipeError:  # --export /dev/stdout into a reader that closed: mqtool.cli's to handle
+        raise
     except OSError as exc:
-        raise ResetPlanError(f"cannot write the plan: {exc.strerror or exc}", str(path)) from exc
+        raise ResetPlanError(f"cannot write the plan: {exc.strerror or exc}", target.given) from exc
+    return target
 
 
 def read_plan_file(path: Path | str, default_group: str | None = None) -> list[PlanFileRow]:

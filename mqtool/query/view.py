@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from formats.errors import MqtoolError
 from formats.message.commitlog import Message
 from formats.message.compression import BodyNotDecoded
+from mqtool.outputs import OutputFile, OutputRefused, output_directory, replacing
 from mqtool.query.consumed import ConsumerState
 from store.io.pathnames import component_problem
 from store.storedir import Store
@@ -95,35 +97,57 @@ def export_file_name(msg: Message) -> str:
     return name
 
 
+def export_directory(directory: Path | str, store: Store, *, force: bool = False) -> Path:
+    """The real path of an export directory (mqtool.outputs): in no store, and without an earlier
+    export's manifest.json unless `force`."""
+    target = output_directory(directory, option="--export", stores=[store.root])
+    if not force and os.path.lexists(target / "manifest.json"):
+        raise OutputRefused(
+            "--export already holds an export (manifest.json); choose another directory or add --force",
+            str(directory),
+        )
+    return target
+
+
 def export_messages(
-    messages: list[Message], directory: Path | str, store: Store, consumers: ConsumerState | None = None
+    messages: list[Message],
+    directory: Path | str,
+    store: Store,
+    consumers: ConsumerState | None = None,
+    *,
+    force: bool = False,
 ) -> ExportResult:
     """Write each body (decompressed when possible) to its own file and a manifest.json describing them.
 
-    Refuses a directory inside the store, and one that already holds a manifest.json.
+    The directory is checked first (mqtool.outputs): in no store; one that holds a manifest.json (an
+    earlier export) or a file of a name to be written is refused unless `force`. Each file is written
+    under a temporary name and renamed into place.
     """
-    target = Path(directory).expanduser().resolve()
-    root = store.root.resolve()
-    if target == root or root in target.parents:
-        raise ExportError("refusing to export into the store directory", str(target))
+    target = export_directory(directory, store, force=force)
+    given = str(directory)
     manifest = target / "manifest.json"
-    if manifest.exists():
-        raise ExportError("already holds an export (manifest.json); choose another directory", str(target))
+    names = [export_file_name(m) for m in messages]
+    if not force:
+        taken = next((name for name in names if os.path.lexists(target / name)), None)
+        if taken is not None:
+            raise OutputRefused(
+                f"--export already holds a file {taken}; choose another directory or add --force", given
+            )
     try:
         target.mkdir(parents=True, exist_ok=True)
-        entries, names = [], []
-        for msg in messages:
+        entries = []
+        for msg, name in zip(messages, names, strict=True):
             view = body_view(msg)
-            name = export_file_name(msg)
-            (target / name).write_bytes(view.data)
+            with replacing(OutputFile(target / name, given)) as out:
+                out.write(view.data)
             doc = message_document(msg, consumers)
             for key in ("body", "bodyText"):
                 doc.pop(key, None)
             doc["file"] = name
             doc["fileLength"] = len(view.data)
             entries.append(doc)
-            names.append(name)
-        manifest.write_text(json.dumps(entries, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        with replacing(OutputFile(manifest, given), "w") as out:
+            out.write(json.dumps(entries, ensure_ascii=False, indent=2) + "\n")
     except OSError as exc:
         raise ExportError(f"cannot write the export: {exc.strerror or exc}", str(target)) from exc
     return ExportResult(target, names, manifest)

@@ -23,6 +23,7 @@ from formats.config.metadata import (
 )
 from formats.config.offsets import ConsumerOffsetTable, DelayOffsetTable
 from formats.names import INIT_SUBSCRIPTION_GROUPS, SCHEDULE_TOPIC, TRANS_GROUP
+from mqtool.outputs import output_directory
 from mqtool.sample.broker import _SampleWriter
 from mqtool.sample.options import (
     BROKER_NAME,
@@ -179,6 +180,7 @@ def create_sample(opts: SampleOptions, progress: Callable[[int], None] | None = 
         raise SampleError("--messages must be >= 0")
     if opts.version not in (4, 5):
         raise SampleError(f"--version must be 4 or 5, not {opts.version}")
+    output_directory(target, option="DIRECTORY")  # never a store inside a store (mqtool.outputs)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise SampleError("exists and is not an empty directory; choose a new one", str(target))
     parent = target.parent

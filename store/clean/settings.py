@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formats.javaprops import parse_properties
 from formats.message.commitlog import java_parse_int
 from store.config.brokerconf import BrokerConfig
-from formats.javaprops import parse_properties
 
 WARNING_PROPERTY = "rocketmq.broker.diskSpaceWarningLevelRatio"
 FORCIBLY_PROPERTY = "rocketmq.broker.diskSpaceCleanForciblyRatio"

@@ -44,7 +44,7 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def _open_error(path: Path, exc: OSError) -> StoreFileError:
+def _open_error(path: Path | str, exc: OSError) -> StoreFileError:
     if exc.errno == errno.ENXIO:  # open(2) on a socket
         try:
             what = kind_of(os.stat(path).st_mode)
@@ -59,7 +59,6 @@ def _open_error(path: Path, exc: OSError) -> StoreFileError:
 def open_regular(path: Path | str) -> int:
     """A read-only descriptor of `path`, which must be a regular file (see the module docstring).
     FileNotFoundError passes through (callers decide what a missing file means)."""
-    path = Path(path)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
@@ -93,7 +92,7 @@ def file_size(path: Path | str) -> int:
         return os.fstat(fd).st_size
 
 
-def read_from(fd: int, path: Path, length: int, position: int = 0) -> bytes:
+def read_from(fd: int, path: Path | str, length: int, position: int = 0) -> bytes:
     """Up to `length` bytes at `position` of an `opened` descriptor (errors name `path`)."""
     chunks: list[bytes] = []
     got = 0
@@ -114,7 +113,6 @@ def read_from(fd: int, path: Path, length: int, position: int = 0) -> bytes:
 def read_file(path: Path | str, max_size: int, what: str = "file") -> bytes:
     """The whole of a regular file, refused (naming it) when it is larger than `max_size` (what the
     broker or a sane store holds there): reading a 100 GiB file whole would exhaust memory."""
-    path = Path(path)
     with opened(path) as fd:
         size = os.fstat(fd).st_size
         if size > max_size:
@@ -125,28 +123,24 @@ def read_file(path: Path | str, max_size: int, what: str = "file") -> bytes:
 def read_head(path: Path | str, length: int) -> bytes:
     """The first `length` bytes of a regular file (fewer when it is shorter): what a broker that maps
     or reads a fixed-size head reads, whatever the file's size."""
-    path = Path(path)
     with opened(path) as fd:
         return read_from(fd, path, length)
 
 
 def head_and_size(path: Path | str, length: int) -> tuple[bytes, int]:
     """(`read_head(path, length)`, the file's size), from one open."""
-    path = Path(path)
     with opened(path) as fd:
         return read_from(fd, path, length), os.fstat(fd).st_size
 
 
 def read_range(path: Path | str, position: int, length: int) -> bytes:
     """Bytes [position, position + length) of a regular file, clipped to its end."""
-    path = Path(path)
     with opened(path) as fd:
         return read_from(fd, path, length, position)
 
 
 def map_readonly(path: Path | str) -> mmap.mmap:
     """A read-only map of a whole regular, non-empty file."""
-    path = Path(path)
     with opened(path) as fd:
         try:
             return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
@@ -157,7 +151,7 @@ def map_readonly(path: Path | str) -> mmap.mmap:
             raise StoreFileError("cannot map: out of memory", str(path)) from None
 
 
-def last_nonzero_end(path: Path, start: int, end: int) -> int:
+def last_nonzero_end(path: Path | str, start: int, end: int) -> int:
     """One past the last non-zero byte of `path` in [start, end), or `start` when that range is all zero.
 
     Holes of a sparse file are skipped (SEEK_DATA / SEEK_HOLE): only the data extents are read, so a
@@ -186,7 +180,7 @@ def last_nonzero_end(path: Path, start: int, end: int) -> int:
         for lo_bound, hi in reversed(extents):
             while hi > lo_bound:
                 lo = max(lo_bound, hi - chunk)
-                kept = len(read_from(fd, Path(path), hi - lo, lo).rstrip(b"\0"))
+                kept = len(read_from(fd, path, hi - lo, lo).rstrip(b"\0"))
                 if kept:
                     return lo + kept
                 hi = lo
@@ -199,7 +193,6 @@ def written_part(path: Path | str) -> tuple[int, bytes]:
     """(size, bytes up to the last non-zero one) of a mapped file whose tail is unwritten zeros (a sparse
     ConsumeQueue file, of which a store may hold 100,000+); (-1, b"") when it is missing. Two such files
     are equal when both parts are."""
-    path = Path(path)
     try:
         size = file_size(path)
     except FileNotFoundError:

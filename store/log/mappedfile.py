@@ -153,7 +153,8 @@ class MappedFileQueue:
 
     @classmethod
     def open(cls, directory: Path | str) -> MappedFileQueue:
-        directory = Path(directory)
+        if not isinstance(directory, Path):
+            directory = Path(directory)
         files: list[MappedFile] = []
         if not directory.exists():
             return cls(directory, files)
@@ -182,7 +183,9 @@ class MappedFileQueue:
             if not stat.S_ISREG(st.st_mode):  # a FIFO would block a read, a device never end
                 raise StoreFileError(f"cannot read: {kind_of(st.st_mode)}, not a regular file", entry.path)
             size = st.st_size
-            files.append(MappedFile(Path(entry.path), int(entry.name), size))
+            # a child of `directory`: pathlib parses the one new name, not the whole path again (a store
+            # may hold 100,000+ ConsumeQueue files)
+            files.append(MappedFile(directory / entry.name, int(entry.name), size))
         return cls(directory, files)
 
     def __len__(self) -> int:

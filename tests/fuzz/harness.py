@@ -618,7 +618,8 @@ class Verdict:
 
 
 def judge(o: Outcome, root: str) -> Verdict:
-    """Accept exit 0, or exit 1 with one error line naming a file; anything else is a failure."""
+    """Accept exit 0, or exit 1 (verify, audit: also 3, a store that could not be read) with one error
+    line naming a file; anything else is a failure."""
     if o.crash:
         return Verdict(o.crash)
     if "Traceback (most recent call last)" in o.stderr or "Traceback (most recent call last)" in o.stdout:
@@ -634,7 +635,7 @@ def judge(o: Outcome, root: str) -> Verdict:
         return Verdict(None)  # verify's report found errors: its exit status says so
     if o.code == 70 or any("internal error" in e for e in errors):
         return Verdict("internal error (exit 70)", errors[0] if errors else None)
-    if o.code != 1:
+    if o.code != 1 and not (o.code == 3 and o.name in ("verify", "audit")):
         return Verdict(f"exit status {o.code}", errors[0] if errors else None)
     if len(errors) != 1:
         return Verdict(f"{len(errors)} error lines on exit 1")
