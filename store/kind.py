@@ -12,11 +12,11 @@ warning. Entries of the root that no layout explains are listed, never touched.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formats.config.fastjson import parse
 from formats.errors import MqtoolError
 from store.config.brokerconf import BrokerConfig
 from store.config.configfile import read_config_text
@@ -140,7 +140,8 @@ def _compaction_topics(root: Path) -> list[str]:
     try:
         # through the one reader of config files: a FIFO or a 100 GiB topics.json is refused, not read
         text, _ = read_config_text(root / "config" / "topics.json")
-        table = json.loads(text or "{}")
+        # the broker's parser (fastjson's rules, its nesting limit): Python's json recursed past its limit
+        table = parse(text or "{}") or {}
         for name, config in (table.get("topicConfigTable") or {}).items():
             attributes = config.get("attributes") or {} if isinstance(config, dict) else {}
             if str(attributes.get("cleanup.policy", "")).upper() == "COMPACTION":
