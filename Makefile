@@ -86,6 +86,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh lmq-store build/oracle/store-lmq 20261126
 	find tests/data/store-lmq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-lmq && cp -r build/oracle/store-lmq/. tests/data/store-lmq/
+	rm -rf build/oracle/store-compaction
+	tests/oracle/run.sh compaction-store build/oracle/store-compaction 20261127
+	find tests/data/store-compaction -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-compaction && cp -r build/oracle/store-compaction/. tests/data/store-compaction/
 	rm -rf build/oracle/subscriptions && cp -r tests/data/store-a build/oracle/subscriptions
 	tests/oracle/run.sh subscriptions build/oracle/subscriptions > tests/data/subscriptions/expect.json
 	cp build/oracle/subscriptions/config/subscriptionGroup.json build/oracle/subscriptions/config/subscriptionGroup.json.bak \

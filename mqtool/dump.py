@@ -10,6 +10,7 @@ from formats.config.fastjson import parse
 from formats.errors import MqtoolError, UsageError
 from formats.message.commitlog import Message
 from formats.names import escaped_name
+from mqtool.compaction import compacted_cq_units, is_served_compacted
 from mqtool.info import checkpoint_json, header_json
 from store.config.configfile import read_config_text
 from store.rocksdb.config import RocksDBConfigFile
@@ -68,8 +69,11 @@ def cq_units(
     """The units of one ConsumeQueue still on disk, from its first file (or `from_offset`); `units` is an
     iterator of rows, read as they are consumed.
 
-    A BatchCQ topic's queue (batchconsumequeue/) answers `batch_cq_units` instead.
+    A BatchCQ topic's queue (batchconsumequeue/) answers `batch_cq_units` instead, a compaction topic's
+    (the broker serves it from compaction/) `compacted_cq_units`.
     """
+    if is_served_compacted(store, topic):
+        return compacted_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
     if topic in store.batch_consume_queues.topics():
         return batch_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
     if topic not in store.consume_queues.topics():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from formats.errors import MqtoolError
+from mqtool.compaction import compaction_info
 from store.queue.lmq import is_lmq, lmq_queue_names
 from store.rocksdb.config import RocksDBConfigFile
 from store.storedir import Store
@@ -325,6 +326,7 @@ def store_info(store: Store, jobs: int = 1) -> dict[str, Any]:
         "queues": _section(queues_info, store),
         "batchQueues": _section(batch_queues_info, store),
         "lmq": _section(lmq_info, store),
+        "compaction": _section(compaction_info, store),
         "dispatch": _section(lambda st: dispatch_info(st, commitlog.get("maxOffset", 0)), store),
         "index": _section(index_info, store),
         "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),

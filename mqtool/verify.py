@@ -38,6 +38,7 @@ from store.checks.records import RecordIndexBuilder
 from store.checks.storefiles import (
     check_batch_queue_files,
     check_checkpoint_file,
+    check_compaction_files,
     check_index_files,
     check_queue_files,
     check_timer_files,
@@ -272,6 +273,9 @@ def _verify_rest(
         }
     if batch.queues:
         summary["batchConsumeQueues"] = {"queues": len(batch.queues), "units": batch.units}
+    compaction = check_compaction_files(store, problems)
+    if compaction is not None:
+        summary["compaction"] = compaction
     timings["consumeQueues"] = time.perf_counter() - t2
 
     # --- index -----------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ warning. Entries of the root that no layout explains are listed, never touched.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formats.config.fastjson import parse
 from formats.errors import MqtoolError
 from store.config.brokerconf import BrokerConfig
 from store.config.configfile import read_config_text
@@ -140,7 +140,8 @@ def _compaction_topics(root: Path) -> list[str]:
     try:
         # through the one reader of config files: a FIFO or a 100 GiB topics.json is refused, not read
         text, _ = read_config_text(root / "config" / "topics.json")
-        table = json.loads(text or "{}")
+        # the broker's parser (fastjson's rules, its nesting limit): Python's json recursed past its limit
+        table = parse(text or "{}") or {}
         for name, config in (table.get("topicConfigTable") or {}).items():
             attributes = config.get("attributes") or {} if isinstance(config, dict) else {}
             if str(attributes.get("cleanup.policy", "")).upper() == "COMPACTION":
@@ -229,8 +230,10 @@ def identify(
     if compacted:
         parts.append(LayoutPart(
             "compaction topic", "topics " + ", ".join(compacted[:5]) + (" ..." if len(compacted) > 5 else ""),
-            reads=False, writes=(),
-            note="the broker serves such topics from compaction/, which mqtool does not read",
+            reads=True, writes=(),
+            note="consumers of such topics are served from compaction/ (info, dump cq, query offset and "
+            "verify read it as the broker does); an appended record reaches it only through the broker's own "
+            "dispatch (CompactionStore.doDispatch), so no write appends or rebuilds here",
         ))  # fmt: skip
     plug_in = cfg.messageStorePlugIn if "messageStorePlugIn" in cfg.explicit else ""
     tiered_meta = root / "config" / "tieredStoreMetadata.json"

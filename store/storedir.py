@@ -117,7 +117,7 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        for name in ("commitlog", "index_service", "consume_queues"):
+        for name in ("commitlog", "index_service", "consume_queues", "compaction"):
             part = self.__dict__.get(name)
             if hasattr(part, "close"):  # a file-based ConsumeQueueStore holds nothing open
                 part.close()
@@ -223,6 +223,19 @@ class Store:
         from store.queue.batchconsumequeue import batch_cq_topics
 
         return batch_cq_topics(self)
+
+    @cached_property
+    def compaction(self):
+        """`CompactionStore` (`store.kv.compaction`): compaction/ and the topics topics.json makes
+        compaction topics (`cleanup.policy=COMPACTION`); an unreadable topics.json names none."""
+        from formats.errors import MqtoolError
+        from store.kv.compaction import CompactionStore
+
+        try:
+            table = getattr(self.config("topics.json").load().model, "topic_config_table", {})
+        except MqtoolError:
+            table = {}
+        return CompactionStore(self.root, {name: config.attributes for name, config in table.items()})
 
     # --- the queue of a topic, whatever its type (ConsumeQueueStore.findOrCreateConsumeQueue) -----
 

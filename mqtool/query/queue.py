@@ -93,6 +93,12 @@ def query_by_queue_offset(
         from mqtool.query.batch import query_batch_by_queue_offset
 
         return query_batch_by_queue_offset(store, topic, queue_id, offset, count=count)
+    from mqtool.compaction import is_served_compacted
+
+    if is_served_compacted(store, topic):
+        from mqtool.query.compacted import query_compacted_by_queue_offset
+
+        return query_compacted_by_queue_offset(store, topic, queue_id, offset, count=count)
     cq = _queue(store, topic, queue_id)
     lo, hi = cq.min_offset, cq.max_offset
     check_queue_range(f"{topic}/{queue_id}", offset, lo, hi)

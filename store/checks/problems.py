@@ -84,6 +84,17 @@ KINDS: dict[str, str] = {
     "bcq_queue_type": ERROR,
     "undispatched": WARNING,
     "deleted_topic": INFO,
+    # compaction topics (compaction/, store/checks/compaction.py)
+    "compaction_sanity": ERROR,
+    "compaction_not_served": ERROR,
+    "compaction_dir": ERROR,
+    "compaction_unit_mismatch": ERROR,
+    "compaction_order": ERROR,
+    "compaction_no_keys": ERROR,
+    "compaction_duplicate_key": ERROR,
+    "compaction_tombstone_kept": WARNING,
+    "compaction_leftover": WARNING,
+    "compaction_checkpoint": WARNING,
     # index
     "index_file": ERROR,
     "index_header": ERROR,

@@ -642,3 +642,63 @@ def check_dledger_headers(store: Store, problems: ProblemList, *, abort: bool) -
     )  # fmt: skip
     redispatch = _redispatch_file(store, scans) if abort else None
     return verdict, dledger_recovery_row(scans, recovery, problems, abort=abort, redispatch_file=redispatch)
+
+
+def check_compaction_files(store: Store, problems: ProblemList) -> dict[str, Any] | None:
+    """Every compaction topic queue under compaction/ (`store.checks.compaction`): what the broker's start
+    refuses or skips, crash leftovers in `compacting/` / `replicating/`, and each live unit against its
+    record and the compaction's postconditions. None when the store has no compaction/ and no compaction
+    topic."""
+    from formats.compaction import COMPACTING_SUB_FOLDER, REPLICATING_SUB_FOLDER
+    from store.checks.compaction import ServedRecord, check_compacted_queue, check_load_problems
+
+    cs = store.compaction
+    if not cs.topics and not cs.directory.is_dir():
+        return None
+    summary: dict[str, Any] = {"topics": cs.topics, "queues": {}}
+    try:
+        queues, listing_problems = cs.load_listing
+    except (MqtoolError, OSError) as exc:
+        problems.add("compaction_dir", "compaction", None, str(exc))
+        return summary
+    for message in listing_problems:
+        problems.add("compaction_dir", "compaction", None, message)
+    try:
+        checkpoint = cs.position_checkpoint
+    except MqtoolError as exc:
+        problems.add("compaction_checkpoint", rel_path(store, exc.file), exc.offset,
+                     f"{exc.message}: the broker starts with no compaction position and compacts every "
+                     "queue from its start again")  # fmt: skip
+        checkpoint = None
+    for topic, queue_id in queues:
+        where = f"{topic}/{queue_id}"
+        try:
+            log = cs.log(topic, queue_id)
+            check_load_problems(where, rel_path(store, str(log.log.path)), log.load_problems(), problems)
+            for listing in (log.log, log.cq):
+                for sub in listing.subdirs:
+                    path = listing.path / sub
+                    if sub in (COMPACTING_SUB_FOLDER, REPLICATING_SUB_FOLDER) and any(path.iterdir()):
+                        problems.add("compaction_leftover", rel_path(store, str(path)), None,
+                                     f"{where}: files left in {sub}/ by a compaction or replication that did "
+                                     "not finish; the next one opens them and appends to them")  # fmt: skip
+            records = []
+            for u in log.units:
+                cq_file = rel_path(store, str(log.cq.path / u.file))
+                unit = u.unit
+                try:
+                    m = log.read_record(unit)
+                except MqtoolError as exc:
+                    none = (None,) * 5
+                    records.append(ServedRecord(cq_file, u.position, unit.base_offset, unit.phy_offset,
+                                                unit.size, *none, exc.message))  # fmt: skip
+                    continue
+                records.append(ServedRecord(cq_file, u.position, unit.base_offset, unit.phy_offset, unit.size,
+                                            m.queue_offset, m.physical_offset, m.total_size, m.keys,
+                                            len(m.body)))  # fmt: skip
+            compacted_to = checkpoint.offset(topic, queue_id) if checkpoint else -1
+            counts = check_compacted_queue(where, records, compacted_to, problems)
+            summary["queues"][where] = {"compactedTo": compacted_to, **counts}
+        except MqtoolError as exc:
+            problems.add("compaction_dir", rel_path(store, exc.file), exc.offset, f"{where}: {exc.message}")
+    return summary

@@ -68,6 +68,8 @@ class BrokerConfig:
     timerRollWindowSlot: int = DEFAULT_TIMER_ROLL_WINDOW_SLOT
     mappedFileSizeTimerLog: int = DEFAULT_TIMER_LOG_FILE_SIZE
     mapperFileSizeBatchConsumeQueue: int = 300_000 * 46  # BatchCQ topics' files (46-byte units)
+    # compaction topics (MessageStoreConfig.java:67): on, the broker serves them from compaction/
+    enableCompaction: bool = True
     # RocksDB mode (MessageStoreConfig.storeType "default" / "defaultRocksDB"; BrokerConfig's "v1" / "v2")
     storeType: str = "default"
     configManagerVersion: str = "v1"

@@ -42,6 +42,11 @@ File types (`KINDS`):
   lists shorter or longer than `n`, long key names, whitespace, escapes, lone surrogates), their TAGS
   swapped or removed (each such record rewritten whole, with its CRC, after the last record and its
   ConsumeQueue unit pointed at it), and the revive group's offsets beyond or before the revive queues.
+* `compaction` (store-compaction, compacted by the real 5.3.3 CompactionLog) — compaction log records
+  with header fields at interesting values and bit flips, compaction CQ units with every field at
+  interesting values, zeroed or bit-flipped, log and CQ files removed, truncated, grown, renamed, copied to
+  `.delete`, left in `compacting/`, emptied or turned into directories, queue directories with odd names or
+  without their CQ directory, and the position-checkpoint garbled (syntax, types, huge numbers, removed).
 * `trace` (stores with a trace topic, store-trace-b) — trace message bodies mutated as
   `tests/fuzz/trace_bodies.py` mutates them (separators cut, added, moved; edge values in fields; record
   types swapped; records repeated or dropped; invalid UTF-8), recompressed when the record is compressed or
@@ -72,9 +77,13 @@ DLEDGER_KIND = (
 )
 # issue 26's families (tests/fuzz/hostile.py): hostile names, size outliers, special files, unwritable
 # targets of the write commands
+COMPACTION_KINDS = ("compaction",)  # compaction topics' logs, CQs and position-checkpoint (compaction/)
 HOSTILE_KINDS = ("names", "sizes", "special", "unwritable")
 WRITE_KINDS = ("unwritable",)  # run write commands (--execute), each on a copy of its own
-KINDS = (*FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND, *TRACE_KINDS, *HOSTILE_KINDS)
+KINDS = (
+    *FILE_KINDS, *TIMER_KINDS, ROCKSDB_KIND, *POP_KINDS, DLEDGER_KIND, *TRACE_KINDS, *COMPACTION_KINDS,
+    *HOSTILE_KINDS,
+)  # fmt: skip
 
 MAGIC_V1 = 0xDAA320A7
 MAGIC_V2 = 0xDAA320AB
@@ -237,6 +246,10 @@ class StoreLayout:
     dledger_entries: list[tuple[str, int, int, int]] = field(default_factory=list)  # (file, pos, size, index)
     dledger_pads: list[tuple[str, int]] = field(default_factory=list)  # (file, pos)
     dledger_index: list[tuple[str, int]] = field(default_factory=list)  # index files
+    compaction_log: list[tuple[str, int]] = field(default_factory=list)  # compaction/compactionLog files
+    compaction_cq: list[tuple[str, int]] = field(default_factory=list)  # compaction/compactionCq files
+    compaction_records: list[Record] = field(default_factory=list)  # records of the compaction logs
+    compaction_units: list[tuple[str, int]] = field(default_factory=list)  # (CQ file, position) of each unit
     cache: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)  # pristine bytes
 
     @property
@@ -367,6 +380,7 @@ def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> Stor
         wheel = (root / "timerwheel").read_bytes()
         timer_slots = [i // 32 for i in range(0, len(wheel), 32) if wheel[i : i + 24].strip(b"\0")]
     dledger = _map_dledger(root)
+    compaction = _map_compaction(root)
     all_files, all_dirs = [], []
     for dirpath, dirs, files in os.walk(root):
         rel = Path(dirpath).relative_to(root)
@@ -387,7 +401,34 @@ def map_store(root: Path, index_geometry: tuple[int, int] | None = None) -> Stor
         timer_units=timer_units,
         timer_slots=timer_slots,
         **dledger,
+        **compaction,
     )
+
+
+def _map_compaction(root: Path) -> dict:
+    """compaction/'s log and CQ files, the records of each log file (up to its BLANK) and each CQ unit."""
+    logs = _files(root, "compaction/compactionLog")
+    cqs = _files(root, "compaction/compactionCq")
+    records: list[Record] = []
+    for rel, size in logs:
+        buf = (root / rel).read_bytes()
+        pos = 0
+        while pos + 8 <= size:
+            fields = record_fields(buf, pos)
+            if fields is None:
+                break
+            records.append(Record(rel, pos, _i32(buf, pos), "message", fields))
+            pos += _i32(buf, pos)
+    units = []
+    for rel, size in cqs:
+        buf = (root / rel).read_bytes()
+        units.extend((rel, pos) for pos in range(0, size - size % 46, 46) if buf[pos : pos + 46].strip(b"\0"))
+    return {
+        "compaction_log": logs,
+        "compaction_cq": cqs,
+        "compaction_records": records,
+        "compaction_units": units,
+    }
 
 
 def _map_dledger(root: Path) -> dict:
@@ -2615,6 +2656,196 @@ def trace_keys(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     )
 
 
+# compaction ---------------------------------------------------------------------------------------
+
+CMP_UNIT_FIELDS = (
+    ("phyOffset", 0, 8), ("size", 8, 4), ("tagsCode", 12, 8), ("storeTime", 20, 8), ("msgBaseOffset", 28, 8),
+    ("batchSize", 36, 2), ("compactedOffset", 38, 4), ("reserved", 42, 4),
+)  # fmt: skip
+
+
+def _cmp_focus(rel: str) -> str:
+    """`<topic>/<queueId>` of a compaction file (the queue the commands look at)."""
+    parts = Path(rel).parts
+    return f"{parts[2]}/{parts[3]}" if len(parts) > 4 else ""
+
+
+def cmp_record(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A compaction log record: a header field at an interesting value, or header bits flipped."""
+    if not layout.compaction_records:
+        return None
+    rec = rng.choice(layout.compaction_records)
+    if rng.random() < 0.3:
+        start = rec.pos
+        data = bitflip(_read(layout, rec.file)[start : start + 64], rng, rng.choice((1, 2, 5)))
+        return _c(
+            "compaction",
+            "cmp_record",
+            f"{rec.file} record @{rec.pos}: header bits flipped",
+            Op("write", rec.file, offset=start, data=data),
+            focus=_cmp_focus(rec.file),
+        )
+    name = rng.choice([n for n in rec.fields if n not in ("body", "topic", "properties")])
+    pos, n = rec.fields[name]
+    data = interesting(rng, n, (rec.total, rec.pos))
+    return _c(
+        "compaction",
+        "cmp_record",
+        f"{rec.file} record @{rec.pos}: {name} := {data.hex()}",
+        Op("write", rec.file, offset=pos, data=data),
+        focus=_cmp_focus(rec.file),
+    )
+
+
+def cmp_unit(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """A compaction CQ unit: a field at an interesting value, zeroed, or its bits flipped."""
+    if not layout.compaction_units:
+        return None
+    rel, pos = rng.choice(layout.compaction_units)
+    choice = rng.randrange(5)
+    if choice == 0:
+        return _c(
+            "compaction",
+            "cmp_unit",
+            f"{rel} unit @{pos} zeroed",
+            Op("write", rel, offset=pos, data=bytes(46)),
+            focus=_cmp_focus(rel),
+        )
+    if choice == 1:
+        data = bitflip(_read(layout, rel)[pos : pos + 46], rng, rng.choice((1, 3)))
+        return _c(
+            "compaction",
+            "cmp_unit",
+            f"{rel} unit @{pos} bits flipped",
+            Op("write", rel, offset=pos, data=data),
+            focus=_cmp_focus(rel),
+        )
+    name, at, n = rng.choice(CMP_UNIT_FIELDS)
+    data = interesting(rng, n)
+    return _c(
+        "compaction",
+        "cmp_unit",
+        f"{rel} unit @{pos}: {name} := {data.hex()}",
+        Op("write", rel, offset=pos + at, data=data),
+        focus=_cmp_focus(rel),
+    )
+
+
+def cmp_files(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """Log and CQ files and directories: removed, truncated, grown, renamed, `.delete` copies, leftovers in
+    `compacting/`, empty files, directories in their place, odd queue directories."""
+    files = layout.compaction_log + layout.compaction_cq
+    if not files:
+        return None
+    rel, size = rng.choice(files)
+    parent = str(Path(rel).parent)
+    focus = _cmp_focus(rel)
+    choice = rng.randrange(11)
+    if choice == 0:
+        return _c("compaction", "cmp_files", f"{rel} removed", Op("remove", rel), focus=focus)
+    if choice == 1:
+        cut = rng.choice((0, 1, 45, 46, size // 2, size - 1))
+        return _c(
+            "compaction", "cmp_files", f"{rel} cut to {cut}", Op("truncate", rel, size=cut), focus=focus
+        )
+    if choice == 2:
+        return _c(
+            "compaction",
+            "cmp_files",
+            f"{rel} grown",
+            Op("append", rel, data=bytes(rng.choice((1, 46, 4096)))),
+            focus=focus,
+        )
+    if choice == 3:
+        return _c(
+            "compaction",
+            "cmp_files",
+            f"{rel} renamed to .delete",
+            Op("rename", rel, target=rel + ".delete"),
+            focus=focus,
+        )
+    if choice == 4:
+        return _c(
+            "compaction",
+            "cmp_files",
+            f"a .delete copy of {rel}",
+            Op("replace", rel + ".delete", data=_read(layout, rel)),
+            focus=focus,
+        )
+    if choice == 5:
+        return _c(
+            "compaction",
+            "cmp_files",
+            f"{rel} copied into compacting/",
+            Op("replace", f"{parent}/compacting/{Path(rel).name}", data=_read(layout, rel)),
+            focus=focus,
+        )
+    if choice == 6:
+        return _c("compaction", "cmp_files", f"{rel} a directory", Op("mkdir", rel), focus=focus)
+    if choice == 7:
+        name = f"{int(Path(rel).name) + rng.choice((1, size, 46)):020d}"
+        return _c(
+            "compaction",
+            "cmp_files",
+            f"{rel} renamed to {name}",
+            Op("rename", rel, target=f"{parent}/{name}"),
+            focus=focus,
+        )
+    if choice == 8:
+        odd = rng.choice(("x", "-1", "2147483648", "01", "+1", " 1"))
+        top = "compaction/" + rng.choice(("compactionLog", "compactionCq"))
+        return _c(
+            "compaction",
+            "cmp_files",
+            f"a queue directory named {odd!r}",
+            Op("replace", f"{top}/CompactTopicA/{odd}/00000000000000000000", data=bytes(46)),
+        )
+    if choice == 9:
+        return _c("compaction", "cmp_files", f"{parent} removed", Op("remove", parent), focus=focus)
+    return _c("compaction", "cmp_files", f"{rel} emptied", Op("replace", rel, data=b""), focus=focus)
+
+
+def cmp_checkpoint(layout: StoreLayout, rng: random.Random) -> Corruption | None:
+    """compaction/position-checkpoint (and its .bak): syntax, types, numbers past a long, removed."""
+    if not layout.compaction_log:
+        return None
+    rel = rng.choice(
+        (
+            "compaction/position-checkpoint",
+            "compaction/position-checkpoint",
+            "compaction/position-checkpoint.bak",
+        )
+    )
+    value = rng.choice(
+        (
+            "-1",
+            "0",
+            "41",
+            "9223372036854775807",
+            "9223372036854775808",
+            '"x"',
+            "null",
+            "[]",
+            "{}",
+            "1.5",
+            "true",
+            "1e3",
+        )
+    )
+    choice = rng.randrange(5)
+    if choice == 0:
+        data = f'{{"queueOffsetMap":{{"CompactTopicA_0":{value},"CompactTopicB_0":22}}}}'.encode()
+    elif choice == 1:
+        data = rng.choice((b"", b"{", b"[1]", b"null", b'{"queueOffsetMap":7}', b"\xff\xfe", b"{" * 5000))
+    elif choice == 2:
+        return _c("compaction", "cmp_checkpoint", f"{rel} removed", Op("remove", rel))
+    elif choice == 3:
+        return _c("compaction", "cmp_checkpoint", f"{rel} a directory", Op("mkdir", rel))
+    else:
+        data = bytes(rng.getrandbits(8) for _ in range(rng.choice((1, 64, 600))))
+    return _c("compaction", "cmp_checkpoint", f"{rel} := {data[:60]!r}", Op("replace", rel, data=data))
+
+
 STRATEGIES: dict[str, tuple[Strategy, ...]] = {
     "commitlog": (
         cl_truncate_boundary,
@@ -2645,6 +2876,7 @@ STRATEGIES: dict[str, tuple[Strategy, ...]] = {
         dl_files,
     ),  # fmt: skip
     "trace": (trace_bodies, trace_keys),
+    "compaction": (cmp_record, cmp_unit, cmp_files, cmp_checkpoint),
     "config": (cfg_syntax, cfg_wrong_type, cfg_key, cfg_huge_number, cfg_missing_table, cfg_whole),
     "layout": (
         lay_empty_file,

@@ -90,6 +90,7 @@ SAMPLES: dict[str, list[str]] = {
 GOLDEN_STORES = (
     "store-a", "store-c", "store-49a", "store-timer-states", "store-timer5", "store-rocksdb",
     "store-rocksdb-v2", "store-pop", "store-dledger-mixed", "store-dledger-crash", "store-trace-b",
+    "store-compaction",
 )  # fmt: skip
 GOLDEN_SKIP = ("expect.json", "README.md")
 FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown", "record")
@@ -214,7 +215,7 @@ def prepare_bases(directory: Path, names: Iterable[str]) -> list[Base]:
 # --- the read commands ----------------------------------------------------------------------------
 
 ALL = frozenset(KINDS)
-CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL, TRACE = KINDS[: len(KINDS) - len(HOSTILE_KINDS)]
+CL, CQ, IX, CP, CFG, LAY, TL, TW, TC, RDB, POP, DL, TRACE, COMP = KINDS[: len(KINDS) - len(HOSTILE_KINDS)]
 TIMER = frozenset(TIMER_KINDS)  # every timer command opens the timerlog, the wheel and timercheck
 POP_READERS = frozenset(POP_KINDS)  # the revive topic's records and the revive group's offsets
 TRACE_READERS = frozenset(TRACE_KINDS)  # the trace topic's records
@@ -234,6 +235,14 @@ def _queue(t: Targets, kind: str, focus: str) -> tuple[str, str]:
     return t.topic, str(t.queue)
 
 
+def _compaction_queue(kind: str, focus: str) -> tuple[str, str]:
+    """The compaction queue a compaction corruption touched (else store-compaction's CompactTopicA/0)."""
+    if kind == COMP and "/" in focus:
+        topic, queue = focus.rsplit("/", 1)
+        return topic, queue
+    return "CompactTopicA", "0"
+
+
 def _config_name(kind: str, focus: str) -> str:
     return focus if kind == CFG and focus else "consumerOffset.json"
 
@@ -247,6 +256,16 @@ COMMANDS: tuple[Command, ...] = (
         lambda t, k, f: ["dump", "commitlog", "-t", t.topic, "--body"],
     ),
     Command("dump cq", frozenset({CQ, LAY}), lambda t, k, f: ["dump", "cq", *_queue(t, k, f)]),
+    Command(
+        "dump cq (compaction)",
+        frozenset({COMP}),
+        lambda t, k, f: ["dump", "cq", *_compaction_queue(k, f)],
+    ),
+    Command(
+        "query offset (compaction)",
+        frozenset({COMP}),
+        lambda t, k, f: ["query", "offset", *_compaction_queue(k, f), "0", "--count", "60"],
+    ),
     Command("dump index", frozenset({IX, LAY}), lambda t, k, f: ["dump", "index"]),
     Command(
         "dump index --entries",
@@ -1253,6 +1272,8 @@ def kind_applies(base: Base, kind: str) -> bool:
         return bool(base.layout.records)  # the classic files of a store switched to DLedger
     if kind in TRACE_READERS:
         return base.name.startswith("store-trace")
+    if kind == COMP:
+        return bool(base.layout.compaction_log)
     rocksdb = bool(rocksdb_dirs(base.layout))
     if kind in (ROCKSDB_KIND, CQ):
         return rocksdb == (kind == ROCKSDB_KIND)

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from .corrupt import (
     BROKER_CONF,
+    COMPACTION_KINDS,
     DLEDGER_KIND,
     KINDS,
     POP_KINDS,
@@ -65,6 +66,7 @@ TRACE_BASES = ("store-trace-b",)  # the trace corruptions: trace messages the re
 
 
 DLEDGER_BASES = ("dtiny5", "dtiny4")  # sample create --dledger
+COMPACTION_BASES = ("store-compaction",)  # compacted by the real 5.3.3 CompactionLog
 
 
 def bases_for(kind: str) -> tuple[str, ...]:
@@ -74,6 +76,8 @@ def bases_for(kind: str) -> tuple[str, ...]:
         return DLEDGER_BASES
     if kind in TRACE_KINDS:
         return TRACE_BASES
+    if kind in COMPACTION_KINDS:
+        return COMPACTION_BASES
     return POP_BASES if kind in POP_KINDS else TIMER_BASES if kind in TIMER_KINDS else SAMPLE_BASES
 
 
@@ -100,6 +104,7 @@ def bases(workdir) -> dict[str, Base]:
                 *POP_BASES,
                 *DLEDGER_BASES,
                 *TRACE_BASES,
+                *COMPACTION_BASES,
             ],
         )
     }

@@ -125,7 +125,8 @@ def dump_cq(
     wide: WideOpt = False,
     record: RecordOpt = False,
 ) -> None:
-    """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode)."""
+    """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode). On a compaction
+    topic: the compaction CQ units consumers are served (compaction/), with each record's keys."""
     from mqtool import dump
 
     s = session(store, fmt, tz, wide, record)

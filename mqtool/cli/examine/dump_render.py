@@ -63,7 +63,28 @@ BCQ_COLUMNS = [
 ]
 
 
+COMPACTION_CQ_COLUMNS = [
+    Column("queueOffset", kind="int"),
+    Column("logOffset", kind="int"),
+    Column("size", kind="int"),
+    Column("tagsCode", kind="int"),
+    Column("storeTime", kind="time"),
+    Column("keys", kind="name", max_width=60),
+    Column("bodyLength", "body", "int"),
+    Column("file"),
+    Column("position", kind="int"),
+    Column("state"),
+]
+
+
 def render_cq(result: dict[str, Any], ctx: RenderContext) -> None:
+    if result.get("queueType") == "CompactionCQ":
+        title = (
+            f"Compaction CQ {result['topic']}/{result['queueId']} (what consumers are served): "
+            f"min {result['minOffset']}, max {result['maxOffset']}"
+        )
+        emit_rows(result["units"], COMPACTION_CQ_COLUMNS, ctx, title=title, empty="(no units)")
+        return
     if result.get("queueType") == "BatchCQ":
         title = (
             f"BatchConsumeQueue {result['topic']}/{result['queueId']}: "

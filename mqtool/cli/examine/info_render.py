@@ -149,6 +149,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                 title="ConsumeQueues",
             )
         render_batch_queues(doc.get("batchQueues"), ctx)
+        render_compaction(doc.get("compaction"), ctx)
         index = doc["index"]
         if "error" in index:
             emit_fields([("index", index["error"], "text")], ctx)
@@ -231,3 +232,34 @@ def render_batch_queues(rows: Any, ctx: RenderContext) -> None:
     if any("error" in r for r in rows):
         columns.append(Column("error"))
     emit_table(rows, columns, ctx, title="BatchConsumeQueues (BatchCQ topics: one unit per batch)")
+
+
+def render_compaction(section: Any, ctx: RenderContext) -> None:
+    """The compaction topics' queues: the range a consumer is served (compaction/) beside the
+    ConsumeQueue's (only when the store has compaction topics or compaction/)."""
+    if not section:
+        return
+    if "error" in section:
+        emit_fields([("compaction", section["error"], "text")], ctx)
+        return
+    rows = [
+        {**r, "logFiles": len(r.get("logFiles") or []), "problems": "; ".join(r.get("problems") or [])}
+        for r in section["queues"]
+    ]
+    columns = [
+        Column("topic", kind="name", max_width=60),
+        Column("queueId", "queue", "int"),
+        Column("minOffset", "served min", "int"),
+        Column("maxOffset", "served max", "int"),
+        Column("records", kind="int"),
+        Column("compactedTo", "compacted to", "int"),
+        Column("consumeQueueMinOffset", "CQ min", "int"),
+        Column("consumeQueueMaxOffset", "CQ max", "int"),
+        Column("logFiles", "log files", "int"),
+    ]
+    if any(r["problems"] or "error" in r for r in rows):
+        columns += [Column("problems"), Column("error")]
+    title = "Compaction topics (consumers are served from compaction/, not the CQ)"
+    emit_table(rows, columns, ctx, title=title)
+    if section.get("problems"):
+        emit_fields([("compaction", "; ".join(section["problems"]), "text")], ctx)

@@ -288,7 +288,8 @@ def query_offset(
     record: RecordOpt = False,
 ) -> None:
     """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
-    offsets outside [minOffset, maxOffset) are explained."""
+    offsets outside [minOffset, maxOffset) are explained. On a compaction topic: what a pull at the
+    offset is served from compaction/ (the next live record where the offset was compacted away)."""
     from mqtool.query.queue import query_by_queue_offset
 
     s = session(store, fmt, tz, wide, record)

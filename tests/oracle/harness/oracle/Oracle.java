@@ -20,6 +20,8 @@
  *   rocksdb-v2-store DIR [SEED] a configManagerVersion=v2 store: topics, groups, offsets in config/rdb (RocksDBV2Fixture)
  *   rocksdb-v2-read STORE    what the real v2 config managers read from STORE (RocksDBV2Fixture)
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
+ *   compaction-store DIR [SEED]  a 5.x store with two compaction topics compacted by the real CompactionLog (CompactionFixture)
+ *   compaction-read STORE    on a copy: the compaction queues as the real CompactionStore reads them (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
  *   subscriptions STORE      in place: groups' subscriptions and a SQL92 filter into STORE/config, and what the
@@ -91,6 +93,12 @@ public final class Oracle {
                 break;
             case "rocksdb-v2-read":
                 rc = RocksDBV2Fixture.run(args[1]);
+                break;
+            case "compaction-store":
+                CompactionFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
+                break;
+            case "compaction-read":
+                rc = CompactionFixture.read(args[1]);
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);

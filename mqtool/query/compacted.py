@@ -1,0 +1,72 @@
+"""`mqtool query offset` on a compaction topic: what a pull at a queue offset is served.
+
+The broker serves a compaction topic from compaction/ (`store.kv.compaction`; 5.3.3
+DefaultMessageStore.java:804-809), and `mqadmin queryMsgByOffset` is a pull of one message: at an offset
+compacted away (or below the minimum) it gets the next live record, past the maximum nothing. So `count`
+messages are those successive pulls from `offset` get, each noted when it is not at the offset asked for.
+"""
+
+from __future__ import annotations
+
+from formats.errors import UsageError
+from formats.names import escaped_name
+from mqtool.query.queue import QueueOffsetError, QueueQueryResult
+from store.storedir import Store
+
+
+def query_compacted_by_queue_offset(
+    store: Store, topic: str, queue_id: int, offset: int, *, count: int = 1
+) -> QueueQueryResult:
+    """The messages `count` successive pulls from queue offset `offset` of a compaction topic's queue get."""
+    if count <= 0:
+        raise UsageError("--count must be positive")
+    if offset < 0:
+        raise QueueOffsetError(f"queue offset {offset} is negative")
+    cs = store.compaction
+    if not cs.has_log(topic, queue_id):
+        raise QueueOffsetError(
+            f"compaction topic {escaped_name(topic)} has no compaction log for queue {queue_id}: the broker "
+            "serves nothing of it (NO_MATCHED_LOGIC_QUEUE)",
+            str(cs.directory),
+        )
+    log = cs.log(topic, queue_id)
+    lo, hi = log.min_offset, log.max_offset
+    result = QueueQueryResult(topic, queue_id, lo, hi, [])
+    result.problems.append(
+        f"{escaped_name(topic)} is a compaction topic: served from compaction/ (phyOffset is the record's "
+        "place in its compaction log)"
+    )
+    at = offset
+    for _ in range(count):
+        served = log.get_message(at)
+        if served.status != "FOUND":
+            if not result.messages:
+                raise QueueOffsetError(_not_served(f"{topic}/{queue_id}", served))
+            break
+        if served.message is None:  # the unit's record cannot be read
+            result.problems.append(f"queue offset {served.unit.queue_offset}: {served.problem}")
+        else:
+            if served.unit.queue_offset != at:
+                result.problems.append(
+                    f"queue offset {at} is not in the compacted queue (compacted away, or below its minimum "
+                    f"{lo}): a pull there is served the next live record, at {served.unit.queue_offset}"
+                )
+            result.messages.append(served.message)
+        at = served.next_begin_offset
+    if count > 1 and at < hi:
+        result.next_offset = at
+    if not result.messages and len(result.problems) > 1:
+        raise QueueOffsetError(result.problems[1])
+    return result
+
+
+def _not_served(where: str, served) -> str:
+    if served.status == "NO_MESSAGE_IN_QUEUE":
+        return f"compacted queue {where} holds no message (maxOffset 0)"
+    return (
+        f"no message at queue offset {served.offset} of compacted queue {where}: maxOffset is "
+        f"{served.max_offset} ({served.status})"
+    )
+
+
+__all__ = ["query_compacted_by_queue_offset"]
