@@ -140,6 +140,8 @@ def _compaction_topics(root: Path) -> list[str]:
     try:
         # through the one reader of config files: a FIFO or a 100 GiB topics.json is refused, not read
         text, _ = read_config_text(root / "config" / "topics.json")
+        if text is None or ("cleanup" not in text and "\\u" not in text):
+            return sorted(topics)  # no key can spell cleanup.policy: not parsed (a store may hold 10,000s)
         # the broker's parser (fastjson's rules, its nesting limit): Python's json recursed past its limit
         table = parse(text or "{}") or {}
         for name, config in (table.get("topicConfigTable") or {}).items():

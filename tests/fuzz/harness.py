@@ -664,6 +664,8 @@ def judge(o: Outcome, root: str) -> Verdict:
         return Verdict(None)  # verify's report found errors: its exit status says so
     if o.code == 70 or any("internal error" in e for e in errors):
         return Verdict("internal error (exit 70)", errors[0] if errors else None)
+    if o.code == 2 and len(errors) == 1 and "--format csv:" in errors[0]:
+        return Verdict(None, errors[0])  # a file whose content has no table: csv refused, as designed
     if o.code != 1 and not (o.code == 3 and o.name in ("verify", "audit")):
         return Verdict(f"exit status {o.code}", errors[0] if errors else None)
     if len(errors) != 1:

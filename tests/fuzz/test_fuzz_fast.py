@@ -331,6 +331,8 @@ def _outcome(code, stderr: str, name: str = "info", crash=None) -> Outcome:
         (_outcome(1, "mqtool: error: /s/config/t.json: bad\nname\n"), "stray stderr"),
         (_outcome(1, 'Traceback (most recent call last):\n  File "x"\n'), "traceback"),
         (_outcome(2, "Usage: mqtool\nError: No such option\n"), "stray stderr"),
+        (_outcome(2, "mqtool: error: /s/config/topics.json.bak: --format csv: no tabular form\n"), None),
+        (_outcome(2, "mqtool: error: --dry-run and --execute exclude each other\n"), "exit status 2"),
         (_outcome(1, "mqtool: error: out of memory\n"), "out of memory"),
         (_outcome(None, "", crash="timeout: still running after 1 s"), "timeout"),
         (_outcome(0, "mqtool: error: /s/x: y\n"), "exit 0"),
