@@ -519,13 +519,7 @@ def _iter_entry_batches(
         if out.num_rows:
             written += out.num_rows
             if summary is not None:
-                phys = out.column("physicalOffset")
-                summary.messages += out.num_rows
-                if summary.first_offset is None:
-                    summary.first_offset = phys[0].as_py()
-                summary.last_offset = phys[out.num_rows - 1].as_py()
-                for row in out.column("topic").value_counts().to_pylist():
-                    summary.topics[row["values"]] = summary.topics.get(row["values"], 0) + row["counts"]
+                _count(summary, out)
             yield out
         if limit is not None and written >= limit:
             return
