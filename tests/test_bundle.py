@@ -162,6 +162,15 @@ def test_output_never_in_the_store_nor_over_a_file(tmp_path, capsys):
     assert code == 2 and "--force" in err and existing.read_bytes() == b"keep"
     assert run_main(["bundle", "-s", str(root), "-o", str(existing), "--force"], capsys)[0] == 0
     assert existing.read_bytes()[:2] == b"\x1f\x8b"
+    # a bundle mqtool wrote is replaced without --force, as every output option replaces its own kind
+    assert run_main(["bundle", "-s", str(root), "-o", str(existing)], capsys)[0] == 0
+    # the one output check: a link into the store, and a path through `..`, are refused too
+    (tmp_path / "link").symlink_to(root / "config")
+    for path in (tmp_path / "link" / "b.tar.gz", tmp_path / "x" / ".." / "s" / "b.tar.gz"):
+        (tmp_path / "x").mkdir(exist_ok=True)
+        code, _, err = run_main(["bundle", "-s", str(root), "-o", str(path)], capsys)
+        assert code == 2 and "inside" in err, (path, err)
+    assert not (root / "config" / "b.tar.gz").exists() and not (root / "b.tar.gz").exists()
 
 
 def test_last_records_across_files():

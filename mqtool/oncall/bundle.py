@@ -18,16 +18,16 @@ import hashlib
 import io
 import os
 import tarfile
-import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
-from formats.errors import MqtoolError, UsageError
+from formats.errors import MqtoolError
 from formats.message.commitlog import Message, decode_record
 from mqtool.oncall.secrets import Scrubber, sanitize_properties
+from mqtool.outputs import OutputFile, output_file, replacing
 from mqtool.render.output import to_json_text
 from store.storedir import Store
 
@@ -87,18 +87,22 @@ class BundleSummary:
         }
 
 
-def check_output(store: Store, output: Path, force: bool) -> Path:
-    """The archive path: never inside the store root (a read command writes nothing there), and an existing
-    file only with `force`."""
-    target = output.expanduser().resolve()
-    root = store.root.resolve()
-    if target == root or root in target.parents:
-        raise UsageError(f"-o {output}: inside the store ({store.root}); write the bundle elsewhere")
-    if target.is_dir():
-        raise UsageError(f"-o {output}: a directory; name the archive file (e.g. bundle.tar.gz)")
-    if target.exists() and not force:
-        raise UsageError(f"-o {output}: the file exists; --force replaces it")
-    return target
+def check_output(store: Store, output: Path, force: bool) -> OutputFile:
+    """The archive path, through the one output check (`mqtool.outputs`): in no store, and an existing file
+    replaced only when it is a bundle mqtool wrote, or with `force`."""
+    return output_file(
+        output, option="-o", what="a support bundle", stores=[store.root], written_by=_is_bundle, force=force
+    )
+
+
+def _is_bundle(path: Path) -> bool:
+    """Whether `path` is a gzip'd tar whose first member is the README every bundle starts with."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            first = tar.next()
+    except (tarfile.TarError, EOFError, OSError):
+        return False
+    return first is not None and first.name == "mqtool-bundle/README.txt"
 
 
 def inventory(store: Store) -> list[dict[str, Any]]:
@@ -212,17 +216,13 @@ def write_bundle(
     document("last-records.json", lambda: last_records(store, records, with_bodies))
 
     data = _archive([(name, scrubber.data(content)) for name, content in members], now_ms)
-    fd, tmp = tempfile.mkstemp(prefix=".mqtool-bundle-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return BundleSummary(str(target), [name for name, _ in members], len(data), len(scrubber.values), notes)
+    with replacing(target) as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return BundleSummary(
+        str(target.path), [name for name, _ in members], len(data), len(scrubber.values), notes
+    )
 
 
 def _copy_member(path: Path, name: str, members: list[tuple[str, bytes]], notes: list[str]) -> None:

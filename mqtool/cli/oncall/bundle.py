@@ -20,7 +20,12 @@ def bundle(
     records: Annotated[
         int, typer.Option("--records", help="How many of the commitlog's last records to include.")
     ] = 20,
-    force: Annotated[bool, typer.Option("--force", help="Replace the archive when it exists.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace an existing file that is not an earlier bundle (a store's files never)."
+        ),
+    ] = False,
     now: NowOpt = None,
     disk_used: Annotated[
         float | None,
@@ -38,7 +43,8 @@ def bundle(
     broker.conf with every secret-looking value (access keys, secret keys, passwords, tokens, credentials,
     auth users) replaced, the config files, the checkpoint and other state files, and the last records of
     the commitlog without their bodies (--with-bodies adds them); a README inside says what it holds. The
-    archive is written atomically, never inside the store, and replaces a file only with --force."""
+    archive is written atomically, never inside a store, and replaces an existing file only when it is an
+    earlier bundle, or with --force."""
     from formats.errors import UsageError
     from mqtool.oncall import bundle as ops
     from mqtool.render.output import emit_document, emit_fields
