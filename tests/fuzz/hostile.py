@@ -159,9 +159,12 @@ REAL_TOPIC_OF = {b"SCHEDULE_TOPIC_XXXX", b"RMQ_SYS_TRANS_HALF_TOPIC", b"rmq_sys_
 
 def nm_record_property(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     """REAL_TOPIC / REAL_QID of a record a write delivers, or INNER_MULTI_DISPATCH of any record."""
-    carriers = [r for r in _messages(layout) if _field(layout, r, "topic") in REAL_TOPIC_OF]
+    messages = _messages(layout)
+    if not messages:  # a store whose log mqtool walks as records holds none (a DLedger-only base)
+        return None
+    carriers = [r for r in messages if _field(layout, r, "topic") in REAL_TOPIC_OF]
     lmq = rng.random() < 0.4 or not carriers
-    r = rng.choice(_messages(layout) if lmq else carriers)
+    r = rng.choice(messages if lmq else carriers)
     pairs = [p for p in _props(_field(layout, r, "properties"))]
     name = hostile_name(rng)
     if lmq:
