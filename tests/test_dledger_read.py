@@ -455,3 +455,35 @@ def test_delay_listing_is_what_the_schedule_service_left(roots, name: str) -> No
     phys = {m["physicalOffset"]: m for m in e["messages"]}
     for r in listing.rows:
         assert r.real_topic == phys[r.phy_offset]["properties"]["REAL_TOPIC"]
+
+
+# --- hostile DLedger files (found by the long fuzz run on the merged tree) ----------------------------------
+
+
+@pytest.mark.parametrize("name", ["checkpoint", "currterm"])
+def test_a_fifo_or_a_huge_properties_file_is_named_not_read(roots, tmp_path, name: str) -> None:
+    """DLedger's checkpoint and currterm are read through the store's one reader: a FIFO there hung every
+    command, a 2 GiB file ran it out of memory. Now `info` answers at once, its DLedger section naming the
+    file, and `verify` returns (naming an unreadable checkpoint in an error)."""
+    import os
+
+    from tests.golden import run_mqtool
+
+    root = _copy(roots, "store-dledger", tmp_path)
+    target = root / "dledger-n0" / name
+    conf = ("--store", str(root), "--broker-config", str(root / "broker.conf"))
+    for make in ("fifo", "huge"):
+        target.unlink(missing_ok=True)
+        if make == "fifo":
+            os.mkfifo(target)
+        else:
+            with open(target, "wb") as f:
+                f.truncate(2 << 30)  # sparse: nothing written, 2 GiB to a reader
+        done = run_mqtool(*conf, "info", "-f", "json")
+        assert done.returncode == 0, (make, done.stderr[-500:])
+        section = json.loads(done.stdout)["dledger"]
+        assert f"dledger-n0/{name}" in section["error"] and "out of memory" not in section["error"], section
+        done = run_mqtool(*conf, "verify", "-f", "json")  # returns (run_mqtool's timeout: no hang)
+        assert done.returncode in (0, 1, 3) and "Traceback" not in done.stderr, (make, done.stderr[-500:])
+        if name == "checkpoint":  # what DLedger's recovery reads: verify names it in an error
+            assert done.returncode in (1, 3) and f"dledger-n0/{name}" in done.stdout + done.stderr

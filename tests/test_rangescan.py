@@ -255,3 +255,17 @@ def test_walks_in_ranges_end_where_the_struct_walk_ends(store, tmp_path, monkeyp
             want_end.valid_end, want_end.reason, want_end.last, want_end.position
         )  # fmt: skip
         assert cl.last_record(jobs=2) == want_last
+
+
+def test_ranges_run_here_when_no_worker_pool_can_be_made(monkeypatch) -> None:
+    """Found by the long fuzz run: where Python has no POSIX semaphores (a sandbox without /dev/shm) the pool
+    cannot be made; the ranges then run in this process, in order, instead of an internal error."""
+    import concurrent.futures
+
+    from store.log.ranges import run_in_order
+
+    def refuse(*_a, **_k):
+        raise NotImplementedError("This Python build lacks multiprocessing.synchronize")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", refuse)
+    assert list(run_in_order(abs, [-3, 1, -2, 5], jobs=2)) == [3, 1, 2, 5]

@@ -61,7 +61,7 @@ from formats.message.commitlog import (
 )
 from formats.message.recordcheck import check_record, store_timestamp_at
 from store.config.brokerconf import BrokerConfig
-from store.io.filereads import StoreFileError
+from store.io.filereads import StoreFileError, read_file
 from store.log.commitlog import CommitLog, OffsetError, RecordHead, WalkEnd
 from store.log.mappedfile import MappedFile, MappedFileQueue, is_offset_file_name
 
@@ -479,14 +479,17 @@ class DLedgerLog:
         return None
 
 
+# DLedger's checkpoint and currterm are a few properties lines; a larger file is not one
+PROPERTIES_MAX_READ = 1 << 20
+
+
 def _read_text(path: Path) -> str | None:
-    """A properties file as DLedger's `IOUtils.file2String` reads it (None when it does not exist)."""
+    """A properties file as DLedger's `IOUtils.file2String` reads it (None when it does not exist), through
+    the store's one reader (`store.io.filereads`): a FIFO or a huge file there is refused, naming it."""
     try:
-        return path.read_bytes().decode("utf-8", "replace")
+        return read_file(path, PROPERTIES_MAX_READ, "DLedger properties file").decode("utf-8", "replace")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise StoreFileError(f"cannot read: {exc.strerror}", str(path)) from exc
 
 
 # --- RocketMQ's DLedgerCommitLog ----------------------------------------------------------------------
