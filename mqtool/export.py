@@ -337,13 +337,7 @@ def iter_export_batches(
             if summary is not None:
                 summary.bytes_read += int(sizes_of[status == STATUS_OK].sum())
                 if stop not in (None, "blank"):
-                    f = files[task.file_index]
-                    summary.stop = {
-                        "physicalOffset": int(phy[-1]),
-                        "status": stop,
-                        "file": f.name,
-                        "position": int(phy[-1]) - f.start_offset,
-                    }
+                    summary.stop = _stop_row(files[task.file_index], int(phy[-1]), stop)
             if limit is not None and written + rows.num_rows > limit:
                 rows = rows.slice(0, limit - written)
             if rows.num_rows:
@@ -371,6 +365,16 @@ def _spill_dir() -> str:
     """A directory for the workers' Arrow files: in memory (/dev/shm) where there is one."""
     shm = "/dev/shm"
     return tempfile.mkdtemp(prefix="mqtool-export-", dir=shm if os.access(shm, os.W_OK) else None)
+
+
+def _stop_row(f, physical_offset: int, status: str) -> dict[str, Any]:
+    """The summary's `stop`: where the walk ended in file `f`, and why."""
+    return {
+        "physicalOffset": physical_offset,
+        "status": status,
+        "file": f.name,
+        "position": physical_offset - f.start_offset,
+    }
 
 
 def _count(summary: ExportSummary, rows: pa.RecordBatch) -> None:
@@ -506,13 +510,7 @@ def _iter_entry_batches(
             ok = batch.column("status").indices.to_numpy() == 0
             summary.bytes_read += int(batch.column("totalSize").to_numpy()[ok].sum())
             if status not in ("ok", "blank"):
-                phy = batch.column("physicalOffset")[last].as_py()
-                summary.stop = {
-                    "physicalOffset": phy,
-                    "status": status,
-                    "file": f.name,
-                    "position": phy - f.start_offset,
-                }
+                summary.stop = _stop_row(f, batch.column("physicalOffset")[last].as_py(), status)
         out = export_batch(batch, with_body=with_body, topic=topic)
         if limit is not None and written + out.num_rows > limit:
             out = out.slice(0, limit - written)
