@@ -19,12 +19,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
 from store.checks.names import check_record_names
+from store.checks.orphans import find_orphans, report_orphans
 from store.checks.problems import (
     ERROR,
     INFO,
@@ -45,6 +47,7 @@ from store.checks.storefiles import (
     note_broker_running,
     recovery_summary,
     rel_path,
+    topic_queue_counts,
 )
 from store.log.scan import CommitLogFile
 from store.storedir import Store
@@ -255,8 +258,9 @@ def _verify_rest(
     )
     hits, queues, units_checked = found.hits + batch.hits, {**found.queues, **batch.queues}, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+    topic_queues = topic_queue_counts(store)
     horizon = check_dispatch_coverage(
-        records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
+        records, all_hits, queues, problems, abort=abort, known_topics=topic_queues
     )
     lmq = check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
     summary["consumeQueues"] = {
@@ -273,6 +277,10 @@ def _verify_rest(
         }
     if batch.queues:
         summary["batchConsumeQueues"] = {"queues": len(batch.queues), "units": batch.units}
+    if topic_queues is not None:
+        orphans = find_orphans(topic_queues, {"consumequeue": found.queues, BATCH_CQ_DIR: batch.queues})
+        report_orphans(orphans, problems)
+        summary["consumeQueues"]["orphans"] = len(orphans)
     compaction = check_compaction_files(store, problems)
     if compaction is not None:
         summary["compaction"] = compaction
@@ -352,17 +360,6 @@ def verify_total(store: Store) -> int:
     except MqtoolError:
         pass
     return total
-
-
-def _known_topics(store: Store) -> set[str] | None:
-    """Topics of config/topics.json (None when it cannot be read: then no topic counts as deleted)."""
-    try:
-        loaded = store.config("topics.json").load()
-    except MqtoolError:
-        return None
-    if loaded.source == "none":
-        return None
-    return set(getattr(loaded.model, "topic_config_table", {}) or {})
 
 
 # --- rendering ------------------------------------------------------------------------------------

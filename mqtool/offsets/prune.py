@@ -42,7 +42,7 @@ from typing import Any
 from formats.config.base import java_split_topic_group
 from formats.config.offsets import ConsumerOffsetTable, offset_key
 from formats.errors import MqtoolError
-from formats.names import INIT_SUBSCRIPTION_GROUPS, LMQ_PREFIX, RETRY_PREFIX, escaped_name
+from formats.names import INIT_SUBSCRIPTION_GROUPS, LMQ_PREFIX, RETRY_PREFIX, escaped_name, is_system_topic
 from mqtool.offsets.apply import ApplyResult, PlanOutdatedError, check_writable
 from mqtool.offsets.progress import is_system_group
 from mqtool.offsets.reset import StoreCatalog
@@ -70,22 +70,6 @@ PREDEFINED_GROUPS = frozenset(
         "CID_RMQ_SYS_TRANS",
     }
 )
-# TopicValidator.SYSTEM_TOPIC_SET and SYSTEM_TOPIC_PREFIX (TopicValidator.java:25-37, 49-60)
-SYSTEM_TOPICS = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-        "CHECKPOINT_TOPIC",
-    }
-)
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
 REASONS = ("group-missing", "topic-missing", "queue-out-of-range")
 
@@ -97,11 +81,6 @@ class PruneRefusedError(MqtoolError):
 def is_broker_group(group: str) -> bool:
     """A group the broker itself defines or creates (never pruned)."""
     return group in PREDEFINED_GROUPS or group in INIT_SUBSCRIPTION_GROUPS or is_system_group(group)
-
-
-def is_broker_topic(topic: str) -> bool:
-    """TopicValidator.isSystemTopic: a topic the broker itself creates (never pruned)."""
-    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 @dataclass
@@ -199,7 +178,7 @@ def _present(store: Store, name: str) -> bool:
 def _judge(
     catalog: StoreCatalog, plan: PrunePlan, group: str, topic: str, queue_id: int, offset: int
 ) -> PruneRow | None:
-    if is_broker_group(group) or is_broker_topic(topic) or topic.startswith(LMQ_PREFIX):
+    if is_broker_group(group) or is_system_topic(topic) or topic.startswith(LMQ_PREFIX):
         return None
     if plan.groups_judged and group not in catalog.groups.subscription_group_table:
         return PruneRow(

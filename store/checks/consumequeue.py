@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -345,16 +346,17 @@ def check_dispatch_coverage(
     *,
     abort: bool,
     rows: np.ndarray | None = None,
-    known_topics: set[str] | None = None,
+    known_topics: Mapping[str, tuple[int, int]] | None = None,
 ) -> int:
     """Dispatchable records without a ConsumeQueue unit. Returns the dispatch horizon.
 
     The horizon is maxPhyOffsetOfConsumeQueue (largest phy + size of any queue's last unit). A record at or
     after it was never dispatched: `undispatched`, per queue (a warning after a crash - abnormal recovery
     dispatches it - an error without `abort`: a 5.x normal start never does). A record before it without
-    its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and its topic is not in
-    `known_topics` (topics.json): a deleted topic's records stay in the commitlog (`deleted_topic`, info,
-    one row per queue). `rows` restricts the judged records (an audit split)."""
+    its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and `known_topics` (the topic
+    config: {topic: (readQueueNums, writeQueueNums)}) has neither its topic nor a queue count above its
+    queue id: a deleted topic's or queue's records stay in the commitlog (`deleted_topic`, info, one row
+    per queue; `store.checks.orphans`). `rows` restricts the judged records (an audit split)."""
     horizon = max((q.last_phy_end for q in queues.values()), default=0)
     hit = np.zeros(len(records), dtype=bool)
     hit[hits] = True
@@ -410,7 +412,8 @@ def check_dispatch_coverage(
             name = records.topics[t]
             facts = queues.get((name, q))
             if facts is None:
-                gone[i] = known_topics is not None and name not in known_topics
+                counts = None if known_topics is None else known_topics.get(name)
+                gone[i] = known_topics is not None and (counts is None or q >= max(counts))
                 reasons.append(f"{name}/{q}: no ConsumeQueue for the record's queue")
             elif qo >= facts.max_offset:
                 reasons.append(
@@ -434,7 +437,8 @@ def check_dispatch_coverage(
                     files[k].as_py(),
                     int(positions[k]),
                     f"{records.topics[records.topic[rec]]}/{int(records.queue_id[rec])}: {c} record(s) of a "
-                    "topic that is not in topics.json and has no ConsumeQueue (a deleted topic)",
+                    "topic not in topics.json, or a queue past its topic's queue counts, with no "
+                    "ConsumeQueue (a deleted topic or queue)",
                 )
         keep = np.flatnonzero(~gone)
         if len(keep):

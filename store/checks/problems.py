@@ -84,6 +84,8 @@ KINDS: dict[str, str] = {
     "bcq_queue_type": ERROR,
     "undispatched": WARNING,
     "deleted_topic": INFO,
+    "orphan_topic": WARNING,  # store/checks/orphans.py
+    "orphan_queue": WARNING,
     # compaction topics (compaction/, store/checks/compaction.py)
     "compaction_sanity": ERROR,
     "compaction_not_served": ERROR,
