@@ -84,7 +84,7 @@ def test_pruned_rebuild_leaves_what_the_broker_leaves(case, tmp_path):
     with Store.open(root) as store:
         again = verify_store(store)
     assert again.clean
-    assert not [r for r in again.problem_rows() if r["kind"].startswith("orphan_")]
+    assert not [r for r in again.problem_rows() if r["kind"] in ("orphan_topic", "orphan_queue")]
     gone = {r["detail"].split(":")[0] for r in again.problem_rows() if r["kind"] == "deleted_topic"}
     assert gone == {f"{t}/{q}" for t, q in pruned}  # their records stay in the commitlog, named
 
@@ -123,3 +123,18 @@ def test_refused_without_a_topic_config_or_for_the_index(tmp_path, capsys):
     assert code == 1 and "topics.json" in err and "nothing is pruned" in err
     with Store.open(root) as store, pytest.raises(RebuildRefused, match="rebuild cq or all"):
         rebuild(store, "index", prune_orphans=True)
+
+
+def test_verify_lists_the_offset_rows_offsets_prune_removes(tmp_path, capsys):
+    root = _mutated({"store": "store-a", "mutation": "topic-shrunk"}, tmp_path)
+    with Store.open(root) as store:
+        rows = [r for r in verify_store(store).problem_rows() if r["kind"] == "orphan_offsets"]
+    code, out, err = run_main(["-s", str(root), "-f", "json", "offsets", "prune"], capsys)
+    assert code == 0, err
+    planned = json.loads(out)
+    assert planned  # groupA's OrderTopic rows, both groups' TopicTest queues 2 and 3
+    listed = sum(int(r["detail"].split(" ")[0]) for r in rows)
+    assert listed == len(planned)
+    assert {(p["group"], p["topic"]) for p in planned} == {
+        (r["detail"].split("'")[1], r["detail"].split("'")[3]) for r in rows
+    }

@@ -86,6 +86,7 @@ KINDS: dict[str, str] = {
     "deleted_topic": INFO,
     "orphan_topic": WARNING,  # store/checks/orphans.py
     "orphan_queue": WARNING,
+    "orphan_offsets": INFO,  # mqtool/verify.py, by offsets prune's rules
     # compaction topics (compaction/, store/checks/compaction.py)
     "compaction_sanity": ERROR,
     "compaction_not_served": ERROR,
