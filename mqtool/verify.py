@@ -19,15 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
-from formats.names import escaped_name
 from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
 from store.checks.names import check_record_names
-from store.checks.orphans import find_orphans, report_orphans
 from store.checks.problems import (
     ERROR,
     INFO,
@@ -278,11 +275,11 @@ def _verify_rest(
         }
     if batch.queues:
         summary["batchConsumeQueues"] = {"queues": len(batch.queues), "units": batch.units}
-    if topic_queues is not None:
-        orphans = find_orphans(topic_queues, {"consumequeue": found.queues, BATCH_CQ_DIR: batch.queues})
-        report_orphans(orphans, problems)
-        summary["consumeQueues"]["orphans"] = len(orphans)
-    _orphan_offsets(store, problems)
+    from mqtool.offsets.prune import report_store_orphans
+
+    summary["consumeQueues"]["orphans"] = report_store_orphans(
+        store, found.queues, batch.queues, problems, topic_queues
+    )
     compaction = check_compaction_files(store, problems)
     if compaction is not None:
         summary["compaction"] = compaction
@@ -362,30 +359,6 @@ def verify_total(store: Store) -> int:
     except MqtoolError:
         pass
     return total
-
-
-def _orphan_offsets(store: Store, problems: ProblemList) -> None:
-    """`orphan_offsets` infos: committed offset rows `mqtool offsets prune` would remove (a group or topic
-    the config lacks, a queue past readQueueNums), one row per group, topic and reason."""
-    from mqtool.offsets.prune import plan_prune
-
-    try:
-        plan = plan_prune(store)
-    except MqtoolError:
-        return  # a layout prune does not judge (it says why when run)
-    grouped: dict[tuple[str, str, str], list[int]] = {}
-    for row in plan.rows:
-        grouped.setdefault((row.group, row.topic, row.reason), []).append(row.queue_id)
-    for (group, topic, reason), queue_ids in grouped.items():
-        problems.add(
-            "orphan_offsets",
-            f"config/{plan.file}",
-            None,
-            f"{len(queue_ids)} committed offset(s) of group {escaped_name(group)} on topic "
-            f"{escaped_name(topic)} ({reason}: queues {', '.join(map(str, sorted(queue_ids)[:8]))}"
-            f"{', ...' if len(queue_ids) > 8 else ''}): consumer-progress tools count them as backlog; "
-            "`mqtool offsets prune` removes them",
-        )
 
 
 # --- rendering ------------------------------------------------------------------------------------

@@ -138,3 +138,29 @@ def test_verify_lists_the_offset_rows_offsets_prune_removes(tmp_path, capsys):
     assert {(p["group"], p["topic"]) for p in planned} == {
         (r["detail"].split("'")[1], r["detail"].split("'")[3]) for r in rows
     }
+
+
+@pytest.mark.xdist_group("spark")
+def test_audit_reports_the_orphans_verify_reports(spark, tmp_path):
+    """The audit's rows equal verify's on a store with orphans and on the same store once pruned (the
+    pruned queues' records: deleted_topic infos, no cq_missing_unit error, whatever the split)."""
+    pytest.importorskip("pyspark")
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
+
+    orphaned = _mutated({"store": "store-a", "mutation": "topic-shrunk"}, tmp_path / "a")
+    pruned = _mutated({"store": "store-a", "mutation": "topic-shrunk"}, tmp_path / "b")
+    with Store.open(pruned) as store:
+        rebuild(store, "cq", execute=True, prune_orphans=True, note=lambda _m: None)
+    stores = [str(orphaned), str(pruned)]
+    doc = run_audit(AuditOptions(stores=stores, split_size=300_007), spark=spark).document
+    for root in stores:
+        with Store.open(root) as st:
+            want = sorted(_key(p) for p in verify_store(st).problems.to_pylist())
+        got = sorted(_key(p) for p in doc["problems"] if p["store"] == root)
+        assert got == want
+        assert {k[0] for k in want} & {"orphan_topic", "orphan_offsets", "deleted_topic"}
+
+
+def _key(p: dict) -> tuple:
+    return (p["kind"], p["file"], p["offset"], p["severity"], p["detail"])

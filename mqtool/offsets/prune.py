@@ -35,10 +35,11 @@ manager never reads an offline change at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.config.base import java_split_topic_group
 from formats.config.offsets import ConsumerOffsetTable, offset_key
 from formats.errors import MqtoolError
@@ -48,6 +49,8 @@ from mqtool.offsets.progress import is_system_group
 from mqtool.offsets.reset import StoreCatalog
 from mqtool.safety import refuse_unsupported_layout, warn, write_guard
 from mqtool.timeparse import now_ms
+from store.checks.orphans import find_orphans, report_orphans
+from store.checks.problems import ProblemList
 from store.io.filewrites import crash_point
 from store.storedir import Store
 
@@ -164,6 +167,42 @@ def plan_prune(store: Store) -> PrunePlan:
     if plan.rows and plan.backend != "json":
         plan.warnings.append(_rocksdb_refusal(plan.backend))
     return plan
+
+
+def report_store_orphans(
+    store: Store,
+    queues: Iterable[tuple[str, int]],
+    batch_queues: Iterable[tuple[str, int]],
+    problems: ProblemList,
+    topic_queues: dict[str, tuple[int, int]] | None,
+) -> int | None:
+    """verify's and the audit's orphan rows: `orphan_topic` / `orphan_queue` warnings for the consume queues
+    no topic config serves (`store.checks.orphans`), and `orphan_offsets` infos for the committed offsets
+    `plan_prune` would remove (one per group, topic and reason). `topic_queues`: the topic config's counts
+    (`topic_queue_counts`). Returns the number of orphan queues (None: no topic config to judge by)."""
+    count = None
+    if topic_queues is not None:
+        orphans = find_orphans(topic_queues, {"consumequeue": list(queues), BATCH_CQ_DIR: list(batch_queues)})
+        report_orphans(orphans, problems)
+        count = len(orphans)
+    try:
+        plan = plan_prune(store)
+    except MqtoolError:
+        return count  # a layout prune does not judge (it says why when run)
+    grouped: dict[tuple[str, str, str], list[int]] = {}
+    for row in plan.rows:
+        grouped.setdefault((row.group, row.topic, row.reason), []).append(row.queue_id)
+    for (group, topic, reason), queue_ids in grouped.items():
+        shown = ", ".join(map(str, sorted(queue_ids)[:8])) + (", ..." if len(queue_ids) > 8 else "")
+        problems.add(
+            "orphan_offsets",
+            f"config/{plan.file}",
+            None,
+            f"{len(queue_ids)} committed offset(s) of group {escaped_name(group)} on topic "
+            f"{escaped_name(topic)} ({reason}: queues {shown}): consumer-progress tools count them as "
+            "backlog; `mqtool offsets prune` removes them",
+        )
+    return count
 
 
 def _present(store: Store, name: str) -> bool:
