@@ -53,6 +53,32 @@ BUILTIN_GROUPS = frozenset(
 )
 
 
+# TopicValidator.SYSTEM_TOPIC_SET as its static block fills it, and SYSTEM_TOPIC_PREFIX (5.3.3
+# TopicValidator.java:25-37, 49-60). TopicConfigManager's constructor adds the topics it creates at start
+# (the cluster's and the broker's own names, `<cluster>_REPLY_TOPIC`, the trace topic, ...: 5.3.3
+# TopicConfigManager.java:86-192); those are in topics.json on any store the broker started on.
+SYSTEM_TOPICS = frozenset(
+    {
+        "TBW102",
+        SCHEDULE_TOPIC,
+        "BenchmarkTest",
+        TRANS_HALF_TOPIC,
+        "RMQ_SYS_TRACE_TOPIC",
+        TRANS_OP_HALF_TOPIC,
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+        "CHECKPOINT_TOPIC",
+    }
+)
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+
+
+def is_system_topic(topic: str) -> bool:
+    """`TopicValidator.isSystemTopic` over the static set: a topic the broker itself owns."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
 TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH (the send path; retry and DLQ topics are longer)
 GROUP_MAX_LENGTH = 255  # Validators.CHARACTER_MAX_LENGTH
 NAME_MAX_BYTES = 255  # the longest file name (Linux NAME_MAX): a queue directory is named by its topic

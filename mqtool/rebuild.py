@@ -31,9 +31,11 @@ from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.errors import MqtoolError
 from formats.indexfile import IndexGeometry, oversized_index
 from mqtool.safety import refuse_unsupported_layout, warn, write_guard
+from store.checks.orphans import OrphanQueue, find_orphans
+from store.checks.storefiles import topic_queue_counts
 from store.layout import Setting
 from store.log.mappedfile import MAX_MAPPED_FILE_SIZE, possible_file_size
-from store.queue.consumequeue import is_rocksdb_dir
+from store.queue.consumequeue import ConsumeQueueStore, is_rocksdb_dir
 from store.rebuild.build import (
     DIRECTORIES,
     BuildResult,
@@ -42,6 +44,7 @@ from store.rebuild.build import (
     build_staging,
     compare_consume_queues,
     compare_index,
+    drop_staged_queues,
     finish,
     prepare_staging,
     rebuild_targets,
@@ -50,6 +53,7 @@ from store.rebuild.dledger_index import DLedgerIndexPlan
 from store.storedir import Store
 
 TARGETS = ("cq", "index", "all", "dledger-index")
+CQ_DIR = "consumequeue"
 
 
 class RebuildRefused(MqtoolError):
@@ -72,6 +76,8 @@ class RebuildReport:
     index: IndexDiff | None
     executed: bool = False
     warnings: list[str] = field(default_factory=list)
+    prune_orphans: bool = False
+    orphans: list[OrphanQueue] = field(default_factory=list)  # pruned with prune_orphans, else only named
 
     @property
     def changes(self) -> bool:
@@ -106,6 +112,8 @@ class RebuildReport:
             doc["consumeQueues"] = {
                 "units": b.cq_units,
                 "queues": [queue_row(q) for q in self.queues],
+                "pruneOrphans": self.prune_orphans,
+                "orphans": [o.to_dict() for o in self.orphans],
             }
         if self.index is not None:
             doc["index"] = {
@@ -233,12 +241,24 @@ def rebuild(
     now: Callable[[], int] | None = None,
     note: Callable[[str], None] = warn,
     progress: Callable[[int], None] | None = None,
+    prune_orphans: bool = False,
 ) -> RebuildReport:
-    """Plan the rebuild of `target` (cq, index, all); with `execute`, also do it. (`dledger-index`:
-    `rebuild_dledger_index`.)"""
+    """Plan the rebuild of `target` (cq, index, all); with `execute`, also do it. With `prune_orphans`, the
+    rebuilt ConsumeQueues leave out the queues of topics the topic config lacks and queues past both of
+    their topic's queue counts (`store.checks.orphans`: what the broker's cleanUnusedTopic deletes, and
+    what shrinking a topic left). (`dledger-index`: `rebuild_dledger_index`.)"""
     if target not in TARGETS or target == "dledger-index":
         raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index, all or dledger-index")
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
+    topic_queues = topic_queue_counts(store) if do_cq else None
+    if prune_orphans and not do_cq:
+        raise RebuildRefused("--prune-orphans removes consume queues: rebuild cq or all")
+    if prune_orphans and topic_queues is None:
+        raise RebuildRefused(
+            "--prune-orphans needs the broker's topic config, and this store has none (no topics.json, "
+            "its .bak or a RocksDB config): every queue would look orphaned; nothing is pruned",
+            str(store.config_dir / "topics.json"),
+        )
     _refuse_unsupported(store, do_cq, execute)
     refuse_unsupported_layout(store, "queues" if do_cq else "index")
     cq_size, slots, num, notes = resolve_settings(store, cq_file_size, hash_slot_num, index_num)
@@ -287,6 +307,9 @@ def rebuild(
                 from store.rebuild.batchcq import stage_batch_queues
 
                 batch_queues = stage_batch_queues(store, result, delay_levels)
+            orphans = _orphans(store, result, batch_queues, topic_queues) if do_cq else []
+            if prune_orphans:
+                drop_staged_queues(result, [(o.topic, o.queue_id) for o in orphans if o.directory == CQ_DIR])
             report = RebuildReport(
                 target,
                 execute,
@@ -299,7 +322,10 @@ def rebuild(
                 (compare_consume_queues(store.root, result) + batch_queues) if do_cq else [],
                 compare_index(store.root, result) if do_index else None,
                 warnings=notes + result.warnings,
+                prune_orphans=prune_orphans,
+                orphans=orphans,
             )
+            _note_orphans(report)
             if result.stop_kind != "end":
                 report.warnings.append(
                     f"the commitlog ends with a {result.stop_kind} record at {result.valid_end} "
@@ -327,6 +353,52 @@ def rebuild(
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
     return report
+
+
+def _orphans(
+    store: Store, result: BuildResult, batch_queues: list[QueueDiff], topic_queues: dict | None
+) -> list[OrphanQueue]:
+    """The orphan queues of the current consume queues and of the rebuild (a deleted topic whose
+    directory is gone still has records the rebuild dispatches)."""
+    if topic_queues is None:
+        return []
+    current = set()
+    cq_root = store.root / CQ_DIR
+    if cq_root.is_dir() and not is_rocksdb_dir(cq_root):
+        current = set(
+            ConsumeQueueStore(store.root, commitlog_min_offset=result.commitlog_min_offset).queues()
+        )
+    found = {
+        CQ_DIR: current | set(result.queues),
+        BATCH_CQ_DIR: {(q.topic, q.queue_id) for q in batch_queues},
+    }
+    return find_orphans(topic_queues, found)
+
+
+def _note_orphans(report: RebuildReport) -> None:
+    """Mark the pruned queues in the plan, and say what the orphans mean either way."""
+    cq_orphans = {(o.topic, o.queue_id) for o in report.orphans if o.directory == CQ_DIR}
+    others = [o for o in report.orphans if o.directory != CQ_DIR]
+    if report.prune_orphans:
+        for q in report.queues:
+            if (q.topic, q.queue_id) in cq_orphans and q.old_files:
+                q.status = "pruned"
+        if cq_orphans:
+            report.warnings.append(
+                f"{len(cq_orphans)} orphan queue(s) left out of the rebuilt consumequeue/ (a topic the topic "
+                "config lacks, or a queue past its topic's counts); their committed offsets stay: "
+                "`mqtool offsets prune` removes those"
+            )
+    elif cq_orphans:
+        report.warnings.append(
+            f"{len(cq_orphans)} queue(s) belong to a topic the topic config lacks or lie past their topic's "
+            "queue counts (orphans, rebuilt as they are): --prune-orphans leaves them out"
+        )
+    if others:
+        report.warnings.append(
+            f"{len(others)} orphan queue(s) under {BATCH_CQ_DIR}/ are not pruned (BatchCQ queues are rebuilt "
+            f"whole): {', '.join(o.path for o in others[:4])}"
+        )
 
 
 # --- DLedger's index -------------------------------------------------------------------------------

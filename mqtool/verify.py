@@ -45,6 +45,7 @@ from store.checks.storefiles import (
     note_broker_running,
     recovery_summary,
     rel_path,
+    topic_queue_counts,
 )
 from store.log.scan import CommitLogFile
 from store.storedir import Store
@@ -255,8 +256,9 @@ def _verify_rest(
     )
     hits, queues, units_checked = found.hits + batch.hits, {**found.queues, **batch.queues}, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+    topic_queues = topic_queue_counts(store)
     horizon = check_dispatch_coverage(
-        records, all_hits, queues, problems, abort=abort, known_topics=_known_topics(store)
+        records, all_hits, queues, problems, abort=abort, known_topics=topic_queues
     )
     lmq = check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
     summary["consumeQueues"] = {
@@ -273,6 +275,11 @@ def _verify_rest(
         }
     if batch.queues:
         summary["batchConsumeQueues"] = {"queues": len(batch.queues), "units": batch.units}
+    from mqtool.offsets.prune import report_store_orphans
+
+    summary["consumeQueues"]["orphans"] = report_store_orphans(
+        store, found.queues, batch.queues, problems, topic_queues
+    )
     compaction = check_compaction_files(store, problems)
     if compaction is not None:
         summary["compaction"] = compaction
@@ -352,17 +359,6 @@ def verify_total(store: Store) -> int:
     except MqtoolError:
         pass
     return total
-
-
-def _known_topics(store: Store) -> set[str] | None:
-    """Topics of config/topics.json (None when it cannot be read: then no topic counts as deleted)."""
-    try:
-        loaded = store.config("topics.json").load()
-    except MqtoolError:
-        return None
-    if loaded.source == "none":
-        return None
-    return set(getattr(loaded.model, "topic_config_table", {}) or {})
 
 
 # --- rendering ------------------------------------------------------------------------------------

@@ -164,6 +164,8 @@ class StoreContext:
     index_keys: ReachableKeys | None = None  # with --deep: every key's reachability is checked
     batch_queues: list[BatchQueueContext] = field(default_factory=list)  # BatchCQ topics' queues
     lmq: LmqSettings = field(default_factory=LmqSettings)  # enableMultiDispatch: records name LMQ queues
+    # the topic config's (readQueueNums, writeQueueNums): a deleted topic's or queue's records are no error
+    known_topics: dict[str, tuple[int, int]] | None = None
 
 
 # --- building partial rows -----------------------------------------------------------------------

@@ -35,19 +35,22 @@ manager never reads an offline change at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from formats.batchconsumequeue import BATCH_CQ_DIR
 from formats.config.base import java_split_topic_group
 from formats.config.offsets import ConsumerOffsetTable, offset_key
 from formats.errors import MqtoolError
-from formats.names import INIT_SUBSCRIPTION_GROUPS, LMQ_PREFIX, RETRY_PREFIX, escaped_name
+from formats.names import INIT_SUBSCRIPTION_GROUPS, LMQ_PREFIX, RETRY_PREFIX, escaped_name, is_system_topic
 from mqtool.offsets.apply import ApplyResult, PlanOutdatedError, check_writable
 from mqtool.offsets.progress import is_system_group
 from mqtool.offsets.reset import StoreCatalog
 from mqtool.safety import refuse_unsupported_layout, warn, write_guard
 from mqtool.timeparse import now_ms
+from store.checks.orphans import find_orphans, report_orphans
+from store.checks.problems import ProblemList
 from store.io.filewrites import crash_point
 from store.storedir import Store
 
@@ -70,22 +73,6 @@ PREDEFINED_GROUPS = frozenset(
         "CID_RMQ_SYS_TRANS",
     }
 )
-# TopicValidator.SYSTEM_TOPIC_SET and SYSTEM_TOPIC_PREFIX (TopicValidator.java:25-37, 49-60)
-SYSTEM_TOPICS = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-        "CHECKPOINT_TOPIC",
-    }
-)
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
 REASONS = ("group-missing", "topic-missing", "queue-out-of-range")
 
@@ -97,11 +84,6 @@ class PruneRefusedError(MqtoolError):
 def is_broker_group(group: str) -> bool:
     """A group the broker itself defines or creates (never pruned)."""
     return group in PREDEFINED_GROUPS or group in INIT_SUBSCRIPTION_GROUPS or is_system_group(group)
-
-
-def is_broker_topic(topic: str) -> bool:
-    """TopicValidator.isSystemTopic: a topic the broker itself creates (never pruned)."""
-    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 @dataclass
@@ -187,6 +169,42 @@ def plan_prune(store: Store) -> PrunePlan:
     return plan
 
 
+def report_store_orphans(
+    store: Store,
+    queues: Iterable[tuple[str, int]],
+    batch_queues: Iterable[tuple[str, int]],
+    problems: ProblemList,
+    topic_queues: dict[str, tuple[int, int]] | None,
+) -> int | None:
+    """verify's and the audit's orphan rows: `orphan_topic` / `orphan_queue` warnings for the consume queues
+    no topic config serves (`store.checks.orphans`), and `orphan_offsets` infos for the committed offsets
+    `plan_prune` would remove (one per group, topic and reason). `topic_queues`: the topic config's counts
+    (`topic_queue_counts`). Returns the number of orphan queues (None: no topic config to judge by)."""
+    count = None
+    if topic_queues is not None:
+        orphans = find_orphans(topic_queues, {"consumequeue": list(queues), BATCH_CQ_DIR: list(batch_queues)})
+        report_orphans(orphans, problems)
+        count = len(orphans)
+    try:
+        plan = plan_prune(store)
+    except MqtoolError:
+        return count  # a layout prune does not judge (it says why when run)
+    grouped: dict[tuple[str, str, str], list[int]] = {}
+    for row in plan.rows:
+        grouped.setdefault((row.group, row.topic, row.reason), []).append(row.queue_id)
+    for (group, topic, reason), queue_ids in grouped.items():
+        shown = ", ".join(map(str, sorted(queue_ids)[:8])) + (", ..." if len(queue_ids) > 8 else "")
+        problems.add(
+            "orphan_offsets",
+            f"config/{plan.file}",
+            None,
+            f"{len(queue_ids)} committed offset(s) of group {escaped_name(group)} on topic "
+            f"{escaped_name(topic)} ({reason}: queues {shown}): consumer-progress tools count them as "
+            "backlog; `mqtool offsets prune` removes them",
+        )
+    return count
+
+
 def _present(store: Store, name: str) -> bool:
     """The file or its .bak exists as the broker writes them (RocksDB tables count for the RocksDB
     backends: the broker keeps the table there)."""
@@ -199,7 +217,7 @@ def _present(store: Store, name: str) -> bool:
 def _judge(
     catalog: StoreCatalog, plan: PrunePlan, group: str, topic: str, queue_id: int, offset: int
 ) -> PruneRow | None:
-    if is_broker_group(group) or is_broker_topic(topic) or topic.startswith(LMQ_PREFIX):
+    if is_broker_group(group) or is_system_topic(topic) or topic.startswith(LMQ_PREFIX):
         return None
     if plan.groups_judged and group not in catalog.groups.subscription_group_table:
         return PruneRow(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -337,6 +338,32 @@ def check_consume_queue(
     return ri
 
 
+@dataclass(frozen=True)
+class DeletedQueue:
+    """The records of one deleted topic's or queue's queue still in the commitlog: how many, and the first."""
+
+    count: int
+    phy: int
+    file: str
+    position: int
+
+    def merge(self, other: DeletedQueue) -> DeletedQueue:
+        first = self if self.phy <= other.phy else other
+        return DeletedQueue(self.count + other.count, first.phy, first.file, first.position)
+
+
+def report_deleted(deleted: Mapping[str, DeletedQueue], problems: ProblemList) -> None:
+    """One `deleted_topic` info per queue ("TOPIC/QUEUE_ID" -> its records)."""
+    for queue, d in deleted.items():
+        problems.add(
+            "deleted_topic",
+            d.file,
+            d.position,
+            f"{queue}: {d.count} record(s) of a topic not in topics.json, or a queue past its topic's queue "
+            "counts, with no ConsumeQueue (a deleted topic or queue)",
+        )
+
+
 def check_dispatch_coverage(
     records: RecordIndex,
     hits: np.ndarray,
@@ -345,16 +372,19 @@ def check_dispatch_coverage(
     *,
     abort: bool,
     rows: np.ndarray | None = None,
-    known_topics: set[str] | None = None,
+    known_topics: Mapping[str, tuple[int, int]] | None = None,
+    deleted: dict[str, DeletedQueue] | None = None,
 ) -> int:
     """Dispatchable records without a ConsumeQueue unit. Returns the dispatch horizon.
 
     The horizon is maxPhyOffsetOfConsumeQueue (largest phy + size of any queue's last unit). A record at or
     after it was never dispatched: `undispatched`, per queue (a warning after a crash - abnormal recovery
     dispatches it - an error without `abort`: a 5.x normal start never does). A record before it without
-    its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and its topic is not in
-    `known_topics` (topics.json): a deleted topic's records stay in the commitlog (`deleted_topic`, info,
-    one row per queue). `rows` restricts the judged records (an audit split)."""
+    its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and `known_topics` (the topic
+    config: {topic: (readQueueNums, writeQueueNums)}) has neither its topic nor a queue count above its
+    queue id: a deleted topic's or queue's records stay in the commitlog (`deleted_topic`, info, one row
+    per queue; `store.checks.orphans`; with `deleted`, merged into it instead: an audit split's share,
+    reported once for the store by `report_deleted`). `rows` restricts the judged records (an audit split)."""
     horizon = max((q.last_phy_end for q in queues.values()), default=0)
     hit = np.zeros(len(records), dtype=bool)
     hit[hits] = True
@@ -410,7 +440,8 @@ def check_dispatch_coverage(
             name = records.topics[t]
             facts = queues.get((name, q))
             if facts is None:
-                gone[i] = known_topics is not None and name not in known_topics
+                counts = None if known_topics is None else known_topics.get(name)
+                gone[i] = known_topics is not None and (counts is None or q >= max(counts))
                 reasons.append(f"{name}/{q}: no ConsumeQueue for the record's queue")
             elif qo >= facts.max_offset:
                 reasons.append(
@@ -426,16 +457,17 @@ def check_dispatch_coverage(
             g = np.flatnonzero(gone)
             keys = records.topic[r[g]].astype(np.int64) << 32 | records.queue_id[r[g]].astype(np.int64)
             _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+            found: dict[str, DeletedQueue] = {}
             for j, c in zip(first.tolist(), counts.tolist(), strict=True):
                 k = int(early[g[j]])
                 rec = int(r[g[j]])
-                problems.add(
-                    "deleted_topic",
-                    files[k].as_py(),
-                    int(positions[k]),
-                    f"{records.topics[records.topic[rec]]}/{int(records.queue_id[rec])}: {c} record(s) of a "
-                    "topic that is not in topics.json and has no ConsumeQueue (a deleted topic)",
-                )
+                queue = f"{records.topics[records.topic[rec]]}/{int(records.queue_id[rec])}"
+                found[queue] = DeletedQueue(c, int(records.phy[rec]), files[k].as_py(), int(positions[k]))
+            if deleted is None:
+                report_deleted(found, problems)
+            else:
+                for queue, one in found.items():
+                    deleted[queue] = deleted[queue].merge(one) if queue in deleted else one
         keep = np.flatnonzero(~gone)
         if len(keep):
             problems.add_many(

@@ -84,6 +84,9 @@ KINDS: dict[str, str] = {
     "bcq_queue_type": ERROR,
     "undispatched": WARNING,
     "deleted_topic": INFO,
+    "orphan_topic": WARNING,  # store/checks/orphans.py
+    "orphan_queue": WARNING,
+    "orphan_offsets": INFO,  # mqtool/verify.py, by offsets prune's rules
     # compaction topics (compaction/, store/checks/compaction.py)
     "compaction_sanity": ERROR,
     "compaction_not_served": ERROR,

@@ -402,6 +402,20 @@ def dispatch_facts(store: Store, units: np.ndarray, commitlog_min: int, valid_en
     return want_base, want_batch, inner_num, body_count
 
 
+def topic_queue_counts(store: Store) -> dict[str, tuple[int, int]] | None:
+    """{topic: (readQueueNums, writeQueueNums)} of the topic config the broker loads (topics.json, its
+    .bak, or RocksDB with configManagerVersion=v2); None when there is none to judge by (then no topic or
+    queue counts as deleted: `store.checks.orphans`)."""
+    try:
+        loaded = store.config("topics.json").load()
+    except MqtoolError:
+        return None
+    if loaded.source == "none":
+        return None
+    table = getattr(loaded.model, "topic_config_table", {}) or {}
+    return {name: (c.read_queue_nums, c.write_queue_nums) for name, c in table.items()}
+
+
 def check_queue_types(store: Store, problems: ProblemList) -> None:
     """Queue directories of the other kind than topics.json gives the topic: the broker's load throws
     (`ConsumeQueueStore.queueTypeShouldBe`) and the broker does not start."""

@@ -17,13 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.names import LMQ_PREFIX, LMQ_QUEUE_ID, RETRY_PREFIX, SCHEDULE_TOPIC
+from formats.names import LMQ_PREFIX, LMQ_QUEUE_ID, RETRY_PREFIX, SCHEDULE_TOPIC, SYSTEM_TOPIC_PREFIX
 from store.config.brokerconf import BrokerConfig
 
 LMQ_DISPATCH_SEPARATOR = ","  # MixAll.LMQ_DISPATCH_SEPARATOR
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"  # TopicValidator.SYSTEM_TOPIC_PREFIX
 LMQ_OFFSET_FILE = "lmqConsumerOffset.json"  # BrokerPathConfigHelper.getLmqConsumerOffsetPath
 
 _JAVA_LONG = re.compile(r"[+-]?[0-9]+")

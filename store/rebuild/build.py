@@ -31,6 +31,7 @@ next writer.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -462,6 +463,22 @@ def prepare_staging(root: Path) -> Path:
     return staging
 
 
+def drop_staged_queues(result: BuildResult, keys: list[tuple[str, int]]) -> None:
+    """Take queues out of the staged consumequeue/ (as the broker's `deleteTopics` removes a queue's files
+    and then its topic's empty directory): `rebuild --prune-orphans`."""
+    base = result.staging / "consumequeue"
+    topics = set()
+    for topic, queue_id in keys:
+        state = result.queues.pop((topic, queue_id), None)
+        if state is not None:
+            result.cq_units -= state.units
+        shutil.rmtree(queue_dir(base, topic, queue_id), ignore_errors=True)
+        topics.add(topic)
+    for topic in topics:
+        with contextlib.suppress(OSError):  # the topic keeps queues that are not dropped
+            (base / topic).rmdir()
+
+
 def finish(root: Path, result: BuildResult, names: list[str]) -> None:
     """Swap the rebuilt directories in, raise the checkpoint's indexMsgTimestamp, drop the staging dir.
 
@@ -501,6 +518,7 @@ __all__ = [
     "RebuildError",
     "build_staging",
     "compare_consume_queues",
+    "drop_staged_queues",
     "compare_index",
     "finish",
     "prepare_staging",

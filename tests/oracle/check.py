@@ -159,6 +159,7 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
         ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"], None),
         ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"], None),
         ("rebuild cq", ["rebuild", "cq"], None),
+        ("rebuild cq --prune-orphans", ["rebuild", "cq", "--prune-orphans"], None),
         ("rebuild index", ["rebuild", "index"], None),
         ("rebuild all", ["rebuild", "all"], None),
         *([(FROM_SCRATCH, ["rebuild", "all"], None)] if store in DLEDGER else []),

@@ -30,6 +30,7 @@ from mqtool.audit.schema import (
     partial_rows,
 )
 from mqtool.audit.session.remote import read_array
+from store.checks.storefiles import topic_queue_counts
 from store.io.filereads import map_readonly, read_head
 from store.io.remote import is_url, location
 from store.queue.lmq import is_lmq
@@ -59,6 +60,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
         max_rows=opts.max_rows,
         checks=opts.checks,
         lmq=store.layout.lmq,
+        known_topics=topic_queue_counts(store),
     )
     if not opts.checks:
         return ctx
@@ -189,7 +191,12 @@ def check_split(
     """
     from formats.indexfile import INDEX_ENTRY_DTYPE
     from store.checks.commitlog import check_file_records
-    from store.checks.consumequeue import QueueFacts, check_consume_queue, check_dispatch_coverage
+    from store.checks.consumequeue import (
+        DeletedQueue,
+        QueueFacts,
+        check_consume_queue,
+        check_dispatch_coverage,
+    )
     from store.checks.index import IndexFileFacts, check_index_coverage, check_index_targets
     from store.checks.lmq import lmq_missing
     from store.checks.names import check_record_names
@@ -245,7 +252,10 @@ def check_split(
         )
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     facts = {k: QueueFacts(*v) for k, v in ctx.facts.items()}
-    horizon = check_dispatch_coverage(records, all_hits, facts, problems, abort=ctx.abort)
+    deleted: dict[str, DeletedQueue] = {}  # reported once for the store by the driver (`store_problems`)
+    horizon = check_dispatch_coverage(
+        records, all_hits, facts, problems, abort=ctx.abort, known_topics=ctx.known_topics, deleted=deleted
+    )
     # one row per LMQ queue for the whole store: the driver merges the splits' summaries (`store_problems`)
     missing_lmq = lmq_missing(records, facts, horizon=horizon, settings=ctx.lmq)
     if deep:
@@ -256,6 +266,8 @@ def check_split(
     }
     if missing_lmq:
         split_facts["lmqMissing"] = {queue: dataclasses.astuple(m) for queue, m in missing_lmq.items()}
+    if deleted:
+        split_facts["deletedQueues"] = {queue: dataclasses.astuple(d) for queue, d in deleted.items()}
     for ix in ctx.index_files:
         if ix.entries <= 0:
             continue
@@ -324,7 +336,9 @@ def store_problems(
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
     tails, index headers and chains, the 5.x timer files, checkpoint, `abort` and the lock, where recovery
     would end."""
+    from mqtool.offsets.prune import report_store_orphans
     from store.checks.commitlog import check_commitlog
+    from store.checks.consumequeue import report_deleted
     from store.checks.lmq import report_lmq_missing
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
@@ -359,10 +373,12 @@ def store_problems(
     found = check_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
-    check_batch_queue_files(
+    batch = check_batch_queue_files(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
+    report_store_orphans(store, found.queues, batch.queues, problems, topic_queue_counts(store))
     report_lmq_missing(_lmq_missing(stops, cut), found.queues, problems)
+    report_deleted(_deleted_queues(stops, cut), problems)
     if plan.index_problems is not None:
         problems.extend(plan.index_problems)
     index = check_index_files(
@@ -385,6 +401,18 @@ def store_problems(
     if not dledger:
         recovery_summary(file_summaries(plan, splits, stops, first_rows=True), verdict, cp, abort, problems)
     return problems.table().to_pylist()
+
+
+def _deleted_queues(stops: dict[int, SplitStop], cut: Cut) -> dict[str, Any]:
+    """The valid splits' records of deleted topics and queues (`check_split`), merged per queue."""
+    from store.checks.consumequeue import DeletedQueue
+
+    merged: dict[str, DeletedQueue] = {}
+    for seq in cut.valid_seqs:
+        for queue, fields in stops[seq].facts.get("deletedQueues", {}).items():
+            one = DeletedQueue(*fields)
+            merged[queue] = merged[queue].merge(one) if queue in merged else one
+    return merged
 
 
 def _lmq_missing(stops: dict[int, SplitStop], cut: Cut) -> dict[str, Any]:

@@ -280,6 +280,10 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "mqtool rebuild cq --execute",
             "Replace the ConsumeQueues with rebuilt ones, with the broker stopped.",
         ),
+        E(
+            "mqtool rebuild cq --prune-orphans",
+            "Plan a rebuild without the queues of deleted topics (and queues past a topic's counts).",
+        ),
     ),
     "replicas diff": (
         E(

@@ -57,6 +57,15 @@ def rebuild(
     hash_slot_num: _HashSlotsOpt = None,
     index_num: _IndexNumOpt = None,
     cq_file_size: _CqFileSizeOpt = None,
+    prune_orphans: Annotated[
+        bool,
+        typer.Option(
+            "--prune-orphans",
+            help="Leave out of the rebuilt ConsumeQueues the queues of topics the topic config lacks "
+            "(what mqadmin cleanUnusedTopic deletes; system topics and LMQ kept) and queues past both of "
+            "their topic's queue counts (cq and all only).",
+        ),
+    ] = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -71,7 +80,8 @@ def rebuild(
     A record whose topic or LMQ queue no queue directory may have (the broker's dispatch would build a
     path outside the store from it) is refused, naming it. On a DLedger store the queues and index come
     from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery rewrites),
-    each index file that differs replaced atomically."""
+    each index file that differs replaced atomically. --prune-orphans leaves out the queues `verify` names
+    orphan_topic and orphan_queue (their committed offsets stay: `mqtool offsets prune`)."""
     from mqtool import rebuild as ops
     from mqtool.render.output import progress
 
@@ -93,6 +103,7 @@ def rebuild(
             index_num=index_num,
             zone=s.ctx.zone,
             progress=advance,
+            prune_orphans=prune_orphans,
         )
     from mqtool.cli.repair import rebuild_render
 

@@ -137,6 +137,9 @@ public final class Oracle {
             case "load":
                 rc = Load.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
+            case "clean-unused-topic":
+                rc = CleanUnusedTopic.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
             case "queue-offsets":
                 rc = QueueOffsets.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
