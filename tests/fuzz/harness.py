@@ -358,6 +358,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("verify", ALL, lambda t, k, f: ["verify"]),
     Command("rebuild (dry run)", frozenset({CL, CQ, IX, CP, LAY}), lambda t, k, f: ["rebuild", "all"]),
     Command(
+        "rebuild --prune-orphans (dry run)",
+        frozenset({CL, CQ, CP, CFG, LAY}),
+        lambda t, k, f: ["rebuild", "cq", "--prune-orphans"],
+    ),
+    Command(
         "offsets reset (dry run)",
         frozenset({CL, CQ, CFG, LAY, POP}),
         lambda t, k, f: [
@@ -453,6 +458,7 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
             ["consume-mode", "set", "-t", t.topic, "-g", t.group, "--mode", "POP", "--execute"],
         ),
         ("rebuild", ["rebuild", "all", "--max-index-num", "35", "--execute"]),
+        ("rebuild --prune-orphans", ["rebuild", "cq", "--prune-orphans", "--execute"]),
         ("delay replay", ["delay", "replay", "--now", later, "--execute"]),
         ("txn commit", ["txn", "commit", halves[0], "--now", later, "--execute"]),
         ("txn rollback", ["txn", "rollback", halves[0], "--now", later, "--execute"]),

@@ -362,6 +362,7 @@ WRITE_TARGETS: dict[str, tuple[str, ...]] = {
     "offsets reset": ("config/consumerOffset.json", "config/consumerOffset.json.bak", "config"),
     "consume-mode set": ("config/messageRequestMode.json", "config/messageRequestMode.json.bak", "config"),
     "rebuild": (".", "consumequeue", "index", "checkpoint", "index/LAST"),
+    "rebuild --prune-orphans": (".", "consumequeue", "checkpoint", "cq/TopicTest", "config/topics.json"),
     "delay replay": (
         *APPEND_TARGETS,
         "cq/TopicTest",
