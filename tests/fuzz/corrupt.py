@@ -2910,6 +2910,10 @@ def strategy_names(kind: str) -> list[str]:
     return [s.__name__ for s in STRATEGIES[kind]]
 
 
+class NoCorruption(ValueError):
+    """No strategy of a kind applies to a store (it lacks every file the kind corrupts)."""
+
+
 def generate(kind: str, layout: StoreLayout, rng: random.Random, strategy: int | None = None) -> Corruption:
     """One corruption of file type `kind` (a given strategy by index, else a random one)."""
     strategies = STRATEGIES[kind]
@@ -2922,7 +2926,7 @@ def generate(kind: str, layout: StoreLayout, rng: random.Random, strategy: int |
         result = chosen(layout, rng)
         if result is not None and result.ops:
             return result
-    raise ValueError(f"no {kind} corruption applies to {layout.root}")
+    raise NoCorruption(f"no {kind} corruption applies to {layout.root}")
 
 
 # broker.conf (not a store file: read with --broker-config) ----------------------------------------------

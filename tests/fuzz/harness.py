@@ -1330,7 +1330,7 @@ def make_tasks(
     formats: tuple[str, ...] = FORMATS,
 ) -> Iterator[Task]:
     """`per_kind` corrupted inputs of every kind, over the bases (weighted), each with its commands."""
-    from .corrupt import generate
+    from .corrupt import NoCorruption, generate
 
     rng = random.Random(seed)
     names = [b.name for b in bases]
@@ -1339,16 +1339,21 @@ def make_tasks(
     for i in range(per_kind):  # file types interleaved, so a run stopped early has some of each
         for kind in kinds:
             eligible = [n for n in names if kind_applies(by_name[n], kind)]
-            if not eligible:
+            corruption = None
+            while eligible and corruption is None:
+                base = (
+                    by_name[rng.choices(eligible, [w[names.index(n)] for n in eligible])[0]]
+                    if not cycle_strategies
+                    else by_name[eligible[i % len(eligible)]]
+                )
+                try:
+                    corruption = generate(
+                        kind, base.layout, random.Random(rng.getrandbits(64)), i if cycle_strategies else None
+                    )
+                except NoCorruption:  # e.g. no config JSON on a store of timer files only: another base
+                    eligible.remove(base.name)
+            if corruption is None:
                 continue
-            base = (
-                by_name[rng.choices(eligible, [w[names.index(n)] for n in eligible])[0]]
-                if not cycle_strategies
-                else by_name[eligible[i % len(eligible)]]
-            )
-            corruption = generate(
-                kind, base.layout, random.Random(rng.getrandbits(64)), i if cycle_strategies else None
-            )
             fmt = "json" if rng.random() < 0.6 else rng.choice(formats)
             if base.golden and fmt in ("table", "markdown"):
                 fmt = "plain"  # rich tables of thousands of rows take seconds each: not what is tested here
