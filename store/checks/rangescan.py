@@ -27,6 +27,7 @@ from store.log.commitlog import CommitLog
 from store.log.mappedfile import MappedFile
 from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order, with_data, workers_for
 from store.log.scan import CommitLogFile, _columnar, _u8, last_nonzero_in_file, relative_name
+from store.log.walks import TAIL_KEPT, FileWalk, joined_tail
 
 # the columns `check_commitlog` reads (CommitLogFile.slim)
 _FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTimestamp", "status")
@@ -58,6 +59,7 @@ class RangeScan:
     data_end: int = 0
     stop_data_end: int | None = None
     beyond: pa.RecordBatch | None = None
+    tail: tuple[int, ...] = ()  # positions of the last TAIL_KEPT accepted records (`store.log.walks`)
 
 
 class RangedFile(CommitLogFile):
@@ -100,7 +102,8 @@ def scan_range(task: RangeTask) -> RangeScan:
         if last >= 0:
             keep.add(last)
         rows = _take(batch.select(list(_FILE_COLUMNS)), sorted(keep))
-        scan = RangeScan(rng, cut, rows, bool(len(bad)), index)
+        tail = tuple((phy[-TAIL_KEPT:] - task.base).tolist()) if cut else ()
+        scan = RangeScan(rng, cut, rows, bool(len(bad)), index, tail=tail)
         if len(bad):
             _after_stop(scan, task, f, buf, batch, cut)
         del batch, ok
@@ -132,6 +135,22 @@ def _after_stop(scan: RangeScan, task: RangeTask, f: MappedFile, buf, batch: pa.
         )
         scan.beyond = beyond.select(list(_FILE_COLUMNS)) if beyond.num_rows else None
     del data
+
+
+def _remember_walk(
+    commitlog: CommitLog,
+    f: MappedFile,
+    joined: RangedFile,
+    walk: list[RangeScan],
+    check_crc: bool,
+    accept_v2: bool,
+) -> None:
+    """The file's walk from position 0, for the commitlog's later walks (`store.log.walks`): the end,
+    info's and the bundle's last records then read nothing again."""
+    status, pos, _ = joined.stop()  # type: ignore[misc]
+    tail = joined_tail([s.tail for s in walk])
+    found = FileWalk(status, pos, tail[-1] if tail else -1, joined.messages, tail)
+    commitlog.walks.record(f.start_offset, f.size, found, check_crc=check_crc, accept_v2=accept_v2)
 
 
 def _take(batch: pa.RecordBatch, rows: list[int]) -> pa.RecordBatch:
@@ -200,6 +219,8 @@ def scan_ranges(
             joined.beyond = stop.beyond
         elif (last := joined.stop()) is not None:  # records up to the file's end: scan_file's data_end
             joined.data_end = last_nonzero_in_file(f, _u8(f.buffer()), last[1], f.size)
+        if stop.stopped:
+            _remember_walk(commitlog, f, joined, walk, check_crc, accept_v2)
         if not ended:
             for scan in walk:
                 if scan.index is not None:
