@@ -18,6 +18,7 @@ from mqtool.cli.options import (
     WideOpt,
     jobs_count,
     session,
+    skip_pandas_probe,
 )
 from mqtool.cli.scheduled.delay import NowOpt, resolve_now
 
@@ -63,6 +64,7 @@ def bundle(
 
     if records < 0:
         raise UsageError("--records must be 0 or more")
+    skip_pandas_probe()  # before the workers fork: none of them imports pandas either
     workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
