@@ -176,3 +176,13 @@ def test_a_scanning_command_runs_without_numba():
 def test_the_extension_is_ignored_by_git():
     listed = subprocess.run(["git", "ls-files", "formats/columnar"], capture_output=True, text=True, cwd=ROOT)
     assert not [p for p in listed.stdout.split() if Path(p).name.startswith("_aot_kernels")]
+
+
+@pytest.mark.parametrize("command", [["verify"], ["bundle", "-o", "{tmp}/b.tar.gz"]])
+def test_commands_that_scan_with_pyarrow_import_no_pandas(command, tmp_path):
+    """pyarrow's first array probes for pandas (~0.45 s, again in every forked worker): these commands
+    never hand it pandas objects and skip the probe (`mqtool.cli.options.skip_pandas_probe`)."""
+    args = [a.format(tmp=tmp_path) for a in command]
+    done = _run(_IMPORTS, *args, "--store", "samples/store-a", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    assert "pandas" not in json.loads(done.stdout.splitlines()[-1])
