@@ -1,11 +1,12 @@
 """Whole-commitlog scans over worker processes: each byte range (`store.log.ranges`) decoded on its own and
 reduced to what the checks need, then put back together per file, in order.
 
-`scan_range` decodes one range (`formats.columnar.decoder.decode_resync`) and keeps: its accepted rows as a
-`RecordIndex` part (the columns the ConsumeQueue, index and checkpoint checks join against), the rows whose
-PHYSICALOFFSET field is not their position, the file's first row, and the row that stopped the walk with
-what `store.log.scan.scan_file` records after it (the last non-zero byte, the records a resync finds
-beyond a rejected one). `scan_ranges` runs it over every range of the commitlog with `jobs` workers and
+`scan_range` decodes one range (`formats.columnar.decoder.decode_resync`, without the hosts no check
+reads) and keeps: its accepted rows as a `RecordIndex` part (the columns the ConsumeQueue, index and
+checkpoint checks join against), the rows whose PHYSICALOFFSET field is not their position, the file's
+first row, the positions of the last accepted records (`store.log.walks`), and the row that stopped the
+walk with what `store.log.scan.scan_file` records after it (the last non-zero byte, the records a resync
+finds beyond a rejected one). `scan_ranges` runs it over every range of the commitlog with `jobs` workers and
 gives per file a `RangedFile` - the `store.log.scan.CommitLogFile` the checks read - and the `RecordIndex`
 of the records the broker's walk reaches, exactly as the single-file scan gives them: a file's ranges
 joined in order are its whole-file decode (tests compare 1 and N jobs on the golden stores).
@@ -82,7 +83,13 @@ def scan_range(task: RangeTask) -> RangeScan:
     try:
         buf = f.buffer()
         batch = columnar.decode_resync(
-            buf, task.base, rng.start, rng.end, check_crc=task.check_crc, accept_v2=task.accept_v2
+            buf,
+            task.base,
+            rng.start,
+            rng.end,
+            check_crc=task.check_crc,
+            accept_v2=task.accept_v2,
+            hosts=False,
         )
         codes = columnar._status_codes(batch)
         bad = np.flatnonzero(codes != columnar.STATUS_OK)
@@ -131,7 +138,7 @@ def _after_stop(scan: RangeScan, task: RangeTask, f: MappedFile, buf, batch: pa.
         resync = scan.data_end > pos
     if resync:
         beyond = columnar.decode_resync(
-            buf, task.base, pos + 1, check_crc=task.check_crc, accept_v2=task.accept_v2
+            buf, task.base, pos + 1, check_crc=task.check_crc, accept_v2=task.accept_v2, hosts=False
         )
         scan.beyond = beyond.select(list(_FILE_COLUMNS)) if beyond.num_rows else None
     del data
