@@ -186,3 +186,34 @@ def test_commands_that_scan_with_pyarrow_import_no_pandas(command, tmp_path):
     done = _run(_IMPORTS, *args, "--store", "samples/store-a", "-f", "json")
     assert done.returncode == 0, done.stderr
     assert "pandas" not in json.loads(done.stdout.splitlines()[-1])
+
+
+def test_workers_fork_with_what_they_import():
+    """pyarrow's pa.array(ndarray) imports numpy.ma (~60 ms) in a process that has not: verify's range
+    workers are forked after it, so it is imported once, not once more in each worker."""
+    code = (
+        "import runpy, sys, store.log.ranges as r; r.PARALLEL_MIN_BYTES = 0; "
+        "sys.argv = ['mqtool', *sys.argv[1:]]; runpy.run_module('mqtool.cli', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            code,
+            "verify",
+            "--jobs",
+            "2",
+            "-s",
+            "samples/store-a",
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.endswith("| numpy.ma")]) == 1

@@ -192,6 +192,10 @@ def scan_ranges(
     by_file: dict[int, list[RangeScan]] = {}
     error: MqtoolError | None = None
     done = len(files)
+    if jobs > 1:
+        # pyarrow's pa.array(ndarray) looks for masked arrays, which imports numpy.ma (~60 ms): once here,
+        # before the workers fork, not once in each of them
+        import numpy.ma  # noqa: F401
     results = run_in_order(scan_range, tasks, jobs)
     for task in tasks:
         try:
