@@ -72,10 +72,15 @@ class RecordIndex:
         return builder.build(file_starts, file_names)
 
     def topic_code(self, topic: str) -> int:
-        try:
-            return self.topics.index(topic)
-        except ValueError:
-            return -1
+        return self._topic_codes.get(topic, -1)
+
+    @cached_property
+    def _topic_codes(self) -> dict[str, int]:
+        """Topic -> code (its first place in `topics`): asked once per queue, of stores with 10,000s."""
+        codes: dict[str, int] = {}
+        for code, topic in enumerate(self.topics):
+            codes.setdefault(topic, code)
+        return codes
 
     def find(self, phy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index, found): the record starting exactly at each physical offset."""
