@@ -56,7 +56,9 @@ def main() -> None:
     parser.add_argument("store", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     opts = parser.parse_args()
-    size = sum(f.stat().st_size for f in (opts.store / "commitlog").iterdir())
+    files = list((opts.store / "commitlog").iterdir())
+    size = sum(f.stat().st_size for f in files)
+    written = sum(f.stat().st_blocks * 512 for f in files)  # preallocated files are sparse
     work = Path(tempfile.mkdtemp(prefix="mqtool-bench-oncall-"))
     conf = work / "broker.conf"
     conf.write_text(
@@ -73,7 +75,7 @@ def main() -> None:
         "verify (for comparison)": ["verify", *common],
     }
     print(
-        f"store {opts.store}: {size / 1e9:.2f} GB of commitlog files; "
+        f"store {opts.store}: {size / 1e9:.2f} GB of commitlog files, {written / 1e9:.2f} GB written; "
         f"median of {opts.repeat} runs after one warm-up"
     )
     print(
