@@ -93,8 +93,8 @@ class RecordIndex:
     def find_in_queue(self, phy: np.ndarray, topic: str, queue_id: int) -> tuple[np.ndarray, np.ndarray]:
         """`find` for the units of one queue: first among the records of `topic`/`queue_id` (a few
         thousand, searched in cache), then among all for the units that point elsewhere. The same answer
-        as `find` (no two records start at one offset); a whole-log search per unit misses the cache at
-        every step, the queue's records lying ~(queues) records apart."""
+        as `find` (no two records start at one offset); a search of the whole log per unit misses the
+        cache at every step, a queue's records lying about as many records apart as there are queues."""
         phy = np.asarray(phy, dtype=np.int64)
         rows = self._queue_rows(self.topic_code(topic), queue_id)
         if len(rows) == 0 or len(phy) == 0:
