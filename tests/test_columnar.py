@@ -579,3 +579,22 @@ def test_mixed_ipv4_and_ipv6_born_hosts_equal_the_construct_decoder(tmp_path):
     hosts = decoded[None].dictionary.to_pylist()
     v6 = [h for h in hosts if h.startswith("[2001:db8::")]
     assert 0.02 * len(hosts) < len(v6) < 0.1 * len(hosts)
+
+
+@pytest.mark.parametrize("spill", [None, 0])
+@pytest.mark.parametrize("store", ["store-a", "store-c", "store-49a", "store-trace-a"])
+def test_without_hosts_only_the_hosts_are_null(store, spill):
+    """hosts=False (verify's ranges, which never read them) skips the host dictionaries: both host columns
+    are null, every other column is the full decode's, spilled or not, from a split too."""
+    with host_spill(spill):
+        for path in _files(store):
+            buf, base = _map(path), int(path.name)
+            for decode, start in ((decode_range, 0), (decode_resync, 1000)):
+                full = decode(buf, base, start, check_crc=True)
+                bare = decode(buf, base, start, check_crc=True, hosts=False)
+                assert bare.schema == full.schema == MESSAGE_SCHEMA
+                for name in MESSAGE_SCHEMA.names:
+                    if name in ("bornHost", "storeHost"):
+                        assert bare.column(name).null_count == bare.num_rows
+                    else:
+                        assert bare.column(name).equals(full.column(name)), (path.name, name)

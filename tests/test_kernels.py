@@ -176,3 +176,44 @@ def test_a_scanning_command_runs_without_numba():
 def test_the_extension_is_ignored_by_git():
     listed = subprocess.run(["git", "ls-files", "formats/columnar"], capture_output=True, text=True, cwd=ROOT)
     assert not [p for p in listed.stdout.split() if Path(p).name.startswith("_aot_kernels")]
+
+
+@pytest.mark.parametrize("command", [["verify"], ["bundle", "-o", "{tmp}/b.tar.gz"]])
+def test_commands_that_scan_with_pyarrow_import_no_pandas(command, tmp_path):
+    """pyarrow's first array probes for pandas (~0.45 s, again in every forked worker): these commands
+    never hand it pandas objects and skip the probe (`mqtool.cli.options.skip_pandas_probe`)."""
+    args = [a.format(tmp=tmp_path) for a in command]
+    done = _run(_IMPORTS, *args, "--store", "samples/store-a", "-f", "json")
+    assert done.returncode == 0, done.stderr
+    assert "pandas" not in json.loads(done.stdout.splitlines()[-1])
+
+
+def test_workers_fork_with_what_they_import():
+    """pyarrow's pa.array(ndarray) imports numpy.ma (~60 ms) in a process that has not: verify's range
+    workers are forked after it, so it is imported once, not once more in each worker."""
+    code = (
+        "import runpy, sys, store.log.ranges as r; r.PARALLEL_MIN_BYTES = 0; "
+        "sys.argv = ['mqtool', *sys.argv[1:]]; runpy.run_module('mqtool.cli', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            code,
+            "verify",
+            "--jobs",
+            "2",
+            "-s",
+            "samples/store-a",
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.endswith("| numpy.ma")]) == 1

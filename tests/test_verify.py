@@ -544,3 +544,43 @@ def test_problem_list_caps_rows():
     assert table.column("kind").to_pylist() == ["cq_order"] * 3 + ["more", "recovery"]
     assert table.column("offset").to_pylist()[:4] == [0, 1, 2, 9]
     assert "7 more cq_order problems" in table.column("detail")[3].as_py()
+
+
+# --- finding a queue's records ----------------------------------------------------------------------
+
+
+def _same_find(records: RecordIndex, phy: np.ndarray, topic: str, queue_id: int) -> None:
+    want_idx, want_found = records.find(phy)
+    idx, found = records.find_in_queue(phy, topic, queue_id)
+    assert (found == want_found).all()
+    assert (idx[found] == want_idx[want_found]).all()
+
+
+@pytest.mark.parametrize(
+    "store", ["store-a", "store-c", "store-49a", "store-lmq", "store-batchcq", "store-pop"]
+)
+def test_find_in_queue_is_find(store):
+    """Every queue's units found among the queue's own records first give what the whole-log search gives:
+    the real units, units moved to other queues' records, to no record start, past the end, unknown names."""
+    from store.checks.rangescan import scan_ranges
+
+    with Store.open(store_path(store)) as st:
+        _, records, _ = scan_ranges(st.commitlog)
+        queues = list(st.consume_queues.queues())
+        assert queues
+        rng = np.random.default_rng(7)
+        for topic, queue_id in queues:
+            q = st.consume_queues.open(topic, queue_id)
+            try:
+                phy = np.asarray(q.units(0)["phyOffset"], dtype=np.int64)
+            finally:
+                q.close()
+            _same_find(records, phy, topic, queue_id)
+            mixed = np.sort(
+                np.concatenate([phy, rng.choice(records.phy, 50), records.phy[:3] + 1, [0, 1 << 40]])
+            )
+            _same_find(records, mixed, topic, queue_id)
+            _same_find(records, mixed, topic, queue_id + 1000)
+            _same_find(records, mixed, topic, -5)
+        _same_find(records, records.phy[::7], "no-such-topic", 0)
+        _same_find(records, np.zeros(0, np.int64), queues[0][0], queues[0][1])

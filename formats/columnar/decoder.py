@@ -25,8 +25,9 @@ properties, keys, tags, uniqKey and body are null.
 Columns (MESSAGE_SCHEMA): physicalOffset is the record's position (file start + offset in the buffer);
 physicalOffsetField is the PHYSICALOFFSET stored in it (the broker does not compare them). bodyOffset is
 the body's position inside the buffer (slice it as buf[bodyOffset:bodyOffset + bodyLength]). topic,
-bornHost and storeHost are dictionary-encoded; hosts are "a.b.c.d:port" or "[v6]:port" (RFC 5952 form).
-keys, tags and uniqKey are the values the broker's property parser gives (last occurrence wins,
+bornHost and storeHost are dictionary-encoded; hosts are "a.b.c.d:port" or "[v6]:port" (RFC 5952 form);
+with hosts=False (a reader that never looks at them) both are null, and building their dictionaries is
+skipped. keys, tags and uniqKey are the values the broker's property parser gives (last occurrence wins,
 `MessageDecoder.string2messageProperties`),
 null when absent. Strings are UTF-8; invalid sequences become U+FFFD, as Java's decoder does.
 `properties` (the raw PROPERTIES bytes) is a binary_view column pointing into `buf` itself: no copy, and
@@ -189,6 +190,7 @@ def decode_range(
     check_crc: bool = False,
     with_body: bool = False,
     accept_v2: bool = True,
+    hosts: bool = True,
 ) -> pa.RecordBatch:
     """Decode the records that start in [start, end) of one commitlog file.
 
@@ -196,7 +198,7 @@ def decode_range(
     remaining" checks see the real file end); its first byte has physical offset base_offset. `start` must
     be a record boundary. See the module docstring for rows, statuses and the hand-over at `end`.
     """
-    return _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=False)
+    return _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=False, hosts=hosts)
 
 
 def decode_resync(
@@ -208,12 +210,15 @@ def decode_resync(
     check_crc: bool = False,
     with_body: bool = False,
     accept_v2: bool = True,
+    hosts: bool = True,
 ) -> pa.RecordBatch:
     """Like decode_range, for a split that may start mid-record: begins at the first boundary >= start.
 
     Position 0 is always a boundary (a record never spans files), so a split at 0 is decoded from there.
     """
-    return _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=start > 0)
+    return _decode(
+        buf, base_offset, start, end, check_crc, with_body, accept_v2, resync=start > 0, hosts=hosts
+    )
 
 
 def walk_chain(
@@ -337,7 +342,9 @@ def _keep(name: str, fresh: np.ndarray) -> None:
     pooled[busy[0] if busy else 0] = fresh
 
 
-def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resync) -> pa.RecordBatch:
+def _decode(
+    buf, base_offset, start, end, check_crc, with_body, accept_v2, resync, hosts=True
+) -> pa.RecordBatch:
     from formats.columnar.kernels import kernel, tables
 
     b = _as_array(buf)
@@ -366,10 +373,12 @@ def _decode(buf, base_offset, start, end, check_crc, with_body, accept_v2, resyn
         *out,
     )
     del out
-    return _batch_of_walk(b, int(base_offset), result, list(sizes), with_body)
+    return _batch_of_walk(b, int(base_offset), result, list(sizes), with_body, hosts)
 
 
-def _batch_of_walk(b: np.ndarray, base_offset: int, result: tuple, sizes: list[str], with_body: bool):
+def _batch_of_walk(
+    b: np.ndarray, base_offset: int, result: tuple, sizes: list[str], with_body: bool, hosts: bool = True
+):
     """The RecordBatch of a walk kernel's result tuple (walk's layout: rows, the output arrays, used, the
     topic and host tables, touch, spilled); the output arrays go back to the pool."""
     n = int(result[0])
@@ -385,11 +394,14 @@ def _batch_of_walk(b: np.ndarray, base_offset: int, result: tuple, sizes: list[s
     valid = a["valid"][:n]
     dict_valid = _bitmap(valid & _VALID_DICT_BIT)
     topics = _strings([_utf8(b[o : o + ln]) for o, ln, _ in t_reps[:t_n]])
-    if spilled:
+    if not hosts:
+        born_hosts = store_hosts = None
+    elif spilled:
         born_hosts = _spilled_born_hosts(b, int(base_offset), a, n, h_reps[:h_n])
+        store_hosts = _hosts(b, g_reps[:g_n])
     else:
         born_hosts = _hosts(b, h_reps[:h_n])
-    store_hosts = _hosts(b, g_reps[:g_n])
+        store_hosts = _hosts(b, g_reps[:g_n])
     columns: dict[str, pa.Array] = {}
     for name, row in _C64.items():
         columns[name] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(a["c64"][row, :n])])
@@ -400,6 +412,9 @@ def _batch_of_walk(b: np.ndarray, base_offset: int, result: tuple, sizes: list[s
         ("bornHost", _C32_BORNHOST, born_hosts),
         ("storeHost", _C32_STOREHOST, store_hosts),
     ):
+        if dictionary is None:
+            columns[name] = pa.nulls(n, _DICT_STRING)
+            continue
         indices = pa.Array.from_buffers(pa.int32(), n, [dict_valid, pa.py_buffer(a["c32"][row, :n])])
         columns[name] = pa.DictionaryArray.from_arrays(indices, dictionary)
     # zero copy: the views point into the file buffer, which the array keeps alive

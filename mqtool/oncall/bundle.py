@@ -160,8 +160,12 @@ def write_bundle(
     records: int = 20,
     force: bool = False,
     disk_used: float | None = None,
+    jobs: int = 1,
 ) -> BundleSummary:
-    """Write the bundle of `store` to `output` (atomically: a temporary file beside it, then a rename)."""
+    """Write the bundle of `store` to `output` (atomically: a temporary file beside it, then a rename).
+    verify's pass over the commitlog (in byte ranges over `jobs` worker processes) runs first: it records
+    every file's walk (`store.log.walks`), from which info's end and newest record, the start-up verdict's
+    recovery end and the last records are then answered without reading the log again."""
     from mqtool import __version__
     from mqtool.info import store_info
     from mqtool.oncall.retention import retention_report
@@ -176,13 +180,17 @@ def write_bundle(
         raw = Path(store.broker_config.source).read_text(encoding="utf-8", errors="replace")
         conf_text = sanitize_properties(raw, scrubber)
 
-    def document(name: str, build) -> None:
+    def build_document(name: str, build) -> tuple[bytes, str | None]:
         try:
-            doc = build()
+            return (to_json_text(build()) + "\n").encode("utf-8"), None
         except MqtoolError as exc:
-            doc = {"error": str(exc)}
-            notes.append(f"{name}: {exc}")
-        members.append((name, (to_json_text(doc) + "\n").encode("utf-8")))
+            return (to_json_text({"error": str(exc)}) + "\n").encode("utf-8"), f"{name}: {exc}"
+
+    def document(name: str, build, built: tuple[bytes, str | None] | None = None) -> None:
+        content, note = built or build_document(name, build)
+        members.append((name, content))
+        if note:
+            notes.append(note)
 
     body_note = ", and bodies (base64)" if with_bodies else " (no bodies)"
     readme = README.format(
@@ -194,9 +202,10 @@ def write_bundle(
         body_note=body_note,
     )
     members.append(("README.txt", readme.encode("utf-8")))
-    document("info.json", lambda: store_info(store))
+    verified = build_document("verify.json", lambda: verify_store(store, jobs=jobs).to_json())
+    document("info.json", lambda: store_info(store, jobs=jobs))
     document("startup.json", lambda: startup_check(store))
-    document("verify.json", lambda: verify_store(store).to_json())
+    document("verify.json", None, verified)
     document(
         "retention.json",
         lambda: retention_report(store, now_ms=now_ms, zone=zone, disk_used=disk_used).to_json(),

@@ -202,7 +202,7 @@ def check_consume_queue(
                 ),
             )
         sel = where_(~outside)
-    ri, found = records.find(pick(phy))
+    ri, found = records.find_in_queue(pick(phy), topic, queue_id)
     if not found.all():
         miss = where_(~found)
         problems.add_many(

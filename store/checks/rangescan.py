@@ -1,11 +1,12 @@
 """Whole-commitlog scans over worker processes: each byte range (`store.log.ranges`) decoded on its own and
 reduced to what the checks need, then put back together per file, in order.
 
-`scan_range` decodes one range (`formats.columnar.decoder.decode_resync`) and keeps: its accepted rows as a
-`RecordIndex` part (the columns the ConsumeQueue, index and checkpoint checks join against), the rows whose
-PHYSICALOFFSET field is not their position, the file's first row, and the row that stopped the walk with
-what `store.log.scan.scan_file` records after it (the last non-zero byte, the records a resync finds
-beyond a rejected one). `scan_ranges` runs it over every range of the commitlog with `jobs` workers and
+`scan_range` decodes one range (`formats.columnar.decoder.decode_resync`, without the hosts no check
+reads) and keeps: its accepted rows as a `RecordIndex` part (the columns the ConsumeQueue, index and
+checkpoint checks join against), the rows whose PHYSICALOFFSET field is not their position, the file's
+first row, the positions of the last accepted records (`store.log.walks`), and the row that stopped the
+walk with what `store.log.scan.scan_file` records after it (the last non-zero byte, the records a resync
+finds beyond a rejected one). `scan_ranges` runs it over every range of the commitlog with `jobs` workers and
 gives per file a `RangedFile` - the `store.log.scan.CommitLogFile` the checks read - and the `RecordIndex`
 of the records the broker's walk reaches, exactly as the single-file scan gives them: a file's ranges
 joined in order are its whole-file decode (tests compare 1 and N jobs on the golden stores).
@@ -27,6 +28,7 @@ from store.log.commitlog import CommitLog
 from store.log.mappedfile import MappedFile
 from store.log.ranges import ByteRange, auto_range_size, byte_ranges, run_in_order, with_data, workers_for
 from store.log.scan import CommitLogFile, _columnar, _u8, last_nonzero_in_file, relative_name
+from store.log.walks import TAIL_KEPT, FileWalk, joined_tail
 
 # the columns `check_commitlog` reads (CommitLogFile.slim)
 _FILE_COLUMNS = ("physicalOffset", "totalSize", "physicalOffsetField", "storeTimestamp", "status")
@@ -58,6 +60,7 @@ class RangeScan:
     data_end: int = 0
     stop_data_end: int | None = None
     beyond: pa.RecordBatch | None = None
+    tail: tuple[int, ...] = ()  # positions of the last TAIL_KEPT accepted records (`store.log.walks`)
 
 
 class RangedFile(CommitLogFile):
@@ -80,7 +83,13 @@ def scan_range(task: RangeTask) -> RangeScan:
     try:
         buf = f.buffer()
         batch = columnar.decode_resync(
-            buf, task.base, rng.start, rng.end, check_crc=task.check_crc, accept_v2=task.accept_v2
+            buf,
+            task.base,
+            rng.start,
+            rng.end,
+            check_crc=task.check_crc,
+            accept_v2=task.accept_v2,
+            hosts=False,
         )
         codes = columnar._status_codes(batch)
         bad = np.flatnonzero(codes != columnar.STATUS_OK)
@@ -100,7 +109,8 @@ def scan_range(task: RangeTask) -> RangeScan:
         if last >= 0:
             keep.add(last)
         rows = _take(batch.select(list(_FILE_COLUMNS)), sorted(keep))
-        scan = RangeScan(rng, cut, rows, bool(len(bad)), index)
+        tail = tuple((phy[-TAIL_KEPT:] - task.base).tolist()) if cut else ()
+        scan = RangeScan(rng, cut, rows, bool(len(bad)), index, tail=tail)
         if len(bad):
             _after_stop(scan, task, f, buf, batch, cut)
         del batch, ok
@@ -128,10 +138,26 @@ def _after_stop(scan: RangeScan, task: RangeTask, f: MappedFile, buf, batch: pa.
         resync = scan.data_end > pos
     if resync:
         beyond = columnar.decode_resync(
-            buf, task.base, pos + 1, check_crc=task.check_crc, accept_v2=task.accept_v2
+            buf, task.base, pos + 1, check_crc=task.check_crc, accept_v2=task.accept_v2, hosts=False
         )
         scan.beyond = beyond.select(list(_FILE_COLUMNS)) if beyond.num_rows else None
     del data
+
+
+def _remember_walk(
+    commitlog: CommitLog,
+    f: MappedFile,
+    joined: RangedFile,
+    walk: list[RangeScan],
+    check_crc: bool,
+    accept_v2: bool,
+) -> None:
+    """The file's walk from position 0, for the commitlog's later walks (`store.log.walks`): the end,
+    info's and the bundle's last records then read nothing again."""
+    status, pos, _ = joined.stop()  # type: ignore[misc]
+    tail = joined_tail([s.tail for s in walk])
+    found = FileWalk(status, pos, tail[-1] if tail else -1, joined.messages, tail)
+    commitlog.walks.record(f.start_offset, f.size, found, check_crc=check_crc, accept_v2=accept_v2)
 
 
 def _take(batch: pa.RecordBatch, rows: list[int]) -> pa.RecordBatch:
@@ -166,6 +192,10 @@ def scan_ranges(
     by_file: dict[int, list[RangeScan]] = {}
     error: MqtoolError | None = None
     done = len(files)
+    if jobs > 1:
+        # pyarrow's pa.array(ndarray) looks for masked arrays, which imports numpy.ma (~60 ms): once here,
+        # before the workers fork, not once in each of them
+        import numpy.ma  # noqa: F401
     results = run_in_order(scan_range, tasks, jobs)
     for task in tasks:
         try:
@@ -200,6 +230,8 @@ def scan_ranges(
             joined.beyond = stop.beyond
         elif (last := joined.stop()) is not None:  # records up to the file's end: scan_file's data_end
             joined.data_end = last_nonzero_in_file(f, _u8(f.buffer()), last[1], f.size)
+        if stop.stopped:
+            _remember_walk(commitlog, f, joined, walk, check_crc, accept_v2)
         if not ended:
             for scan in walk:
                 if scan.index is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from formats.structs import BLANK_MAGIC, MESSAGE_MAGICS
 from store.log.mappedfile import MappedFile, MappedFileQueue, offset_to_file_name
 from store.log.ranges import workers_for
 from store.log.recovery import recovery_start_normal
+from store.log.walks import ChainEnd, FileWalk, FileWalks
 
 RELEASE_STEP = 4 << 20  # bytes a record walk reads before it unmaps the pages behind it
 
@@ -150,6 +151,7 @@ class CommitLog:
         self.directory = Path(directory)
         self.queue = queue if queue is not None else MappedFileQueue.open(self.directory)
         self._stops: dict[tuple[int, bool], EndOfData | BadRecord] = {}  # a read-only store's walks
+        self.walks = FileWalks()  # every file walked whole so far (`store.log.walks`)
 
     @classmethod
     def open(cls, root: Path | str) -> CommitLog:
@@ -361,14 +363,36 @@ class CommitLog:
         pos = from_offset - f.start_offset
         if pos:
             self._check_boundary(f, pos, check_crc)
-        last_at: tuple[int, int, Fields] | None = None
-        compiled = sum(g.size for g in files[index:]) - pos >= COMPILED_WALK_MIN
-        if compiled:  # in ranges, each mapped only while walked: a GiB file is not resident at once
-            span = sum(g.size for g in files[index:]) - pos
+            return self._walk_from(index, pos, check_crc, accept_v2, jobs)
+        known = self.walks.chain(files, index, check_crc=check_crc, accept_v2=accept_v2)
+        if isinstance(known, ChainEnd):
+            return self._known_end(known, check_crc, accept_v2)
+        end = self._walk_from(known.file_index, known.position, check_crc, accept_v2, jobs)
+        if end.last is None and known.last is not None:
+            end = replace(end, last=self._head(known.last, check_crc, accept_v2))
+        return end
+
+    def _walk_from(self, index: int, pos: int, check_crc: bool, accept_v2: bool, jobs: int) -> WalkEnd:
+        """walk_end from the record boundary `pos` of file `index`, reading the files; each file walked
+        from its first byte is recorded (`self.walks`)."""
+        files = self.files
+        span = sum(g.size for g in files[index:]) - pos
+        if span >= COMPILED_WALK_MIN:  # in ranges, each mapped only while walked: a GiB file is not resident
             return self._walk_ranges(index, pos, check_crc, accept_v2, workers_for(span, jobs))
+        last_at: tuple[int, int, Fields] | None = None
         while True:
             f = files[index]
+            whole = pos == 0
             status, pos, last_in_file = _walk_file(f, pos, check_crc, accept_v2)
+            if whole:
+                in_file = -1 if last_in_file is None else last_in_file[0] - f.start_offset
+                self.walks.record(
+                    f.start_offset,
+                    f.size,
+                    FileWalk(status, pos, in_file),
+                    check_crc=check_crc,
+                    accept_v2=accept_v2,
+                )
             last_at = last_in_file or last_at
             last = None if last_at is None else RecordHead.of(*last_at)
             if status != "blank":
@@ -377,6 +401,17 @@ class CommitLog:
             if index >= len(files):
                 return WalkEnd(f.start_offset + pos, "blank", last, f, pos)
             pos = 0
+
+    def _head(self, at: tuple[int, int], check_crc: bool, accept_v2: bool) -> RecordHead:
+        """The fixed fields of the accepted record at (file index, position)."""
+        return RecordHead.of(*_head_at(self.files[at[0]], at[1], check_crc, accept_v2))
+
+    def _known_end(self, known: ChainEnd, check_crc: bool, accept_v2: bool) -> WalkEnd:
+        """walk_end's answer from the recorded file walks (`FileWalks.chain`)."""
+        f = self.files[known.file_index]
+        head = None if known.last is None else self._head(known.last, check_crc, accept_v2)
+        at = known.walk.position
+        return WalkEnd(f.start_offset + at, known.walk.status, head, f, at)
 
     def _walk_ranges(self, index: int, pos: int, check_crc: bool, accept_v2: bool, jobs: int) -> WalkEnd:
         """walk_end's compiled walk from file `index`, position `pos`, in byte ranges over `jobs` workers:
@@ -394,6 +429,7 @@ class CommitLog:
             where = (str(g.path), g.start_offset, g.size, r.file_index, r.start, r.end)
             tasks.append(_ChainTask(*where, resync, check_crc, accept_v2))
         last: tuple[MappedFile, int] | None = None
+        file_last: dict[int, int] = {}  # the last accepted record of each file walked so far
         skip = -1  # a file whose walk ended in a BLANK
         results = run_in_order(_walk_range, tasks, jobs)
         try:
@@ -403,8 +439,12 @@ class CommitLog:
                 f = files[task.file_index]
                 if last_ok >= 0:
                     last = (f, last_ok)
+                    file_last[task.file_index] = last_ok
                 if status == "handover":
                     continue
+                if task.file_index > index or pos == 0:  # walked from its first byte: remembered
+                    walk = FileWalk(status, at, file_last.get(task.file_index, -1))
+                    self.walks.record(f.start_offset, f.size, walk, check_crc=check_crc, accept_v2=accept_v2)
                 head = None if last is None else RecordHead.of(*_head_at(*last, check_crc, accept_v2))
                 if status != "blank" or task.file_index == len(files) - 1:
                     return WalkEnd(f.start_offset + at, status, head, f, at)
@@ -543,15 +583,30 @@ class CommitLog:
 
     def tail_positions(self, f: MappedFile, keep: int) -> list[int]:
         """Positions in `f` of its last `keep` accepted records, oldest first, walked from the file's start
-        with the broker's check (CRC unchecked): by the compiled walk on a file of COMPILED_WALK_MIN bytes or
-        more, else by the struct check."""
+        with the broker's check (CRC unchecked): from the file's recorded walk (`self.walks`) when it kept
+        them, else by the compiled walk on a file of COMPILED_WALK_MIN bytes or more, else by the struct
+        check (from the record whose CRC stopped a recorded checked walk, when one did)."""
         if keep <= 0:
             return []
-        if f.size >= COMPILED_WALK_MIN:
+        known = self.walks.walk_of(f.start_offset, f.size, check_crc=False, accept_v2=True)
+        kept = None if known is None else known.tail_of(keep)
+        if kept is not None:
+            return kept
+        crc = self.walks.crc_stop(f.start_offset, f.size, accept_v2=True)
+        if crc is not None:
+            after = self._tail_from(f, crc.position, keep)
+            before = crc.tail_of(keep - len(after)) if len(after) < keep else []
+            if before is not None:
+                return (before + after)[-keep:]
+        return self._tail_from(f, 0, keep)
+
+    def _tail_from(self, f: MappedFile, pos: int, keep: int) -> list[int]:
+        """Positions of the last `keep` records accepted (CRC unchecked) walking `f` from boundary `pos`."""
+        if f.size - pos >= COMPILED_WALK_MIN:
             from formats.columnar.decoder import walk_stop
 
-            return walk_stop(f.buffer(), 0, check_crc=False, keep=keep)[2]
-        buf, pos, found = f.buffer(), 0, deque(maxlen=keep)
+            return walk_stop(f.buffer(), pos, check_crc=False, keep=keep)[2]
+        buf, found = f.buffer(), deque(maxlen=keep)
         while True:
             status, total, _ = check_record(buf, f.size, pos, False, True)
             if status != "ok":

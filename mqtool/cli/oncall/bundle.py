@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt, session
+from mqtool.cli.options import (
+    BrokerConfigOpt,
+    FormatOpt,
+    JobsOpt,
+    RecordOpt,
+    StoreOpt,
+    TzOpt,
+    WideOpt,
+    jobs_count,
+    session,
+    skip_pandas_probe,
+)
 from mqtool.cli.scheduled.delay import NowOpt, resolve_now
 
 
@@ -32,6 +43,7 @@ def bundle(
         typer.Option("--disk-used", metavar="RATIO", help="Retention part: assume the disk this used."),
     ] = None,
     broker_config: BrokerConfigOpt = None,
+    jobs: JobsOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -43,14 +55,17 @@ def bundle(
     broker.conf with every secret-looking value (access keys, secret keys, passwords, tokens, credentials,
     auth users) replaced, the config files, the checkpoint and other state files, and the last records of
     the commitlog without their bodies (--with-bodies adds them); a README inside says what it holds. The
-    archive is written atomically, never inside a store, and replaces an existing file only when it is an
-    earlier bundle, or with --force."""
+    commitlog is read once, in byte ranges over --jobs worker processes, for every document. The archive
+    is written atomically, never inside a store, and replaces an existing file only when it is an earlier
+    bundle, or with --force."""
     from formats.errors import UsageError
     from mqtool.oncall import bundle as ops
     from mqtool.render.output import emit_document, emit_fields
 
     if records < 0:
         raise UsageError("--records must be 0 or more")
+    skip_pandas_probe()  # before the workers fork: none of them imports pandas either
+    workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record, csv=False)
     when = resolve_now(now, s.ctx.zone)
     with s.open_store(broker_config) as st:
@@ -63,6 +78,7 @@ def bundle(
             records=records,
             force=force,
             disk_used=disk_used,
+            jobs=workers,
         )
     doc = summary.to_json()
 
