@@ -84,8 +84,10 @@ from formats.columnar._kernel_base import (
     V_TAGS,
     V_UNIQ,
     VALID_TOPIC_BIT,
+    _fetch_ahead,
     _hot,
     _memcpy,
+    _touch_ahead,
     _utf8_ok,
 )
 from formats.columnar._record_kernels import (
@@ -199,11 +201,10 @@ def _run(
     r = w[W_ROWS]
     ahead = w[W_AHEAD]
     touch = w[W_TOUCH]
+    fetched = pos
     while True:
-        # Read ahead: touching the mapping in front of the walk takes page faults off its path.
-        while ahead < n and ahead < pos + 65536:
-            touch += b[ahead]
-            ahead += 4096
+        ahead, touch = _touch_ahead(b, n, pos, ahead, touch)
+        fetched = _fetch_ahead(b, n, pos, fetched)
         st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
         if pos >= end and _is_boundary(st, s, base, pos, n):
             w[W_DONE] = 1
@@ -458,7 +459,9 @@ def walk_stop(b, start, check_crc, accept_v2, crc_tab, crc_fn, digits, ring):
     k = ring.shape[0]
     pos = start
     count = 0
+    fetched = pos
     while True:
+        fetched = _fetch_ahead(b, n, pos, fetched)
         st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
         if st != OK:
             return st, pos, count

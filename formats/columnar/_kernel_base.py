@@ -168,6 +168,24 @@ def _zlib_crc32(typingctx, fn, arr, p, n):
 
 
 @intrinsic
+def _prefetch(typingctx, arr, pos):
+    """Ask the CPU for the cache line of arr[pos] (llvm.prefetch: read, keep in all levels). A hint:
+    it never faults, an address outside the mapping or not yet mapped is ignored."""
+
+    def codegen(context, builder, signature, args):
+        ptr = _address(context, builder, signature.args[0], args[0], args[1])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        read, keep_everywhere, data = ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)
+        builder.call(fn, [builder.bitcast(ptr, i8p), read, keep_everywhere, data])
+        return context.get_dummy_value()
+
+    return types.void(arr, pos), codegen
+
+
+@intrinsic
 def _ctz(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
@@ -178,6 +196,40 @@ def _ctz(typingctx, x):
 _ONES = 0x0101010101010101
 _HIGHS = -0x7F7F7F7F7F7F7F80  # 0x8080808080808080 as int64
 _TWOS = 0x0202020202020202
+
+
+# A walk from record to record reads a few cache lines of each (header, topic, properties) and skips the
+# body: a chain of dependent loads that the hardware prefetchers do not follow across pages, so every
+# record waited for memory (the walk ran at a sixth of the speed of the same walk with the lines asked
+# for in advance). The walks ask for every line FETCH_AHEAD bytes in front of them, and touch one byte per
+# page TOUCH_AHEAD bytes in front, so that page faults are taken there (a prefetch of an unmapped page is
+# dropped).
+FETCH_AHEAD = 4096
+TOUCH_AHEAD = 65536
+_LINE = 64
+_PAGE = 4096
+
+
+@_hot
+def _fetch_ahead(b, n, pos, fetched):
+    """Prefetch the cache lines of b from max(fetched, pos) up to pos + FETCH_AHEAD; the new frontier."""
+    lim = min(pos + FETCH_AHEAD, n)
+    f = max(fetched, pos)
+    while f < lim:
+        _prefetch(b, f)
+        f += _LINE
+    return f
+
+
+@_hot
+def _touch_ahead(b, n, pos, touched, acc):
+    """Read one byte per page of b from `touched` up to pos + TOUCH_AHEAD (taking their page faults):
+    (the new frontier, acc plus the bytes read, so that the reads are not optimised away)."""
+    lim = min(pos + TOUCH_AHEAD, n)
+    while touched < lim:
+        acc += b[touched]
+        touched += _PAGE
+    return touched, acc
 
 
 @_hot
