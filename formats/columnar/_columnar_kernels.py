@@ -40,6 +40,7 @@ from formats.columnar._kernel_base import (
     C32_TOPIC,
     C32_TOTAL,
     C64_BODY_OFFSET,
+    C64_BORN_KEY,
     C64_BORN_TS,
     C64_PHYS_FIELD,
     C64_PHYSICAL_OFFSET,
@@ -86,6 +87,7 @@ from formats.columnar._kernel_base import (
     VALID_TOPIC_BIT,
     _fetch_ahead,
     _hot,
+    _le64,
     _memcpy,
     _touch_ahead,
     _utf8_ok,
@@ -253,6 +255,7 @@ def _run(
             c32[C32_TOPIC, r] = _intern(b, s[S_TOPIC_POS], s[S_TOPIC_LEN], t_slots, t_reps, t_count)
             if h_count[2]:
                 c32[C32_BORNHOST, r] = SPILLED
+                c64[C64_BORN_KEY, r] = _le64(b, s[S_BORNHOST_POS]) if s[S_BORNHOST_LEN] == 8 else 0
             else:
                 c32[C32_BORNHOST, r] = _intern(
                     b, s[S_BORNHOST_POS], s[S_BORNHOST_LEN], h_slots, h_reps, h_count

@@ -66,7 +66,10 @@ C64_BORN_TS = 3
 C64_STORE_TS = 4
 C64_PREPARED = 5
 C64_BODY_OFFSET = 6
-N_C64 = 7
+# not a column: a spilled walk's born host as its 8 bytes (an IPv4 host; 0 otherwise), read while the
+# record's header is in cache, so that the dictionary's sort does not read every record again
+C64_BORN_KEY = 7
+N_C64 = 8
 C32_TOTAL = 0
 C32_MAGIC = 1
 C32_BODYCRC = 2

@@ -155,6 +155,7 @@ _C32 = {
     "reconsumeTimes": 6,
     "bodyLength": 7,
 }
+_C64_BORN_KEY = 7  # not a column: a spilled walk's IPv4 born hosts as 8-byte keys (_kernel_base)
 _C32_TOPIC, _C32_BORNHOST, _C32_STOREHOST = 8, 9, 10
 _VAR = {"properties": 0, "keys": 1, "tags": 2, "uniqKey": 3, "body": 4}
 _VALID_DICT_BIT = 1 << 5
@@ -288,7 +289,7 @@ _POOL_SETS = 2
 _MIN_RECORD_SIZE = 91  # smallest valid record: bounds the rows a range can hold
 # Outputs: name -> (dtype, shape given the row capacity, axis of the capacity)
 _OUTPUTS = {
-    "c64": (np.int64, lambda cap: (len(_C64), cap), 1),
+    "c64": (np.int64, lambda cap: (len(_C64) + 1, cap), 1),
     "c32": (np.int32, lambda cap: (len(_C32) + 3, cap), 1),
     "offs": (np.int32, lambda cap: (len(_VAR), cap + 1), 1),
     "pviews": (np.uint8, lambda cap: (cap, 16), 0),
@@ -451,7 +452,8 @@ def _spilled_born_hosts(b: np.ndarray, base: int, a: dict, n: int, reps: np.ndar
     from formats.columnar.kernels import kernel
 
     sysflags = c32[_C32["sysFlag"], :n]
-    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps)
+    keys = c64[_C64_BORN_KEY, :n]
+    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps, keys)
     v4 = np.flatnonzero(lens == 8)
     values4, inverse4 = np.unique(keys[v4], return_inverse=True)
     indices[v4] = inverse4
