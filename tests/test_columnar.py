@@ -482,6 +482,40 @@ def test_table_crc_equals_zlib():
         assert k.crc32(data, start, length, table) == zlib.crc32(data[start : start + length].tobytes())
 
 
+def _crc_functions() -> list:
+    from formats.columnar.kernels import CRC32_FUNCTIONS, crc32_address
+
+    return [f for f in CRC32_FUNCTIONS if crc32_address([f])]
+
+
+@pytest.mark.parametrize("function", [*_crc_functions(), None], ids=lambda f: f[1] if f else "table")
+def test_record_check_with_every_crc_function(function):
+    """check_crc by each C crc32 this system has (libdeflate's, zlib's) and by the table loop (None):
+    the body CRC of every record of store-a read as zlib.crc32 reads it, and store-c's torn record
+    found by each."""
+    from formats.columnar import _kernel_base as k
+    from formats.columnar._record_kernels import check_record
+    from formats.columnar.kernels import crc32_address, make_crc_table, make_digit_table
+
+    fn = crc32_address([function]) if function else 0
+    assert fn or function is None
+    table, digits = make_crc_table(), make_digit_table()
+    scratch = np.zeros(k.N_SCRATCH, dtype=np.int64)
+    for path in _files("store-a"):
+        b = np.frombuffer(_map(path), dtype=np.uint8)
+        pos = 0
+        while check_record(b, b.shape[0], pos, True, True, table, fn, digits, scratch) == k.OK:
+            body = b[scratch[k.S_BODY_POS] : scratch[k.S_BODY_POS] + scratch[k.S_BODY_LEN]].tobytes()
+            assert scratch[k.S_BODYCRC] == zlib.crc32(body) & 0x7FFFFFFF
+            pos += scratch[k.S_TOTAL]
+        assert pos > 0
+    torn = expect("store-c")["asWritten"]["tornRecordOffset"]
+    path = next(p for p in _files("store-c") if int(p.name) <= torn < int(p.name) + p.stat().st_size)
+    b = np.frombuffer(_map(path), dtype=np.uint8)
+    at = torn - int(path.name)
+    assert check_record(b, b.shape[0], at, True, True, table, fn, digits, scratch) == k.CRC_MISMATCH
+
+
 def test_record_check_with_the_table_crc():
     """check_crc without zlib's crc32 (address 0) uses the table loop and gives the same verdicts."""
     from formats.columnar import _kernel_base as k

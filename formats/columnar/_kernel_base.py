@@ -157,15 +157,19 @@ def _memcpy(typingctx, dst, at, src, p, n):
 
 @intrinsic
 def _zlib_crc32(typingctx, fn, arr, p, n):
-    """zlib's `crc32(0, arr + p, n)` called through its address fn (a run-time argument, so that the
-    cached machine code holds no absolute address)."""
+    """The CRC-32 of arr[p:p+n] by a C function at address fn (a run-time argument, so that the cached
+    machine code holds no absolute address): libdeflate's `libdeflate_crc32(0, buf, len)` or zlib's
+    `crc32(0, buf, len)` (formats.columnar.kernels.crc32_address). Called as (int64, pointer, int64)
+    -> int64 and cut to 32 bits: both take the CRC and the length in full registers of which they read
+    the low 32 or 64 bits (the length is below 2 GiB), and libdeflate returns a 32-bit value."""
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        fnty = ir.FunctionType(i64, [i64, ir.IntType(8).as_pointer(), ir.IntType(32)])
+        fnty = ir.FunctionType(i64, [i64, ir.IntType(8).as_pointer(), i64])
         func = builder.inttoptr(args[0], fnty.as_pointer())
         ptr = _address(context, builder, signature.args[1], args[1], args[2])
-        return builder.call(func, [ir.Constant(i64, 0), ptr, builder.trunc(args[3], ir.IntType(32))])
+        crc = builder.call(func, [ir.Constant(i64, 0), ptr, args[3]])
+        return builder.and_(crc, ir.Constant(i64, 0xFFFFFFFF))
 
     return types.int64(fn, arr, p, n), codegen
 
