@@ -613,3 +613,46 @@ def test_mixed_ipv4_and_ipv6_born_hosts_equal_the_construct_decoder(tmp_path):
     hosts = decoded[None].dictionary.to_pylist()
     v6 = [h for h in hosts if h.startswith("[2001:db8::")]
     assert 0.02 * len(hosts) < len(v6) < 0.1 * len(hosts)
+
+
+# --- the galloping sorted search (RecordIndex.find) ------------------------------------------------
+
+
+@given(
+    st.lists(st.integers(-50, 5000), max_size=300),
+    st.lists(st.integers(-60, 5100), max_size=200),
+    st.sampled_from(["ascending", "as drawn", "descending runs"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_search_sorted_kernel_is_numpy_searchsorted(hay, needles, order):
+    """The kernel answers np.searchsorted(hay, needles, "left") for every order of needles (it gallops
+    only while they ascend), duplicates and needles outside the haystack included."""
+    from formats.columnar.kernels import kernel
+
+    h = np.sort(np.array(hay, dtype=np.int64))
+    x = np.array(needles, dtype=np.int64)
+    if order == "ascending":
+        x = np.sort(x)
+    elif order == "descending runs":
+        x = np.concatenate([np.sort(x[: len(x) // 2]), np.sort(x[len(x) // 2 :])])
+    out = np.full(len(x), -7, dtype=np.int64)
+    assert kernel("search_sorted")(h, x, out) == len(x)
+    assert out.tolist() == np.searchsorted(h, x).tolist()
+
+
+def test_record_index_find_by_the_kernel_equals_numpy():
+    """RecordIndex.find on a haystack and needles large enough for the kernel: the records a queue's
+    units hit and miss, as numpy's searchsorted finds them."""
+    from store.checks import records as rec
+
+    rng = np.random.default_rng(5)
+    phy = np.cumsum(rng.integers(91, 2000, size=200_000)).astype(np.int64)
+    index = rec.RecordIndexBuilder().build([], [])
+    index.phy = phy
+    units = np.sort(np.concatenate([phy[::150], phy[::977] + 1, [phy[-1] + 10, -5]]))
+    assert len(units) >= rec._GALLOP_MIN_NEEDLES and len(phy) >= rec._GALLOP_MIN_HAY
+    got, found = index.find(units)
+    want = np.minimum(np.searchsorted(phy, units), len(phy) - 1)
+    assert got.tolist() == want.tolist()
+    assert found.tolist() == (phy[want] == units).tolist()
+    assert found.sum() == len(phy[::150])

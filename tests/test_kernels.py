@@ -201,3 +201,20 @@ def test_the_digit_table_is_java_character_digit():
 def test_the_extension_is_ignored_by_git():
     listed = subprocess.run(["git", "ls-files", "formats/columnar"], capture_output=True, text=True, cwd=ROOT)
     assert not [p for p in listed.stdout.split() if Path(p).name.startswith("_aot_kernels")]
+
+
+_HUGEPAGES = (
+    "import mqtool.cli, numpy; from numpy._core import multiarray; print(multiarray._set_madvise_hugepage(0))"
+)
+
+
+def test_the_command_line_asks_numpy_for_plain_pages():
+    """The CLI sets NUMPY_MADVISE_HUGEPAGE=0 before numpy loads (a scan's sparse output arrays and its
+    temporaries were zeroed 2 MiB at a time), unless the user set it."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    done = subprocess.run(
+        [sys.executable, "-c", _HUGEPAGES], capture_output=True, text=True, cwd=ROOT, env=env
+    )
+    assert done.stdout.split() == ["False"], done.stderr
+    kept = _run(_HUGEPAGES, NUMPY_MADVISE_HUGEPAGE="1")
+    assert kept.stdout.split() == ["True"], kept.stderr

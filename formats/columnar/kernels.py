@@ -85,6 +85,7 @@ SPECS: dict[str, tuple[str, str, list[str]]] = {
         "entry_chain",
         ["u8[:]", "i64", "i64", "i64", "i64", *["i64[:]+"] * 4, "i32[:]+"],
     ),
+    "search_sorted": ("formats.columnar._search_kernels", "search_sorted", ["i64[:]", "i64[:]", "i64[:]+"]),
     "pop_parse": (
         "formats.pop._kernels",
         "parse",
@@ -103,6 +104,7 @@ SOURCES = (
     "formats/columnar/_columnar_kernels.py",
     "formats/columnar/_property_kernels.py",
     "formats/columnar/_entry_kernels.py",
+    "formats/columnar/_search_kernels.py",
     "formats/pop/_kernels.py",
 )
 COMPILE_NOTE_AFTER_S = 2.0
