@@ -563,6 +563,21 @@ def test_host_dictionary_equals_host_str(hosts, ipv4_only):
     assert _hosts(np.frombuffer(raw, dtype=np.uint8), reps).to_pylist() == want
 
 
+@given(st.lists(st.binary(min_size=8, max_size=8), min_size=0, max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_ipv4_key_texts_equal_host_str(hosts):
+    """A spilled walk's IPv4 dictionary text (hosts as their 8 stored bytes in little-endian int64s,
+    formatted by the compiled kernel) reads as `host_str` does, signed ports included."""
+    from formats.columnar.kernels import kernel
+    from formats.message.msgid import host_str
+
+    keys = np.frombuffer(b"".join(hosts), dtype="<i8").astype(np.int64)
+    offsets, text = kernel("ipv4_key_texts")(keys)
+    raw = bytes(text)
+    got = [raw[offsets[i] : offsets[i + 1]].decode() for i in range(len(hosts))]
+    assert got == [host_str(h[:4], int.from_bytes(h[4:], "big", signed=True)) for h in hosts]
+
+
 # --- a born host per message ---------------------------------------------------------------------
 
 

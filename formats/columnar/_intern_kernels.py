@@ -271,6 +271,59 @@ def _put_ipv6(out, w, b, p, mapped_dotted):
     return w
 
 
+@_hot
+def _decimal_len(v):
+    """Digits of v >= 0."""
+    d = 1
+    while v >= 10:
+        v //= 10
+        d += 1
+    return d
+
+
+@njit(cache=True)
+def ipv4_key_texts(keys):
+    """ "a.b.c.d:port" of IPv4 hosts given as their 8 stored bytes in little-endian int64s (the address,
+    then the big-endian int32 port, printed signed as Java does): (int32 offsets, UTF-8 bytes) of an
+    Arrow string array, the text as `host_texts` writes it, the buffer sized exactly (a spilled walk's
+    dictionary holds a host per message: host_texts' buffer for the longest host was 44 MB per file)."""
+    k = keys.shape[0]
+    offs = np.empty(k + 1, dtype=np.int32)
+    size = 0
+    for r in range(k):
+        key = keys[r]
+        size += 4  # three dots and the colon
+        for j in range(4):
+            size += _decimal_len((key >> (8 * j)) & 0xFF)
+        port = _key_port(key)
+        size += _decimal_len(port if port >= 0 else -port) + (1 if port < 0 else 0)
+    out = np.empty(size + 3, dtype=np.uint8)  # + what _put_decimal may write past a value below 256
+    offs[0] = 0
+    w = 0
+    for r in range(k):
+        key = keys[r]
+        for j in range(4):
+            w = _put_decimal(out, w, (key >> (8 * j)) & 0xFF)
+            out[w] = 46 if j < 3 else 58  # '.', then ':'
+            w += 1
+        port = _key_port(key)
+        if port < 0:
+            out[w] = 45  # '-'
+            w += 1
+            port = -port
+        w = _put_decimal(out, w, port)
+        offs[r + 1] = w
+    return offs, out[:w]
+
+
+@_hot
+def _key_port(key):
+    """The signed big-endian int32 port in bytes 4..7 of a little-endian int64 key."""
+    port = (((key >> 32) & 0xFF) << 24) | (((key >> 40) & 0xFF) << 16) | (((key >> 48) & 0xFF) << 8)
+    port |= (key >> 56) & 0xFF
+    return port - 4294967296 if port >= 2147483648 else port
+
+
 @njit(cache=True)
 def host_texts(b, reps, mapped_dotted):
     """ "a.b.c.d:port" of every 8-byte stored host and "[v6]:port" of every 20-byte one (address bytes,

@@ -58,6 +58,7 @@ SPECS: dict[str, tuple[str, str, list[str]]] = {
         "spilled_host_keys",
         ["u8[:]", "i64", "i64[:]", "i32[:]", "i32[:]", "b1[:]", "i64[:,:]", "i64[:]+"],
     ),
+    "ipv4_key_texts": ("formats.columnar._intern_kernels", "ipv4_key_texts", ["i64[:]"]),
     "host_texts": ("formats.columnar._intern_kernels", "host_texts", ["u8[:]", "i64[:,:]", "b"]),
     "find_values": (
         "formats.columnar._property_kernels",
