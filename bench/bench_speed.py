@@ -8,7 +8,8 @@ Stores, written once (and reused) by the oracle's `make-big` through the real 5.
 on a dual-stack network) - and `p200` - the same messages from 200 producer connections. Then:
 
 * RocketMQ's own `MessageDecoder.decode` over every record of `mixed` (tests/oracle/run.sh bench: one
-  thread, warm median over files mapped once; and the whole process, JVM start included, for one pass);
+  thread, warm median over files mapped once, wall and the process's CPU; and the whole process, JVM start
+  included, for one pass);
 * mqtool's columnar decode of every file (a child process, one thread, files mapped once as Java's are,
   warm median; wall and CPU) of both stores, also with the bodies copied out (with_body, as Java's decode
   copies each body into a byte[]): the ratio host-per-message / 200 producers (goal <= 1.3x) and the rate
@@ -187,11 +188,23 @@ def main() -> None:
     cold = [measured([str(ORACLE), "bench", str(stores["mixed"]), "1"], dict(os.environ)) for _ in range(2)]
     # one cold pass with the JVM start: the process less its one warm pass
     java_cold = statistics.median(r["wall"] - json.loads(r["out"])["warmSecondsMedian"] for r in cold)
+    # CPU (a harness built before it reported warmCpuSecondsMedian: none): the warm pass's process CPU, and
+    # the cold process's CPU less its warm pass
+    jc = java.get("warmCpuSecondsMedian")
+    java_cold_cpu = None
+    if jc is not None:
+        java_cold_cpu = statistics.median(
+            r["cpu"] - json.loads(r["out"])["warmCpuSecondsMedian"] for r in cold
+        )
     rest = " | | | |" * (len(trees) - 1)  # the Java rows fill the first figures' columns
-    rows.append(f"| RocketMQ MessageDecoder.decode, warm, 1 thread | mixed | {jw:.2f} | | | 1.00x |{rest}")
-    rows.append(
-        f"| RocketMQ MessageDecoder.decode, once, JVM start included | mixed | {java_cold:.2f} | | | |{rest}"
-    )
+
+    def java_cpu(v: float | None) -> str:
+        return f"{v:.2f}" if v is not None else ""
+
+    rows.append(f"| RocketMQ MessageDecoder.decode, warm, 1 thread | mixed | {jw:.2f} | {java_cpu(jc)} | | "
+                f"1.00x |{rest}")  # fmt: skip
+    rows.append(f"| RocketMQ MessageDecoder.decode, once, JVM start included | mixed | {java_cold:.2f} | "
+                f"{java_cpu(java_cold_cpu)} | | |{rest}")  # fmt: skip
 
     def cells(fig: dict, ref: float | None) -> str:
         parts = [
@@ -253,11 +266,18 @@ def main() -> None:
     walls = {name: decode[name, False] for name in stores}
     print("- decode vs Java warm (goal >= 1.0x): mixed " + each(lambda t: jw / walls["mixed"][t]["wall"])
           + ", p200 " + each(lambda t: jw / walls["p200"][t]["wall"]))  # fmt: skip
+    if jc is not None:
+        print("- decode vs Java warm by CPU (load-proof): mixed "
+              + each(lambda t: jc / walls["mixed"][t]["cpu"])
+              + ", p200 " + each(lambda t: jc / walls["p200"][t]["cpu"]))  # fmt: skip
     print("- decode CPU, a host per message (0.5 % IPv6) / 200 producers (goal <= 1.3x): "
           + each(lambda t: decode["mixed", False][t]["cpu"] / decode["p200", False][t]["cpu"]))  # fmt: skip
     for jobs, goal in (("1", "0.6"), ("2", "1.0")):
         print(f"- verify --jobs {jobs} vs Java decode with its JVM start (goal >= {goal}x): mixed "
               + each(lambda t, j=jobs: java_cold / verify["mixed", j][t]["wall"]))  # fmt: skip
+        if java_cold_cpu is not None:
+            print(f"- verify --jobs {jobs} CPU vs Java decode's CPU with its JVM start: mixed "
+                  + each(lambda t, j=jobs: java_cold_cpu / verify["mixed", j][t]["cpu"]))  # fmt: skip
         print(
             f"- verify --jobs {jobs} CPU, mixed / p200: "
             + each(lambda t, j=jobs: verify["mixed", j][t]["cpu"] / verify["p200", j][t]["cpu"])
