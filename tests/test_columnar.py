@@ -482,6 +482,40 @@ def test_table_crc_equals_zlib():
         assert k.crc32(data, start, length, table) == zlib.crc32(data[start : start + length].tobytes())
 
 
+def _crc_functions() -> list:
+    from formats.columnar.kernels import CRC32_FUNCTIONS, crc32_address
+
+    return [f for f in CRC32_FUNCTIONS if crc32_address([f])]
+
+
+@pytest.mark.parametrize("function", [*_crc_functions(), None], ids=lambda f: f[1] if f else "table")
+def test_record_check_with_every_crc_function(function):
+    """check_crc by each C crc32 this system has (libdeflate's, zlib's) and by the table loop (None):
+    the body CRC of every record of store-a read as zlib.crc32 reads it, and store-c's torn record
+    found by each."""
+    from formats.columnar import _kernel_base as k
+    from formats.columnar._record_kernels import check_record
+    from formats.columnar.kernels import crc32_address, make_crc_table, make_digit_table
+
+    fn = crc32_address([function]) if function else 0
+    assert fn or function is None
+    table, digits = make_crc_table(), make_digit_table()
+    scratch = np.zeros(k.N_SCRATCH, dtype=np.int64)
+    for path in _files("store-a"):
+        b = np.frombuffer(_map(path), dtype=np.uint8)
+        pos = 0
+        while check_record(b, b.shape[0], pos, True, True, table, fn, digits, scratch) == k.OK:
+            body = b[scratch[k.S_BODY_POS] : scratch[k.S_BODY_POS] + scratch[k.S_BODY_LEN]].tobytes()
+            assert scratch[k.S_BODYCRC] == zlib.crc32(body) & 0x7FFFFFFF
+            pos += scratch[k.S_TOTAL]
+        assert pos > 0
+    torn = expect("store-c")["asWritten"]["tornRecordOffset"]
+    path = next(p for p in _files("store-c") if int(p.name) <= torn < int(p.name) + p.stat().st_size)
+    b = np.frombuffer(_map(path), dtype=np.uint8)
+    at = torn - int(path.name)
+    assert check_record(b, b.shape[0], at, True, True, table, fn, digits, scratch) == k.CRC_MISMATCH
+
+
 def test_record_check_with_the_table_crc():
     """check_crc without zlib's crc32 (address 0) uses the table loop and gives the same verdicts."""
     from formats.columnar import _kernel_base as k
@@ -527,6 +561,21 @@ def test_host_dictionary_equals_host_str(hosts, ipv4_only):
         for (_, h), n in zip(hosts, lengths, strict=True)
     ]
     assert _hosts(np.frombuffer(raw, dtype=np.uint8), reps).to_pylist() == want
+
+
+@given(st.lists(st.binary(min_size=8, max_size=8), min_size=0, max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_ipv4_key_texts_equal_host_str(hosts):
+    """A spilled walk's IPv4 dictionary text (hosts as their 8 stored bytes in little-endian int64s,
+    formatted by the compiled kernel) reads as `host_str` does, signed ports included."""
+    from formats.columnar.kernels import kernel
+    from formats.message.msgid import host_str
+
+    keys = np.frombuffer(b"".join(hosts), dtype="<i8").astype(np.int64)
+    offsets, text = kernel("ipv4_key_texts")(keys)
+    raw = bytes(text)
+    got = [raw[offsets[i] : offsets[i + 1]].decode() for i in range(len(hosts))]
+    assert got == [host_str(h[:4], int.from_bytes(h[4:], "big", signed=True)) for h in hosts]
 
 
 # --- a born host per message ---------------------------------------------------------------------
@@ -598,3 +647,46 @@ def test_without_hosts_only_the_hosts_are_null(store, spill):
                         assert bare.column(name).null_count == bare.num_rows
                     else:
                         assert bare.column(name).equals(full.column(name)), (path.name, name)
+
+
+# --- the galloping sorted search (RecordIndex.find) ------------------------------------------------
+
+
+@given(
+    st.lists(st.integers(-50, 5000), max_size=300),
+    st.lists(st.integers(-60, 5100), max_size=200),
+    st.sampled_from(["ascending", "as drawn", "descending runs"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_search_sorted_kernel_is_numpy_searchsorted(hay, needles, order):
+    """The kernel answers np.searchsorted(hay, needles, "left") for every order of needles (it gallops
+    only while they ascend), duplicates and needles outside the haystack included."""
+    from formats.columnar.kernels import kernel
+
+    h = np.sort(np.array(hay, dtype=np.int64))
+    x = np.array(needles, dtype=np.int64)
+    if order == "ascending":
+        x = np.sort(x)
+    elif order == "descending runs":
+        x = np.concatenate([np.sort(x[: len(x) // 2]), np.sort(x[len(x) // 2 :])])
+    out = np.full(len(x), -7, dtype=np.int64)
+    assert kernel("search_sorted")(h, x, out) == len(x)
+    assert out.tolist() == np.searchsorted(h, x).tolist()
+
+
+def test_record_index_find_by_the_kernel_equals_numpy():
+    """RecordIndex.find on a haystack and needles large enough for the kernel: the records a queue's
+    units hit and miss, as numpy's searchsorted finds them."""
+    from store.checks import records as rec
+
+    rng = np.random.default_rng(5)
+    phy = np.cumsum(rng.integers(91, 2000, size=200_000)).astype(np.int64)
+    index = rec.RecordIndexBuilder().build([], [])
+    index.phy = phy
+    units = np.sort(np.concatenate([phy[::150], phy[::977] + 1, [phy[-1] + 10, -5]]))
+    assert len(units) >= rec._GALLOP_MIN_NEEDLES and len(phy) >= rec._GALLOP_MIN_HAY
+    got, found = index.find(units)
+    want = np.minimum(np.searchsorted(phy, units), len(phy) - 1)
+    assert got.tolist() == want.tolist()
+    assert found.tolist() == (phy[want] == units).tolist()
+    assert found.sum() == len(phy[::150])

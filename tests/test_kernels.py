@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from golden import ROOT, STORES, store_path
+from golden import ROOT, STORES, store_path, unpack_store
 
 from formats.columnar import kernels
 
@@ -53,6 +53,16 @@ def put(value):
         h.update(repr(value).encode())
 
 for root in sys.argv[1:]:
+    dledger = sorted(Path(root).glob("dledger-*/data/*"))
+    if dledger:
+        from formats.columnar.entries import decode_entries, entry_chain
+
+        for path in dledger:
+            data = path.read_bytes()
+            for crc in (False, True):
+                put(decode_entries(data, int(path.name), check_crc=crc, with_body=True))
+            put(entry_chain(data, int(path.name)))
+        continue
     for path in sorted(Path(root, "commitlog").iterdir()):
         data = path.read_bytes()
         for crc in (False, True):
@@ -89,6 +99,8 @@ def test_the_extension_and_the_jit_decode_alike(tmp_path):
     create_sample(SampleOptions(hosts, messages=3000, producers=0, ipv6_per_mille=50))
     extra = ("store-pop", "store-timer-states", "store-timer5", "store-lmq", "store-batchcq")
     stores = [str(store_path(s)) for s in (*STORES, *extra)] + [str(hosts)]
+    # DLedger data files: the entry walk and the headers-only chain
+    stores += [str(unpack_store(name, tmp_path)) for name in ("store-dledger-mixed", "store-dledger-crash")]
     aot = _run(_DIGEST, *stores, MQTOOL_KERNELS="aot")
     jit = _run(_DIGEST, *stores, MQTOOL_KERNELS="jit")
     assert aot.returncode == 0, aot.stderr
@@ -167,10 +179,23 @@ def test_commands_that_scan_nothing_import_no_heavy_library(args):
 
 
 @pytest.mark.skipif(not kernels.using_aot(), reason="the ahead-of-time kernels are not built here")
-def test_a_scanning_command_runs_without_numba():
-    done = _run(_IMPORTS, "verify", "--store", "samples/store-a", "-f", "json")
+@pytest.mark.parametrize("store", ["store-a", "store-dledger-mixed"])
+def test_a_scanning_command_runs_without_numba(store, tmp_path):
+    """A classic commitlog and a DLedger one (its entry walk is compiled ahead of time too)."""
+    root = store_path(store) if store == "store-a" else unpack_store(store, tmp_path)
+    done = _run(_IMPORTS, "verify", "--store", str(root), "-f", "json")
     assert done.returncode == 0, done.stderr
     assert "numba" not in json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_digit_table_is_java_character_digit():
+    """The table the properties check takes: every BMP code point's decimal value (Unicode Nd, what
+    `Character.digit(c, 10)` answers), built from one regex pass; the same as asking unicodedata for each."""
+    import unicodedata
+
+    table = kernels.make_digit_table()
+    assert table.dtype == np.int8 and table.shape == (0x10000,)
+    assert table.tolist() == [unicodedata.decimal(chr(c), -1) for c in range(0x10000)]
 
 
 def test_the_extension_is_ignored_by_git():
@@ -217,3 +242,20 @@ def test_workers_fork_with_what_they_import():
     )
     assert done.returncode == 0, done.stderr
     assert len([line for line in done.stderr.splitlines() if line.endswith("| numpy.ma")]) == 1
+
+
+_HUGEPAGES = (
+    "import mqtool.cli, numpy; from numpy._core import multiarray; print(multiarray._set_madvise_hugepage(0))"
+)
+
+
+def test_the_command_line_asks_numpy_for_plain_pages():
+    """The CLI sets NUMPY_MADVISE_HUGEPAGE=0 before numpy loads (a scan's sparse output arrays and its
+    temporaries were zeroed 2 MiB at a time), unless the user set it."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    done = subprocess.run(
+        [sys.executable, "-c", _HUGEPAGES], capture_output=True, text=True, cwd=ROOT, env=env
+    )
+    assert done.stdout.split() == ["False"], done.stderr
+    kept = _run(_HUGEPAGES, NUMPY_MADVISE_HUGEPAGE="1")
+    assert kept.stdout.split() == ["True"], kept.stderr

@@ -477,6 +477,26 @@ def test_java_hash_of_arrow_strings(values, offset):
 
 
 @settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="ab é中\U0001f600", max_size=90)), max_size=40))
+def test_java_hash_across_hash_chunks(values):
+    """Strings hashed chunk by chunk (a 64-byte chunk here): spans that end a chunk, start the next, or
+    are longer than one are hashed as Java's String.hashCode does."""
+    import formats.java.strings as strings
+
+    saved = strings._HASH_CHUNK
+    strings._HASH_CHUNK = 64
+    strings._power_tables.cache_clear()
+    try:
+        hashes, len16, valid = java_hash_strings(pa.array(values, pa.string()))
+    finally:
+        strings._HASH_CHUNK = saved
+        strings._power_tables.cache_clear()
+    want = [java_string_hash(v) if v is not None else 0 for v in values]
+    assert hashes.tolist() == want
+    assert len16.tolist() == [len(v.encode("utf-16-le")) // 2 if v is not None else 0 for v in values]
+
+
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.text(alphabet="ab é中 ", max_size=30)), max_size=30))
 def test_split_tokens_is_java_split(values):
     row, data, starts, lengths = split_tokens(pa.array(values, pa.string()))

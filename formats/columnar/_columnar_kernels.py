@@ -40,6 +40,7 @@ from formats.columnar._kernel_base import (
     C32_TOPIC,
     C32_TOTAL,
     C64_BODY_OFFSET,
+    C64_BORN_KEY,
     C64_BORN_TS,
     C64_PHYS_FIELD,
     C64_PHYSICAL_OFFSET,
@@ -84,8 +85,11 @@ from formats.columnar._kernel_base import (
     V_TAGS,
     V_UNIQ,
     VALID_TOPIC_BIT,
+    _fetch_ahead,
     _hot,
+    _le64,
     _memcpy,
+    _touch_ahead,
     _utf8_ok,
 )
 from formats.columnar._record_kernels import (
@@ -199,11 +203,10 @@ def _run(
     r = w[W_ROWS]
     ahead = w[W_AHEAD]
     touch = w[W_TOUCH]
+    fetched = pos
     while True:
-        # Read ahead: touching the mapping in front of the walk takes page faults off its path.
-        while ahead < n and ahead < pos + 65536:
-            touch += b[ahead]
-            ahead += 4096
+        ahead, touch = _touch_ahead(b, n, pos, ahead, touch)
+        fetched = _fetch_ahead(b, n, pos, fetched)
         st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
         if pos >= end and _is_boundary(st, s, base, pos, n):
             w[W_DONE] = 1
@@ -252,6 +255,7 @@ def _run(
             c32[C32_TOPIC, r] = _intern(b, s[S_TOPIC_POS], s[S_TOPIC_LEN], t_slots, t_reps, t_count)
             if h_count[2]:
                 c32[C32_BORNHOST, r] = SPILLED
+                c64[C64_BORN_KEY, r] = _le64(b, s[S_BORNHOST_POS]) if s[S_BORNHOST_LEN] == 8 else 0
             else:
                 c32[C32_BORNHOST, r] = _intern(
                     b, s[S_BORNHOST_POS], s[S_BORNHOST_LEN], h_slots, h_reps, h_count
@@ -458,7 +462,9 @@ def walk_stop(b, start, check_crc, accept_v2, crc_tab, crc_fn, digits, ring):
     k = ring.shape[0]
     pos = start
     count = 0
+    fetched = pos
     while True:
+        fetched = _fetch_ahead(b, n, pos, fetched)
         st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
         if st != OK:
             return st, pos, count

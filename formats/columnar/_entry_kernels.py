@@ -12,8 +12,8 @@ field, size chain, consecutive indexes, non-decreasing terms, magic, a pad ends 
   entry's columns. Unlike the classic walk it goes on after a message the check rejects: DLedger keeps
   the entry (its recovery never looks at bodies); the walk ends where DLedger's does.
 
-Kept apart from the classic kernels (which another branch tunes) on purpose; it reuses their record check,
-interning and copy helpers.
+Kept apart from the classic kernels; it reuses their record check, interning, copy and read-ahead helpers.
+Both entry points are compiled ahead of time with the others (`formats.columnar.kernels.SPECS`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from formats.columnar._kernel_base import (
     C32_TOPIC,
     C32_TOTAL,
     C64_BODY_OFFSET,
+    C64_BORN_KEY,
     C64_BORN_TS,
     C64_PHYS_FIELD,
     C64_PHYSICAL_OFFSET,
@@ -84,7 +85,10 @@ from formats.columnar._kernel_base import (
     VALID_TOPIC_BIT,
     _be32,
     _be64,
+    _fetch_ahead,
     _hot,
+    _le64,
+    _touch_ahead,
     _utf8_ok,
     _wrap32,
 )
@@ -180,7 +184,9 @@ def entry_chain(b, base, start, prev_index, prev_term, pos_out, size_out, index_
     x = np.zeros(N_X, dtype=np.int64)
     pos = start
     k = 0
+    fetched = pos
     while True:
+        fetched = _fetch_ahead(b, n, pos, fetched)
         st = check_entry(b, n, pos, base, prev_index, prev_term, x)
         if st != E_OK:
             return k, st, pos, x[X_SIZE]
@@ -221,10 +227,10 @@ def _run_entries(
     r = w[W_ROWS]
     ahead = w[W_AHEAD]
     touch = w[W_TOUCH]
+    fetched = pos
     while True:
-        while ahead < n and ahead < pos + 65536:
-            touch += b[ahead]
-            ahead += 4096
+        ahead, touch = _touch_ahead(b, n, pos, ahead, touch)
+        fetched = _fetch_ahead(b, n, pos, fetched)
         if pos >= end:
             w[W_DONE] = 1
             break
@@ -290,6 +296,7 @@ def _run_entries(
             c32[C32_TOPIC, r] = _intern(b, s[S_TOPIC_POS], s[S_TOPIC_LEN], t_slots, t_reps, t_count)
             if h_count[2]:
                 c32[C32_BORNHOST, r] = SPILLED
+                c64[C64_BORN_KEY, r] = _le64(b, s[S_BORNHOST_POS]) if s[S_BORNHOST_LEN] == 8 else 0
             else:
                 c32[C32_BORNHOST, r] = _intern(
                     b, s[S_BORNHOST_POS], s[S_BORNHOST_LEN], h_slots, h_reps, h_count

@@ -128,49 +128,77 @@ def _grown_table(slots, reps, count):
     return slots, grown
 
 
+def _decimal_table(count: int) -> np.ndarray:
+    """Row v: the decimal digits of v (ASCII, zero-padded to the right), then their number."""
+    width = len(str(count - 1))
+    table = np.zeros((count, width + 1), dtype=np.uint8)
+    for v in range(count):
+        text = str(v).encode()
+        table[v, : len(text)] = np.frombuffer(text, dtype=np.uint8)
+        table[v, width] = len(text)
+    return table
+
+
+# A host per message means a text per message: table look-ups instead of a division per digit (a constant
+# array in the compiled code).
+_OCTETS = _decimal_table(256)
+_PAIRS = _decimal_table(100)
+
+
 @_hot
 def _put_decimal(out, w, v):
-    """Write the decimal digits of v >= 0 at out[w:]; the position after them."""
-    digits = 1
-    t = v
-    while t >= 10:
+    """Write the decimal digits of v >= 0 at out[w:]; the position after them. Below 256 three bytes are
+    written whatever the digits (the caller leaves room; later writes cover the padding)."""
+    if v < 256:
+        out[w] = _OCTETS[v, 0]
+        out[w + 1] = _OCTETS[v, 1]
+        out[w + 2] = _OCTETS[v, 2]
+        return w + np.int64(_OCTETS[v, 3])
+    digits = 3
+    t = v // 1000
+    while t > 0:
         t //= 10
         digits += 1
-    end = w + digits
-    i = end - 1
-    while True:
-        out[i] = 48 + v % 10
-        v //= 10
-        if v == 0:
-            break
-        i -= 1
-    return end
+    i = w + digits
+    while v >= 100:
+        q = v // 100
+        r = v - 100 * q
+        out[i - 2] = _PAIRS[r, 0] if r >= 10 else 48
+        out[i - 1] = _PAIRS[r, 0] if r < 10 else _PAIRS[r, 1]
+        i -= 2
+        v = q
+    if v >= 10:
+        out[i - 2] = _PAIRS[v, 0]
+        out[i - 1] = _PAIRS[v, 1]
+    else:
+        out[i - 1] = 48 + v
+    return w + digits
 
 
 @njit(cache=True)
-def spilled_host_keys(b, base, phys, hosts, sysflags, valid, reps):
+def spilled_host_keys(b, base, phys, hosts, sysflags, valid, reps, keys):
     """The born host of every row of a spilled walk: (key, position in b, length). The position and
     length (8: IPv4, 20: IPv6; 0 without a host) come from the dictionary where the walk still interned
     it, from the record otherwise; the key of an IPv4 host is its 8 bytes as a little-endian int64 (0
-    for the others), so a sort of the keys makes the IPv4 dictionary."""
+    for the others), so a sort of the keys makes the IPv4 dictionary. `keys` holds the keys the walk read
+    for the rows it did not intern (C64_BORN_KEY) and is completed in place."""
     n = hosts.shape[0]
-    keys = np.zeros(n, dtype=np.int64)
     pos = np.zeros(n, dtype=np.int64)
     lens = np.zeros(n, dtype=np.int8)
     for r in range(n):
         if valid[r] == 0:
+            keys[r] = 0
             continue
         k = hosts[r]
         if k >= 0:
             p = reps[k, 0]
             ln = reps[k, 1]
+            keys[r] = _le64(b, p) if ln == 8 else 0
         else:
             p = phys[r] - base + BORNHOST_AT
             ln = 20 if sysflags[r] & 0x10 else 8
         pos[r] = p
         lens[r] = ln
-        if ln == 8:
-            keys[r] = _le64(b, p)
     return keys, pos, lens
 
 
@@ -241,6 +269,59 @@ def _put_ipv6(out, w, b, p, mapped_dotted):
         w = _put_hex(out, w, (np.int64(b[p + 2 * g]) << 8) | np.int64(b[p + 2 * g + 1]))
         g += 1
     return w
+
+
+@_hot
+def _decimal_len(v):
+    """Digits of v >= 0."""
+    d = 1
+    while v >= 10:
+        v //= 10
+        d += 1
+    return d
+
+
+@njit(cache=True)
+def ipv4_key_texts(keys):
+    """ "a.b.c.d:port" of IPv4 hosts given as their 8 stored bytes in little-endian int64s (the address,
+    then the big-endian int32 port, printed signed as Java does): (int32 offsets, UTF-8 bytes) of an
+    Arrow string array, the text as `host_texts` writes it, the buffer sized exactly (a spilled walk's
+    dictionary holds a host per message: host_texts' buffer for the longest host was 44 MB per file)."""
+    k = keys.shape[0]
+    offs = np.empty(k + 1, dtype=np.int32)
+    size = 0
+    for r in range(k):
+        key = keys[r]
+        size += 4  # three dots and the colon
+        for j in range(4):
+            size += _decimal_len((key >> (8 * j)) & 0xFF)
+        port = _key_port(key)
+        size += _decimal_len(port if port >= 0 else -port) + (1 if port < 0 else 0)
+    out = np.empty(size + 3, dtype=np.uint8)  # + what _put_decimal may write past a value below 256
+    offs[0] = 0
+    w = 0
+    for r in range(k):
+        key = keys[r]
+        for j in range(4):
+            w = _put_decimal(out, w, (key >> (8 * j)) & 0xFF)
+            out[w] = 46 if j < 3 else 58  # '.', then ':'
+            w += 1
+        port = _key_port(key)
+        if port < 0:
+            out[w] = 45  # '-'
+            w += 1
+            port = -port
+        w = _put_decimal(out, w, port)
+        offs[r + 1] = w
+    return offs, out[:w]
+
+
+@_hot
+def _key_port(key):
+    """The signed big-endian int32 port in bytes 4..7 of a little-endian int64 key."""
+    port = (((key >> 32) & 0xFF) << 24) | (((key >> 40) & 0xFF) << 16) | (((key >> 48) & 0xFF) << 8)
+    port |= (key >> 56) & 0xFF
+    return port - 4294967296 if port >= 2147483648 else port
 
 
 @njit(cache=True)

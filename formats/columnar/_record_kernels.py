@@ -56,11 +56,13 @@ from formats.columnar._kernel_base import (
     _be16,
     _be32,
     _be64,
+    _fetch_ahead,
     _find2,
     _hot,
     _java_parse_int_ok,
     _le64,
     _starts_with,
+    _touch_ahead,
     _wrap32,
     _zlib_crc32,
     crc32,
@@ -331,10 +333,10 @@ def walk_chain(b, base, start, end, resync, check_crc, accept_v2, crc_tab, crc_f
     last = -1
     ahead = pos
     touch = 0
+    fetched = pos
     while True:
-        while ahead < n and ahead < pos + 65536:
-            touch += b[ahead]
-            ahead += 4096
+        ahead, touch = _touch_ahead(b, n, pos, ahead, touch)
+        fetched = _fetch_ahead(b, n, pos, fetched)
         st = check_record(b, n, pos, check_crc, accept_v2, crc_tab, crc_fn, digits, s)
         if pos >= end and _is_boundary(st, s, base, pos, n):
             return HANDOVER, pos, last, touch

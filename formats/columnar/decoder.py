@@ -156,6 +156,7 @@ _C32 = {
     "reconsumeTimes": 6,
     "bodyLength": 7,
 }
+_C64_BORN_KEY = 7  # not a column: a spilled walk's IPv4 born hosts as 8-byte keys (_kernel_base)
 _C32_TOPIC, _C32_BORNHOST, _C32_STOREHOST = 8, 9, 10
 _VAR = {"properties": 0, "keys": 1, "tags": 2, "uniqKey": 3, "body": 4}
 _VALID_DICT_BIT = 1 << 5
@@ -293,7 +294,7 @@ _POOL_SETS = 2
 _MIN_RECORD_SIZE = 91  # smallest valid record: bounds the rows a range can hold
 # Outputs: name -> (dtype, shape given the row capacity, axis of the capacity)
 _OUTPUTS = {
-    "c64": (np.int64, lambda cap: (len(_C64), cap), 1),
+    "c64": (np.int64, lambda cap: (len(_C64) + 1, cap), 1),
     "c32": (np.int32, lambda cap: (len(_C32) + 3, cap), 1),
     "offs": (np.int32, lambda cap: (len(_VAR), cap + 1), 1),
     "pviews": (np.uint8, lambda cap: (cap, 16), 0),
@@ -466,25 +467,34 @@ def _spilled_born_hosts(b: np.ndarray, base: int, a: dict, n: int, reps: np.ndar
     from formats.columnar.kernels import kernel
 
     sysflags = c32[_C32["sysFlag"], :n]
-    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps)
+    keys = c64[_C64_BORN_KEY, :n]
+    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps, keys)
     v4 = np.flatnonzero(lens == 8)
-    values4, inverse4 = np.unique(keys[v4], return_inverse=True)
-    indices[v4] = inverse4
+    # np.unique(return_inverse) less its inverse array and second scatter: the sorted keys' run codes
+    # go straight into the rows' indices
+    order = np.argsort(keys[v4])
+    rows = v4[order]
+    ordered = keys[rows]
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    values4 = ordered[first]
+    indices[rows] = np.cumsum(first, dtype=np.int32) - 1
+    offsets, text = kernel("ipv4_key_texts")(values4)
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(text)]
+    hosts = pa.Array.from_buffers(pa.string(), len(values4), buffers)
     v6 = np.flatnonzero(lens == 20)
-    raw6 = np.zeros((0, 20), dtype=np.uint8)
-    if len(v6):
-        raw6 = b[pos[v6][:, None] + np.arange(20)]
-        values6, inverse6 = np.unique(raw6.view("V20").ravel(), return_inverse=True)
-        indices[v6] = len(values4) + inverse6
-        raw6 = values6.view(np.uint8).reshape(-1, 20)
-    data = np.concatenate([values4.view(np.uint8), raw6.ravel()])
-    k4, k6 = len(values4), len(raw6)
-    table = np.empty((k4 + k6, 3), dtype=np.int64)  # offset, length, (hash: unused)
-    table[:k4, 0] = np.arange(0, 8 * k4, 8)
-    table[:k4, 1] = 8
-    table[k4:, 0] = np.arange(8 * k4, 8 * k4 + 20 * k6, 20)
-    table[k4:, 1] = 20
-    return _hosts(data, table)
+    if not len(v6):
+        return hosts
+    raw6 = b[pos[v6][:, None] + np.arange(20)]
+    values6, inverse6 = np.unique(raw6.view("V20").ravel(), return_inverse=True)
+    indices[v6] = len(values4) + inverse6
+    k6 = len(values6)
+    table = np.zeros((k6, 3), dtype=np.int64)  # offset, length, (hash: unused)
+    table[:, 0] = np.arange(0, 20 * k6, 20)
+    table[:, 1] = 20
+    hosts6 = _hosts(np.ascontiguousarray(values6).view(np.uint8).reshape(-1), table)
+    return pa.concat_arrays([hosts, hosts6])
 
 
 # IPv4-mapped IPv6 addresses print as ::ffff:a.b.c.d from Python 3.13 on, as hex groups before

@@ -18,7 +18,6 @@ size, index, term and magic for the index-unit comparison).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,15 +48,6 @@ ENTRY_FIELDS = [
 _MIN_ENTRY_SIZE = BODY_OFFSET + _MIN_RECORD_SIZE
 
 
-@functools.cache
-def _kernels():
-    # JIT-compiled on first use (not in the install-time extension of formats.columnar.kernels yet)
-    from formats.columnar import _entry_kernels as k
-    from formats.columnar.kernels import tables
-
-    return k, tables()
-
-
 @dataclass
 class EntryWalk:
     """A decoded range of one data file: the batch, and the last kept entry's index and term (what the
@@ -83,7 +73,8 @@ def decode_entries(
     """Decode the entries that start in [start, end) of one DLedger data file (`buf` = the whole file, its
     first byte at data offset `base_offset`; `start` an entry boundary). `prev_index` / `prev_term`: the
     entry before `start` (-1 at the log's first entry), for DLedger's index and term checks."""
-    k, tables = _kernels()
+    from formats.columnar.kernels import kernel, tables
+
     b = _as_array(buf)
     if b.shape[0] >= 2**31:
         raise ValueError("a DLedger data file buffer larger than 2 GiB is not supported")
@@ -96,7 +87,7 @@ def decode_entries(
     e64 = np.empty((3, cap), dtype=np.int64)
     e32 = np.empty((4, cap), dtype=np.int32)
     data = [_take(name, np.uint8, (size,), 0) for name, size in sizes.items()]
-    result = k.walk_entries(
+    result = kernel("walk_entries")(
         b,
         int(base_offset),
         int(start),
@@ -107,7 +98,7 @@ def decode_entries(
         HOST_SPILL_MIN,
         int(prev_index),
         int(prev_term),
-        *tables,
+        *tables(),
         *out,
         e64,
         e32,
@@ -170,11 +161,12 @@ def entry_chain(
     buf, base_offset: int, start: int = 0, prev_index: int = -1, prev_term: int = -1
 ) -> EntryChain:
     """Walk one data file's entry headers from the boundary `start` as DLedger's recovery does."""
-    k, _ = _kernels()
+    from formats.columnar.kernels import kernel
+
     b = _as_array(buf)
     cap = max(b.shape[0] - int(start), 0) // (BODY_OFFSET + 1) + 1
     outs = [np.empty(cap, dtype=np.int64) for _ in range(4)] + [np.empty(cap, dtype=np.int32)]
-    count, status, stop, stop_size = k.entry_chain(
+    count, status, stop, stop_size = kernel("entry_chain")(
         b, int(base_offset), int(start), int(prev_index), int(prev_term), *outs
     )
     count = int(count)

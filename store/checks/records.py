@@ -85,7 +85,7 @@ class RecordIndex:
     def find(self, phy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index, found): the record starting exactly at each physical offset."""
         phy = np.asarray(phy, dtype=np.int64)
-        idx = np.searchsorted(self.phy, phy)
+        idx = _search_sorted(self.phy, phy)
         clipped = np.minimum(idx, max(len(self.phy) - 1, 0))
         found = (idx < len(self.phy)) & (self.phy[clipped] == phy) if len(self.phy) else idx < 0
         return clipped, found
@@ -283,6 +283,23 @@ class RecordIndexBuilder:
             uniq_keys=_concat(self.uniq, pa.string()) if self.with_keys else None,
             multi_dispatch=self.multi_dispatch,
         )
+
+
+# below these sizes numpy's searchsorted is as quick, and a small store's command loads no kernel
+_GALLOP_MIN_NEEDLES = 1024
+_GALLOP_MIN_HAY = 1 << 16
+
+
+def _search_sorted(hay: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """np.searchsorted(hay, needles): by the galloping kernel (formats/columnar/_search_kernels.py) where
+    the needles ascend (a ConsumeQueue's units) and both are large, else by numpy."""
+    if len(needles) < _GALLOP_MIN_NEEDLES or len(hay) < _GALLOP_MIN_HAY or np.any(needles[1:] < needles[:-1]):
+        return np.searchsorted(hay, needles)
+    from formats.columnar.kernels import kernel
+
+    out = np.empty(len(needles), dtype=np.int64)
+    kernel("search_sorted")(np.ascontiguousarray(hay, dtype=np.int64), np.ascontiguousarray(needles), out)
+    return out
 
 
 def locate(

@@ -43,6 +43,11 @@ ENVIRONMENT = (
         "unset: the extension when it is current, else numba.",
     ),
     Entry(
+        "NUMPY_MADVISE_HUGEPAGE",
+        "numpy's own: whether it asks for huge pages for large arrays. mqtool sets it to 0 when it is unset "
+        "(a scan's large, sparsely filled arrays cost more zeroed as huge pages); 1 keeps numpy's default.",
+    ),
+    Entry(
         "MQTOOL_SPARK_CDS",
         "0 (or off, no, false) keeps the audit's driver JVM off its class-data archive and writes none "
         "(start-up is ~4 s slower).",
