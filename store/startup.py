@@ -16,6 +16,7 @@ on stores mutated each way (tests/oracle/startup_cases.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
@@ -89,14 +90,14 @@ class StartupVerdict:
         }
 
 
-def _rel(store, path: Any) -> str:
+def rel(store, path: Any) -> str:
     try:
-        return str(path.relative_to(store.root))
+        return str(Path(path).relative_to(store.root))
     except ValueError:
         return str(path)
 
 
-def _check_file_queue(
+def check_file_queue(
     store, verdict: StartupVerdict, directory, size: int, size_source: str, what: str
 ) -> list:
     """`MappedFileQueue.load` -> `doLoad` (5.3.3 MappedFileQueue.java:246-290; 4.9.8 :158-190): every
@@ -119,7 +120,7 @@ def _check_file_queue(
             f"{what}_empty_last_file",
             START,
             "a zero-length last file: the 5.x load deletes it and goes on",
-            _rel(store, files[-1].path),
+            rel(store, files[-1].path),
             "5.3.3 MappedFileQueue.java:255-260",
         )
         files.pop()
@@ -130,7 +131,7 @@ def _check_file_queue(
                 REFUSE,
                 f"{f.size} bytes, not the {size} of {size_source}: MappedFileQueue.doLoad returns "
                 "false, the store's load() fails and BrokerStartup exits (-3)",
-                _rel(store, f.path),
+                rel(store, f.path),
                 "MappedFileQueue.doLoad (5.3.3 :262-266, 4.9.8 :163-167)",
             )
             break
@@ -143,7 +144,7 @@ def _commitlog_checks(store, verdict: StartupVerdict) -> list:
     sizes = [f.size for f in files if f.size]
     size = configured or (max(set(sizes), key=sizes.count) if sizes else 0)
     source = "broker.conf's mappedFileSizeCommitLog" if configured else "the other files (no --broker-config)"
-    files = _check_file_queue(store, verdict, store.commitlog_dir, size, source, "commitlog")
+    files = check_file_queue(store, verdict, store.commitlog_dir, size, source, "commitlog")
     for before, after in zip(files, files[1:], strict=False):
         if before.start_offset + before.size != after.start_offset:
             gap = (before.start_offset + before.size, after.start_offset)
@@ -153,7 +154,7 @@ def _commitlog_checks(store, verdict: StartupVerdict) -> list:
                 f"no commitlog file holds [{gap[0]}, {gap[1]}): the broker starts (its checkSelf logs "
                 '"[BUG]The mappedFile queue\'s data is damaged"), but every message there is gone '
                 "and a consumer whose offset points there gets nothing (#2141)" + _units_in(store, *gap),
-                _rel(store, after.path),
+                rel(store, after.path),
                 "MappedFileQueue.checkSelf (5.3.3 :64-83)",
             )
     return files
@@ -193,7 +194,7 @@ def _queue_checks(store, verdict: StartupVerdict) -> None:
     for topic, queue_id in queues:
         directory = store.consumequeue_dir / topic / str(queue_id)
         before = len(verdict.reasons)
-        _check_file_queue(store, verdict, directory, setting.value, source, "cq")
+        check_file_queue(store, verdict, directory, setting.value, source, "cq")
         if any(r.effect == REFUSE for r in verdict.reasons[before:]):
             return  # the load stops at the first queue that fails
 
@@ -213,7 +214,7 @@ def _config_checks(store, verdict: StartupVerdict) -> None:
                 REFUSE,
                 f"{exc.message}: its manager's ConfigManager.load() returns false and BrokerStartup "
                 "exits (-3)",
-                _rel(store, store.config_dir / name),
+                rel(store, store.config_dir / name),
                 "ConfigManager.load/loadBak (5.3.3 ConfigManager.java:29-70)",
             )
             continue
@@ -225,7 +226,7 @@ def _config_checks(store, verdict: StartupVerdict) -> None:
                 "config_bak",
                 START,
                 f"{loaded.reason}: the broker starts with the .bak's content",
-                _rel(store, store.config_dir / name),
+                rel(store, store.config_dir / name),
                 "ConfigManager.loadBak",
             )
 
@@ -270,20 +271,20 @@ def _recovery(store, verdict: StartupVerdict, files: list) -> None:
         mode = "normal"
     end = log.valid_end(start, check_crc=True)
     verdict.recovery = {"mode": mode, "walkFrom": start, "commitlogEnd": end}
-    data_end = _data_end(files)
-    if data_end > end:
-        verdict.recovery["truncatedBytes"] = data_end - end
+    written_end = data_end(files)
+    if written_end > end:
+        verdict.recovery["truncatedBytes"] = written_end - end
         verdict.add(
             "commitlog_truncated",
             START,
-            f"the recovery ends the commitlog at {end} and drops the {data_end - end} bytes written "
+            f"the recovery ends the commitlog at {end} and drops the {written_end - end} bytes written "
             "after it (a torn or corrupt record)",
             None,
             "CommitLog.recover*",
         )
 
 
-def _data_end(files: list) -> int:
+def data_end(files: list) -> int:
     """The end of the last non-zero byte of the last file holding data."""
     from store.io.filereads import last_nonzero_end
 
@@ -296,6 +297,8 @@ def _data_end(files: list) -> int:
 
 def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     """What a broker of version `major` (default: the store's) does when started on `store` now."""
+    from store.startup_timer import judge_timer
+
     major = major or store.layout.broker_version().major
     verdict = StartupVerdict(major)
     for part in store.layout.kind.unsupported_reads():
@@ -310,4 +313,5 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     files = _commitlog_checks(store, verdict)
     _queue_checks(store, verdict)
     _recovery(store, verdict, files)
+    judge_timer(store, verdict)
     return verdict

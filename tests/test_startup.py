@@ -32,17 +32,33 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
     root = _mutated(case, tmp_path)
     with Store.open(root) as store:
         verdict = startup_verdict(store, int(case["version"][0]))
-    real = "start" if case["loaded"] and case["consumerOffsetLoaded"] else "refuse"
+    # consumerOffsetLoaded is None when a store part's constructor threw first (nothing else loaded)
+    real = "start" if case["loaded"] and case["consumerOffsetLoaded"] is not False else "refuse"
     assert verdict.verdict == real, verdict.as_dict()
     if real == "start":
         assert verdict.recovery["mode"] == case["recovery"]
         assert verdict.recovery["commitlogEnd"] == case["maxPhyOffsetAfter"]
         assert ("truncatedBytes" in verdict.recovery) == bool(case["truncated"])
+    if real == "start" and case["timerLogMaxOffset"] is not None:
+        timer = verdict.recovery["timer"]
+        assert timer["timerLogEnd"] == case["timerLogMaxOffset"]
+        assert timer["enqueueFrom"] == case["timerCommitQueueOffset"]
     codes = {r.code for r in verdict.reasons}
-    if case["mutation"] == "commitlog-middle-missing":
-        assert "commitlog_gap" in codes
+    expected_code = {
+        "commitlog-middle-missing": "commitlog_gap",
+        "offsets-corrupt-bak-good": "config_bak",
+        "timermetrics-corrupt-bak-good": "config_bak",
+        "timer-wheel-short": "timer_wheel_length",
+        "timerlog-second-file-short": "timerlog_file_size",
+        "timerlog-empty-last-file": "timerlog_empty_last_file",
+        "timermetrics-and-bak-corrupt": "timer_metrics_unloadable",
+        "timerlog-unit-bad-magic": "timer_log_truncated",
+    }.get(case["mutation"])
+    assert expected_code is None or expected_code in codes, verdict.as_dict()
     if case["mutation"] == "offsets-corrupt-bak-good":
-        assert "config_bak" in codes and case["consumerOffsetSource"] == "bak"
+        assert case["consumerOffsetSource"] == "bak"
+    if case["mutation"] == "timer-wheel-short":
+        assert "Timer wheel length" in case["initError"]
 
 
 def test_the_cases_cover_each_outcome():
@@ -52,6 +68,11 @@ def test_the_cases_cover_each_outcome():
     assert outcomes[("4.9.8", "cq-last-file-zero-length")][0] is False  # 4.9.8 refuses it
     assert outcomes[("5.3.3", "offsets-and-bak-corrupt")][1] is False
     assert outcomes[("5.3.3", "commitlog-middle-missing")][0] is True
+    assert outcomes[("5.3.3", "timer-wheel-short")][0] is False
+    assert outcomes[("5.3.3", "timerlog-empty-last-file")][0] is True
+    assert outcomes[("5.3.3", "timermetrics-and-bak-corrupt")][0] is False
+    cut = next(c for c in CASES if c["mutation"] == "timerlog-unit-bad-magic")
+    assert cut["loaded"] and cut["timerLogMaxOffset"] == 100 * 52  # the real recovery cut the timerlog there
 
 
 def test_a_held_lock_is_exit(tmp_path):

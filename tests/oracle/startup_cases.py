@@ -37,6 +37,14 @@ CASES = [
     ("5.3.3", "store-a", "offsets-and-bak-corrupt"),
     ("5.3.3", "store-a", "offsets-corrupt-bak-good"),
     ("5.3.3", "store-c", "clean"),
+    ("5.3.3", "store-timer5", "clean"),
+    ("5.3.3", "store-timer5", "timer-wheel-short"),
+    ("5.3.3", "store-timer5", "timerlog-second-file-short"),
+    ("5.3.3", "store-timer5", "timerlog-empty-last-file"),
+    ("5.3.3", "store-timer5", "timermetrics-and-bak-corrupt"),
+    ("5.3.3", "store-timer5", "timermetrics-corrupt-bak-good"),
+    ("5.3.3", "store-timer-crash", "clean"),
+    ("5.3.3", "store-timer-crash", "timerlog-unit-bad-magic"),
     ("4.9.8", "store-49a", "clean"),
     ("4.9.8", "store-49a", "commitlog-file-short"),
     ("4.9.8", "store-49a", "commitlog-middle-missing"),
@@ -68,20 +76,27 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
     )
     shutil.rmtree(copy)
     out = last_json(done.stdout)
-    cl = out["commitlog"]
-    offsets = out["config"]["consumerOffset"]
+    cl = out.get("commitlog") or {}
+    offsets = (out.get("config") or {}).get("consumerOffset") or {}
+    timer = out.get("timer")
     return {
         "version": version,
         "store": store,
         "mutation": mutation,
         "loaded": out["loaded"],
+        # a store part's constructor threw (BrokerController.initializeMessageStore returns false)
+        "initError": out.get("initError"),
         "recovery": out["recovery"],
-        "consumerOffsetLoaded": offsets["loaded"],
-        "consumerOffsetSource": offsets["source"],
-        "minPhyOffsetAfter": cl["minPhyOffsetAfter"],
-        "maxPhyOffsetAfter": cl["maxPhyOffsetAfter"],
-        "truncated": cl["truncated"],
-        "truncatedAt": cl["truncatedAt"],
+        "consumerOffsetLoaded": offsets.get("loaded"),
+        "consumerOffsetSource": offsets.get("source"),
+        "minPhyOffsetAfter": cl.get("minPhyOffsetAfter"),
+        "maxPhyOffsetAfter": cl.get("maxPhyOffsetAfter"),
+        "truncated": cl.get("truncated"),
+        "truncatedAt": cl.get("truncatedAt"),
+        # the timer store after TimerMessageStore.load (recover): where the timerlog ends, where the
+        # enqueue resumes in rmq_sys_wheel_timer queue 0
+        "timerLogMaxOffset": timer and timer["timerLogMaxOffset"],
+        "timerCommitQueueOffset": timer and timer["commitQueueOffset"],
         "errors": sorted(
             {
                 _no_paths(line.split(" ERROR ", 1)[1])
@@ -93,8 +108,14 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
 
 
 def main() -> None:
+    only = set(sys.argv[1:])  # store or mutation names: run only those cases, print them, write nothing
     work = Path(tempfile.mkdtemp(prefix="mqtool-startup-"))
     try:
+        if only:
+            for v, s, m in CASES:
+                if {s, m} & only:
+                    print(json.dumps(run_case(v, s, m, work)))
+            return
         recorded = [run_case(v, s, m, work) for v, s, m in CASES]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -62,8 +62,18 @@ public final class Load {
         Map<String, long[]> cqBefore = Judge.rawConsumeQueues(root);
         probeStats.shutdown();
 
-        // Load: the real store (and timer store) recover.
-        Stores s = Stores.open(root, g, new ConcurrentHashMap<String, TopicConfig>());
+        // Load: the real store (and timer store) recover. A store part whose constructor throws (a timerwheel
+        // of the wrong length) is caught by BrokerController.initializeMessageStore (5.3.3
+        // BrokerController.java:852-855), whose false makes BrokerStartup exit: recorded as not loaded.
+        Stores s;
+        try {
+            s = Stores.open(root, g, new ConcurrentHashMap<String, TopicConfig>());
+        } catch (Exception e) {
+            out.put("loaded", false);
+            out.put("initError", e.getClass().getSimpleName() + ": " + e.getMessage());
+            out.put("clean", false);
+            return out;
+        }
         List<Map<String, Object>> crc = new ArrayList<>();
         List<Map<String, Object>> records = g.dledgerSelfId == null ? ReadBack.messages(s.store, crc)
             : DLedgerFiles.records(s.store, bb -> s.store.getCommitLog().checkMessageAndReturnSize(bb, true, false, true),
