@@ -297,6 +297,7 @@ def data_end(files: list) -> int:
 
 def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     """What a broker of version `major` (default: the store's) does when started on `store` now."""
+    from store.startup_dledger import judge_dledger
     from store.startup_timer import judge_timer
 
     major = major or store.layout.broker_version().major
@@ -313,5 +314,6 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     files = _commitlog_checks(store, verdict)
     _queue_checks(store, verdict)
     _recovery(store, verdict, files)
+    judge_dledger(store, verdict)
     judge_timer(store, verdict)
     return verdict

@@ -88,6 +88,54 @@ def timermetrics_corrupt_bak_good(root: Path) -> None:
     (root / "config" / "timermetrics").write_text('{"timingCount": {', encoding="utf-8")
 
 
+def _dledger_data(root: Path) -> list[Path]:
+    return sorted((root / "dledger-n0" / "data").iterdir())
+
+
+def dledger_data_file_short(root: Path) -> None:
+    """A middle DLedger data file cut to 100,000 bytes."""
+    os_truncate(_dledger_data(root)[len(_dledger_data(root)) // 2], 100_000)
+
+
+def dledger_data_middle_missing(root: Path) -> None:
+    """A middle DLedger data file deleted."""
+    _dledger_data(root)[len(_dledger_data(root)) // 2].unlink()
+
+
+def dledger_entries_zeroed(root: Path) -> None:
+    """store-dledger's entries 266 to 270 zeroed (never written): positions from its expect.json, as
+    tests/oracle/dledger_damaged.py's zeros-266."""
+    with open(root / "dledger-n0" / "data" / "00000000000001179648", "r+b") as fh:
+        fh.seek(1297051 - 1179648)
+        fh.write(b"\0" * (1298975 - 1297051))
+
+
+def dledger_entry_bad_magic(root: Path) -> None:
+    """store-dledger's entry 262 given magic 2 (dledger_damaged.py's magic-262): entries after it are written
+    but the recovery stops there."""
+    with open(root / "dledger-n0" / "data" / "00000000000001179648", "r+b") as fh:
+        fh.seek(1294933 - 1179648)
+        fh.write((2).to_bytes(4, "big"))
+
+
+def dledger_third_last_file_bad(root: Path) -> None:
+    """The first entry of the third-last data file given a wrong pos field: the recovery walks from an
+    earlier file, stops there and would cut more than a file (as dledger_damaged.py's start-file)."""
+    with open(_dledger_data(root)[-3], "r+b") as fh:
+        fh.seek(24)
+        fh.write(b"\0" * 8)
+
+
+def dledger_checkpoint_not_a_number(root: Path) -> None:
+    """DLedger's checkpoint with a committedIndex that is not a number."""
+    (root / "dledger-n0" / "checkpoint").write_text("committedIndex=abc\nendIndex=270\n", encoding="utf-8")
+
+
+def dledger_currterm_not_a_number(root: Path) -> None:
+    """DLedger's currterm with a currTerm that is not a number."""
+    (root / "dledger-n0" / "currterm").write_text("voteLeader=n0\ncurrTerm=abc\n", encoding="utf-8")
+
+
 def os_truncate(path: Path, size: int) -> None:
     with open(path, "r+b") as fh:
         fh.truncate(size)
@@ -107,4 +155,11 @@ MUTATIONS: dict[str, Callable[[Path], None]] = {
     "timerlog-unit-bad-magic": timerlog_unit_bad_magic,
     "timermetrics-and-bak-corrupt": timermetrics_and_bak_corrupt,
     "timermetrics-corrupt-bak-good": timermetrics_corrupt_bak_good,
+    "dledger-data-file-short": dledger_data_file_short,
+    "dledger-data-middle-missing": dledger_data_middle_missing,
+    "dledger-entries-zeroed": dledger_entries_zeroed,
+    "dledger-entry-bad-magic": dledger_entry_bad_magic,
+    "dledger-third-last-file-bad": dledger_third_last_file_bad,
+    "dledger-checkpoint-not-a-number": dledger_checkpoint_not_a_number,
+    "dledger-currterm-not-a-number": dledger_currterm_not_a_number,
 }

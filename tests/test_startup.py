@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from golden import GOLDEN, copy_store, run_main
+from golden import GOLDEN, copy_store, run_main, unpack_store
 from startup_mutations import MUTATIONS
 
 from store.startup import startup_verdict
@@ -22,7 +22,10 @@ CASES = json.loads((GOLDEN / "startup" / "expect.json").read_text(encoding="utf-
 
 
 def _mutated(case: dict, tmp_path):
-    root = copy_store(case["store"], tmp_path / "s")
+    if (GOLDEN / case["store"] / "store.tar.gz").exists():
+        root = unpack_store(case["store"], tmp_path)
+    else:
+        root = copy_store(case["store"], tmp_path / "s")
     MUTATIONS[case["mutation"]](root)
     return root
 
@@ -32,13 +35,22 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
     root = _mutated(case, tmp_path)
     with Store.open(root) as store:
         verdict = startup_verdict(store, int(case["version"][0]))
-    # consumerOffsetLoaded is None when a store part's constructor threw first (nothing else loaded)
-    real = "start" if case["loaded"] and case["consumerOffsetLoaded"] is not False else "refuse"
+    # consumerOffsetLoaded is None when a store part's constructor threw first (nothing else loaded); the
+    # JVM's own exit inside the load (DLedger's System.exit(-1)) left only an exit status
+    if case.get("exitStatus") is not None:
+        real = "exit"
+    else:
+        real = "start" if case["loaded"] and case["consumerOffsetLoaded"] is not False else "refuse"
     assert verdict.verdict == real, verdict.as_dict()
     if real == "start":
         assert verdict.recovery["mode"] == case["recovery"]
         assert verdict.recovery["commitlogEnd"] == case["maxPhyOffsetAfter"]
+    if real == "start" and not case.get("dledger"):
         assert ("truncatedBytes" in verdict.recovery) == bool(case["truncated"])
+    if real == "start" and case.get("dledger"):
+        real_dledger, ours = case["dledger"], verdict.recovery["dledger"]
+        for key in ("ledgerEndIndex", "committedIndex", "committedPos"):
+            assert ours[key] == real_dledger[key], (key, ours)
     if real == "start" and case["timerLogMaxOffset"] is not None:
         timer = verdict.recovery["timer"]
         assert timer["timerLogEnd"] == case["timerLogMaxOffset"]
@@ -53,6 +65,12 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
         "timerlog-empty-last-file": "timerlog_empty_last_file",
         "timermetrics-and-bak-corrupt": "timer_metrics_unloadable",
         "timerlog-unit-bad-magic": "timer_log_truncated",
+        "dledger-data-file-short": "dledger_file_size",
+        "dledger-data-middle-missing": "dledger_check_self",
+        "dledger-entry-bad-magic": "dledger_truncated",
+        "dledger-third-last-file-bad": "dledger_recovery",
+        "dledger-checkpoint-not-a-number": "dledger_recovery",
+        "dledger-currterm-not-a-number": "dledger_currterm",
     }.get(case["mutation"])
     assert expected_code is None or expected_code in codes, verdict.as_dict()
     if case["mutation"] == "offsets-corrupt-bak-good":
@@ -62,7 +80,7 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
 
 
 def test_the_cases_cover_each_outcome():
-    outcomes = {(c["version"], c["mutation"]): (c["loaded"], c["consumerOffsetLoaded"]) for c in CASES}
+    outcomes = {(c["version"], c["mutation"]): (c["loaded"], c.get("consumerOffsetLoaded")) for c in CASES}
     assert outcomes[("5.3.3", "commitlog-file-short")][0] is False
     assert outcomes[("5.3.3", "cq-last-file-zero-length")][0] is True  # 5.x deletes the empty last file
     assert outcomes[("4.9.8", "cq-last-file-zero-length")][0] is False  # 4.9.8 refuses it
@@ -107,3 +125,44 @@ def test_verify_startup_cli(tmp_path, capsys):
     root2 = copy_store("store-a", tmp_path / "ok")
     code, out, _ = run_main(["verify", "--startup", "-s", str(root2), "--format", "json"], capsys)
     assert json.loads(out)["verdict"] == "start" and code == 0
+
+
+def test_dledger_abnormal_recovery_redispatches_from_where_the_real_one_did(tmp_path):
+    # tests/data/store-dledger-crash/README.md: the real 5.3.3 abnormal recovery of this store re-dispatched
+    # from data file 8388608 (seen in its log when the fixture was written; `load` does not report it)
+    readme = (GOLDEN / "store-dledger-crash" / "README.md").read_text(encoding="utf-8")
+    assert "re-dispatched from data file 8388608" in readme
+    root = unpack_store("store-dledger-crash", tmp_path)
+    with Store.open(root) as store:
+        verdict = startup_verdict(store)
+    assert verdict.recovery["dledger"]["redispatchFrom"] == 8388608
+    assert "abnormal_recovery" in {r.code for r in verdict.reasons}
+
+
+DLEDGER_DAMAGED = json.loads((GOLDEN / "store-dledger" / "damaged.json").read_text(encoding="utf-8"))[
+    "damages"
+]
+
+
+@pytest.mark.parametrize("name", sorted(DLEDGER_DAMAGED))
+def test_verdict_on_dledger_damages_the_real_recovery_read(name, tmp_path):
+    """tests/data/store-dledger/damaged.json: the real 5.3.3 DLedger recovery of each damage
+    (tests/oracle/dledger_damaged.py): exit status 255 is DLedger's System.exit(-1) inside the load."""
+    damage = DLEDGER_DAMAGED[name]
+    root = unpack_store("store-dledger", tmp_path)
+    for rel, position, data in damage["writes"]:
+        with open(root / rel, "r+b") as fh:
+            fh.seek(position)
+            fh.write(bytes.fromhex(data))
+    with Store.open(root) as store:
+        verdict = startup_verdict(store)
+    if damage["exitStatus"] == 255:
+        assert verdict.verdict == "exit", verdict.as_dict()
+        return
+    assert verdict.verdict == ("start" if damage["loaded"] else "refuse"), verdict.as_dict()
+    after, ours = damage["afterLoad"], verdict.recovery["dledger"]
+    assert (ours["ledgerEndIndex"], ours["committedIndex"], ours["committedPos"]) == (
+        after["ledgerEndIndex"],
+        after["committedIndex"],
+        after["committedPos"],
+    )

@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from golden import unpack_store  # noqa: E402
 from startup_mutations import MUTATIONS  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "startup" / "expect.json"
+DLEDGER_KEYS = ("ledgerBeginIndex", "ledgerEndIndex", "committedIndex", "committedPos", "currTerm")
 CASES = [
     ("5.3.3", "store-a", "clean"),
     ("5.3.3", "store-a", "commitlog-file-short"),
@@ -45,11 +47,24 @@ CASES = [
     ("5.3.3", "store-timer5", "timermetrics-corrupt-bak-good"),
     ("5.3.3", "store-timer-crash", "clean"),
     ("5.3.3", "store-timer-crash", "timerlog-unit-bad-magic"),
+    ("5.3.3", "store-dledger", "clean"),
+    ("5.3.3", "store-dledger", "dledger-data-file-short"),
+    ("5.3.3", "store-dledger", "dledger-data-middle-missing"),
+    ("5.3.3", "store-dledger", "dledger-entries-zeroed"),
+    ("5.3.3", "store-dledger", "dledger-entry-bad-magic"),
+    ("5.3.3", "store-dledger", "dledger-third-last-file-bad"),
+    ("5.3.3", "store-dledger", "dledger-checkpoint-not-a-number"),
+    ("5.3.3", "store-dledger", "dledger-currterm-not-a-number"),
+    ("5.3.3", "store-dledger-crash", "clean"),
+    ("5.3.3", "store-dledger-mixed", "clean"),
     ("4.9.8", "store-49a", "clean"),
     ("4.9.8", "store-49a", "commitlog-file-short"),
     ("4.9.8", "store-49a", "commitlog-middle-missing"),
     ("4.9.8", "store-49a", "cq-last-file-zero-length"),
     ("4.9.8", "store-49a", "offsets-and-bak-corrupt"),
+    ("4.9.8", "store-dledger-49", "clean"),
+    ("4.9.8", "store-dledger-49", "dledger-data-file-short"),
+    ("4.9.8", "store-dledger-49", "dledger-data-middle-missing"),
 ]
 
 
@@ -65,7 +80,10 @@ def last_json(text: str) -> dict:
 
 def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
     copy = work / f"{version}-{store}-{mutation}"
-    shutil.copytree(ROOT / "tests" / "data" / store, copy)
+    if (ROOT / "tests" / "data" / store / "store.tar.gz").exists():
+        copy = unpack_store(store, copy)
+    else:
+        shutil.copytree(ROOT / "tests" / "data" / store, copy)
     MUTATIONS[mutation](copy)
     env = dict(os.environ, ORACLE_VERSION=version)
     done = subprocess.run(
@@ -75,10 +93,15 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
         env=env,
     )
     shutil.rmtree(copy)
+    if "{\n" not in done.stdout:
+        # the JVM ended inside the load (DLedger's System.exit(-1)): no JSON, only the exit status
+        return {"version": version, "store": store, "mutation": mutation, "loaded": None,
+                "exitStatus": done.returncode}  # fmt: skip
     out = last_json(done.stdout)
     cl = out.get("commitlog") or {}
     offsets = (out.get("config") or {}).get("consumerOffset") or {}
     timer = out.get("timer")
+    dledger = out.get("dledger")
     return {
         "version": version,
         "store": store,
@@ -97,6 +120,8 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
         # enqueue resumes in rmq_sys_wheel_timer queue 0
         "timerLogMaxOffset": timer and timer["timerLogMaxOffset"],
         "timerCommitQueueOffset": timer and timer["commitQueueOffset"],
+        # DLedger's recovery (DLedgerFiles.recovered): ledger end and committed index after the load
+        "dledger": dledger and {k: dledger.get(k) for k in DLEDGER_KEYS},
         "errors": sorted(
             {
                 _no_paths(line.split(" ERROR ", 1)[1])
