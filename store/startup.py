@@ -297,6 +297,7 @@ def data_end(files: list) -> int:
 
 def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     """What a broker of version `major` (default: the store's) does when started on `store` now."""
+    from store.startup_compaction import judge_compaction
     from store.startup_dledger import judge_dledger
     from store.startup_timer import judge_timer
 
@@ -315,5 +316,6 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     _queue_checks(store, verdict)
     _recovery(store, verdict, files)
     judge_dledger(store, verdict)
+    judge_compaction(store, verdict)
     judge_timer(store, verdict)
     return verdict

@@ -166,3 +166,25 @@ def test_verdict_on_dledger_damages_the_real_recovery_read(name, tmp_path):
         after["committedIndex"],
         after["committedPos"],
     )
+
+
+COMPACTION_DAMAGED = json.loads((GOLDEN / "store-compaction" / "damaged.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(COMPACTION_DAMAGED))
+def test_verdict_on_compaction_damages_the_real_load_read(name, tmp_path):
+    """tests/data/store-compaction/damaged.json: the real 5.3.3 `DefaultMessageStore.load()` with
+    enableCompaction of each damage (tests/oracle/compaction_damaged.py): whether it loaded, which queues its
+    CompactionStore serves."""
+    import tests.oracle.compaction_damaged as damaged
+
+    root = copy_store("store-compaction", tmp_path / "s")
+    damaged.DAMAGES[name][1](root)
+    want = COMPACTION_DAMAGED[name]
+    with Store.open(root) as store:
+        verdict = startup_verdict(store)
+        queues = [f"{t}/{q}" for t, q in store.compaction.queues()]
+    assert verdict.verdict == ("start" if want["loaded"] else "refuse"), verdict.as_dict()
+    if want["loaded"]:
+        not_served = {r.message.split(":")[0] for r in verdict.reasons if r.code == "compaction_not_served"}
+        assert sorted(set(queues) - not_served) == want["served"]
