@@ -229,6 +229,14 @@ def _config_checks(store, verdict: StartupVerdict) -> None:
                 rel(store, store.config_dir / name),
                 "ConfigManager.loadBak",
             )
+        elif loaded.source == "none" and (store.config_dir / name).exists():
+            verdict.add(
+                "config_lost",
+                START,
+                f"{loaded.reason}: every entry of {name} is lost (the next flush writes the empty tables)",
+                rel(store, store.config_dir / name),
+                "ConfigManager.load/loadBak (5.3.3 ConfigManager.java:29-70)",
+            )
 
 
 def _recovery(store, verdict: StartupVerdict, files: list) -> None:
@@ -296,22 +304,27 @@ def data_end(files: list) -> int:
 
 
 def startup_verdict(store, major: int | None = None) -> StartupVerdict:
-    """What a broker of version `major` (default: the store's) does when started on `store` now."""
+    """What a broker of version `major` (default: the store's) does when started on `store` now.
+
+    The parts beside the classic store have their own modules: `store.startup_dledger`,
+    `store.startup_compaction`, `store.startup_timer`, `store.startup_pop`, `store.startup_controller`. A
+    layout part none of them judges (store.kind: a commitlog elsewhere or on several paths, tiered storage, a
+    controller-mode broker.conf, the KV POP service) is named as not judged."""
     from store.startup_compaction import judge_compaction
+    from store.startup_controller import judge_controller
     from store.startup_dledger import judge_dledger
+    from store.startup_pop import judge_pop
     from store.startup_timer import judge_timer
 
     major = major or store.layout.broker_version().major
     verdict = StartupVerdict(major)
+    judged = {"controller-mode replica"} if judge_controller(store, verdict) else set()
     for part in store.layout.kind.unsupported_reads():
-        verdict.add(
-            "layout_unsupported",
-            START,
-            f"a {part.name} ({part.evidence}): its own start-up conditions are not judged here",
-            None,
-            "store.kind",
-        )
+        if part.name not in judged:
+            _not_judged(verdict, f"a {part.name} ({part.evidence})")
     _config_checks(store, verdict)
+    if not judge_pop(store, verdict):
+        _not_judged(verdict, "the KV POP service (broker.conf popConsumerKVServiceInit=true)")
     files = _commitlog_checks(store, verdict)
     _queue_checks(store, verdict)
     _recovery(store, verdict, files)
@@ -319,3 +332,8 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     judge_compaction(store, verdict)
     judge_timer(store, verdict)
     return verdict
+
+
+def _not_judged(verdict: StartupVerdict, what: str) -> None:
+    verdict.add("layout_unsupported", START, f"{what}: its own start-up conditions are not judged here", None,
+                "store.kind")  # fmt: skip

@@ -136,6 +136,42 @@ def dledger_currterm_not_a_number(root: Path) -> None:
     (root / "dledger-n0" / "currterm").write_text("voteLeader=n0\ncurrTerm=abc\n", encoding="utf-8")
 
 
+def request_mode_corrupt(root: Path) -> None:
+    """config/messageRequestMode.json undecodable, no .bak (ConfigManager.loadBak: true, empty tables)."""
+    (root / "config" / "messageRequestMode.json").write_text('{"messageRequestModeMap": {', encoding="utf-8")
+
+
+def request_mode_and_bak_corrupt(root: Path) -> None:
+    """config/messageRequestMode.json and its .bak undecodable (the load returns false)."""
+    for name in ("messageRequestMode.json", "messageRequestMode.json.bak"):
+        (root / "config" / name).write_text('{"messageRequestModeMap": {', encoding="utf-8")
+
+
+def order_info_and_bak_corrupt(root: Path) -> None:
+    """config/consumerOrderInfo.json and its .bak undecodable (the load returns false)."""
+    for name in ("consumerOrderInfo.json", "consumerOrderInfo.json.bak"):
+        (root / "config" / name).write_text('{"table": {', encoding="utf-8")
+
+
+def offsets_corrupt_no_bak(root: Path) -> None:
+    """consumerOffset.json undecodable and no .bak: ConfigManager.loadBak returns true with empty tables."""
+    (root / "config" / "consumerOffset.json").write_text('{"offsetTable": {', encoding="utf-8")
+    (root / "config" / "consumerOffset.json.bak").unlink(missing_ok=True)
+
+
+def controller_files(root: Path) -> None:
+    """An epochFileCheckpoint and brokerIdentity as a controller-mode broker writes them
+    (CheckpointFile.write: entry count, CRC32 of the entry lines, `epoch-startOffset` lines;
+    BrokerMetadata.encodeToStr: cluster#broker#id)."""
+    import zlib
+
+    entries = "1-0\n2-1048576\n"
+    (root / "epochFileCheckpoint").write_text(
+        f"2\n{zlib.crc32(entries.encode())}\n{entries}", encoding="utf-8"
+    )
+    (root / "brokerIdentity").write_text("DefaultCluster#broker-a#1", encoding="utf-8")
+
+
 def os_truncate(path: Path, size: int) -> None:
     with open(path, "r+b") as fh:
         fh.truncate(size)
@@ -162,4 +198,9 @@ MUTATIONS: dict[str, Callable[[Path], None]] = {
     "dledger-third-last-file-bad": dledger_third_last_file_bad,
     "dledger-checkpoint-not-a-number": dledger_checkpoint_not_a_number,
     "dledger-currterm-not-a-number": dledger_currterm_not_a_number,
+    "request-mode-corrupt": request_mode_corrupt,
+    "request-mode-and-bak-corrupt": request_mode_and_bak_corrupt,
+    "order-info-and-bak-corrupt": order_info_and_bak_corrupt,
+    "offsets-corrupt-no-bak": offsets_corrupt_no_bak,
+    "controller-files": controller_files,
 }

@@ -40,7 +40,10 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
     if case.get("exitStatus") is not None:
         real = "exit"
     else:
-        real = "start" if case["loaded"] and case["consumerOffsetLoaded"] is not False else "refuse"
+        metadata = (
+            case["consumerOffsetLoaded"] is not False and case.get("consumerOrderInfoLoaded") is not False
+        )
+        real = "start" if case["loaded"] and metadata else "refuse"
     assert verdict.verdict == real, verdict.as_dict()
     if real == "start":
         assert verdict.recovery["mode"] == case["recovery"]
@@ -71,10 +74,21 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
         "dledger-third-last-file-bad": "dledger_recovery",
         "dledger-checkpoint-not-a-number": "dledger_recovery",
         "dledger-currterm-not-a-number": "dledger_currterm",
+        "controller-files": "controller_files_ignored",
+        "request-mode-corrupt": "pop_request_modes_lost",
+        "request-mode-and-bak-corrupt": "pop_request_modes_lost",
+        "order-info-and-bak-corrupt": "config_unloadable",
+        "offsets-corrupt-no-bak": "config_lost",
+        "offsets-and-bak-corrupt": "config_unloadable",
     }.get(case["mutation"])
     assert expected_code is None or expected_code in codes, verdict.as_dict()
     if case["mutation"] == "offsets-corrupt-bak-good":
         assert case["consumerOffsetSource"] == "bak"
+    assert "layout_unsupported" not in codes  # every part of these stores is judged
+    if expected_code in ("pop_request_modes_lost",):
+        assert case["messageRequestModeTableSize"] == 0  # the real manager holds no switch after its load
+    if expected_code == "config_lost":
+        assert case["consumerOffsetTableSize"] == 0  # the real manager holds no offset after its load
     if case["mutation"] == "timer-wheel-short":
         assert "Timer wheel length" in case["initError"]
 
@@ -188,3 +202,22 @@ def test_verdict_on_compaction_damages_the_real_load_read(name, tmp_path):
     if want["loaded"]:
         not_served = {r.message.split(":")[0] for r in verdict.reasons if r.code == "compaction_not_served"}
         assert sorted(set(queues) - not_served) == want["served"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("enableControllerMode=true", "controller-mode replica"),
+        ("popConsumerKVServiceInit=true", "KV POP service"),
+    ],
+)
+def test_what_is_not_judged_is_named(setting, named, tmp_path):
+    from store.config.brokerconf import load_broker_config
+
+    root = copy_store("store-pop", tmp_path / "s")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(setting + "\n", encoding="utf-8")
+    with Store.open(root, load_broker_config(conf)) as store:
+        verdict = startup_verdict(store)
+    notes = [r.message for r in verdict.reasons if r.code == "layout_unsupported"]
+    assert any(named in n and "not judged" in n for n in notes), verdict.as_dict()

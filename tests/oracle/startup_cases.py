@@ -39,6 +39,12 @@ CASES = [
     ("5.3.3", "store-a", "offsets-and-bak-corrupt"),
     ("5.3.3", "store-a", "offsets-corrupt-bak-good"),
     ("5.3.3", "store-c", "clean"),
+    ("5.3.3", "store-a", "controller-files"),
+    ("5.3.3", "store-pop", "clean"),
+    ("5.3.3", "store-pop", "request-mode-corrupt"),
+    ("5.3.3", "store-pop", "request-mode-and-bak-corrupt"),
+    ("5.3.3", "store-pop", "order-info-and-bak-corrupt"),
+    ("5.3.3", "store-a", "offsets-corrupt-no-bak"),
     ("5.3.3", "store-timer5", "clean"),
     ("5.3.3", "store-timer5", "timer-wheel-short"),
     ("5.3.3", "store-timer5", "timerlog-second-file-short"),
@@ -62,6 +68,7 @@ CASES = [
     ("4.9.8", "store-49a", "commitlog-middle-missing"),
     ("4.9.8", "store-49a", "cq-last-file-zero-length"),
     ("4.9.8", "store-49a", "offsets-and-bak-corrupt"),
+    ("4.9.8", "store-49a", "controller-files"),
     ("4.9.8", "store-dledger-49", "clean"),
     ("4.9.8", "store-dledger-49", "dledger-data-file-short"),
     ("4.9.8", "store-dledger-49", "dledger-data-middle-missing"),
@@ -100,6 +107,7 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
     out = last_json(done.stdout)
     cl = out.get("commitlog") or {}
     offsets = (out.get("config") or {}).get("consumerOffset") or {}
+    modes = (out.get("config") or {}).get("messageRequestMode") or {}
     timer = out.get("timer")
     dledger = out.get("dledger")
     return {
@@ -112,6 +120,12 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
         "recovery": out["recovery"],
         "consumerOffsetLoaded": offsets.get("loaded"),
         "consumerOffsetSource": offsets.get("source"),
+        # 5.x: ConsumerOrderInfoManager.load (initializeMetadata: false refuses), MessageRequestModeManager's
+        "consumerOrderInfoLoaded": ((out.get("config") or {}).get("consumerOrderInfo") or {}).get("loaded"),
+        "messageRequestModeLoaded": ((out.get("config") or {}).get("messageRequestMode") or {}).get("loaded"),
+        # the tables the managers hold after their load (empty: the broker starts with none)
+        "consumerOffsetTableSize": len(offsets["offsetTable"]) if "offsetTable" in offsets else None,
+        "messageRequestModeTableSize": len(modes["table"]) if "table" in modes else None,
         "minPhyOffsetAfter": cl.get("minPhyOffsetAfter"),
         "maxPhyOffsetAfter": cl.get("maxPhyOffsetAfter"),
         "truncated": cl.get("truncated"),

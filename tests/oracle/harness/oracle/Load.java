@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.broker.loadbalance.MessageRequestModeManager;
 import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
+import org.apache.rocketmq.broker.offset.ConsumerOrderInfoManager;
 import org.apache.rocketmq.broker.offset.LmqConsumerOffsetManager;
 import org.apache.rocketmq.broker.schedule.DelayOffsetSerializeWrapper;
 import org.apache.rocketmq.common.BrokerConfig;
@@ -156,6 +157,13 @@ public final class Load {
             lo.put("lmqOffsetTable", new TreeMap<>(lmq.getLmqOffsetTable()));
             out.put("lmqConsumerOffset", lo);
         }
+
+        // BrokerController.initializeMetadata loads it (5.3.3 BrokerController.java:815): false refuses the start
+        ConsumerOrderInfoManager orders = new ConsumerOrderInfoManager(broker);
+        Map<String, Object> oi = new LinkedHashMap<>();
+        oi.put("source", Judge.source(dir + "consumerOrderInfo.json", t -> new ConsumerOrderInfoManager().decode(t)));
+        oi.put("loaded", orders.load());
+        out.put("consumerOrderInfo", oi);
 
         MessageRequestModeManager modes = new MessageRequestModeManager(broker);
         Map<String, Object> mr = new LinkedHashMap<>();
