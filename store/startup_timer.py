@@ -164,8 +164,7 @@ def _recover(store, verdict: StartupVerdict, files: list) -> None:
 
     files = [f for f in files if f.size]
     if not files:
-        verdict.recovery["timer"] = {"timerLogEnd": 0}
-        return
+        return  # nothing to recover (the timer store creates its files)
     check = read_timercheck(store)
     flush_pos = check.last_timer_log_flush_pos if check is not None else 0
     first = recovery_begin(files, flush_pos)
