@@ -29,7 +29,7 @@ from formats.timer import TIMER_WHEEL_FILE_SIZE
 from store.config.configfile import ConfigFile, ConfigLoadError
 from store.io.filereads import last_nonzero_end
 from store.log.mappedfile import MappedFileQueue
-from store.startup import REFUSE, START, StartupVerdict, check_file_queue, rel
+from store.startup.verdict import REFUSE, START, StartupVerdict, check_file_queue, rel
 
 _SOURCE = "rocketmq-all-5.3.3 TimerMessageStore.java"
 

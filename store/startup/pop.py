@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from formats.errors import MqtoolError
 from store.config.configfile import ConfigFile, ConfigLoadError
-from store.startup import START, StartupVerdict
+from store.startup.verdict import START, StartupVerdict
 
 REQUEST_MODE = "messageRequestMode.json"
 

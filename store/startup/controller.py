@@ -15,7 +15,7 @@ A 4.x broker has no controller mode.
 
 from __future__ import annotations
 
-from store.startup import START, StartupVerdict
+from store.startup.verdict import START, StartupVerdict
 
 CONTROLLER_FILES = ("epochFileCheckpoint", "brokerIdentity")
 

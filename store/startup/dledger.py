@@ -25,7 +25,7 @@ from __future__ import annotations
 from formats.dledger import BODY_OFFSET, ENTRY_REASONS
 from formats.errors import MqtoolError
 from store.io.filereads import last_nonzero_end
-from store.startup import EXIT, REFUSE, START, StartupVerdict, rel
+from store.startup.verdict import EXIT, REFUSE, START, StartupVerdict, rel
 
 _EXIT_MARK = "System.exit"  # store.log.dledger words an exit of the JVM this way; other load problems fail it
 

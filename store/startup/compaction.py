@@ -15,7 +15,7 @@ stops the start. 4.x has no compaction store.
 from __future__ import annotations
 
 from formats.errors import MqtoolError
-from store.startup import REFUSE, START, StartupVerdict
+from store.startup.verdict import REFUSE, START, StartupVerdict
 
 _SKIPPED = "the broker skips it"  # the one load_listing problem that does not fail the load
 
