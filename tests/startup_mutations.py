@@ -172,6 +172,15 @@ def controller_files(root: Path) -> None:
     (root / "brokerIdentity").write_text("DefaultCluster#broker-a#1", encoding="utf-8")
 
 
+def compaction_delete_leftover(root: Path) -> None:
+    """A `.delete` copy of a compaction log file beside it (tests/oracle/compaction_damaged.py's
+    delete-leftover: the 5.3.3 load fails on it)."""
+    import shutil
+
+    log = root / "compaction" / "compactionLog" / "CompactTopicA" / "1" / "00000000000000006624"
+    shutil.copyfile(log, log.with_name(log.name + ".delete"))
+
+
 def os_truncate(path: Path, size: int) -> None:
     with open(path, "r+b") as fh:
         fh.truncate(size)
@@ -203,4 +212,5 @@ MUTATIONS: dict[str, Callable[[Path], None]] = {
     "order-info-and-bak-corrupt": order_info_and_bak_corrupt,
     "offsets-corrupt-no-bak": offsets_corrupt_no_bak,
     "controller-files": controller_files,
+    "compaction-delete-leftover": compaction_delete_leftover,
 }

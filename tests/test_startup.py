@@ -81,6 +81,11 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
         "offsets-corrupt-no-bak": "config_lost",
         "offsets-and-bak-corrupt": "config_unloadable",
     }.get(case["mutation"])
+    if case["version"] == "4.9.8":  # no timer wheel, no compaction store: their files are left alone
+        expected_code = {
+            "timer-wheel-short": "timer_ignored",
+            "compaction-delete-leftover": "compaction_ignored",
+        }.get(case["mutation"], expected_code)
     assert expected_code is None or expected_code in codes, verdict.as_dict()
     if case["mutation"] == "offsets-corrupt-bak-good":
         assert case["consumerOffsetSource"] == "bak"

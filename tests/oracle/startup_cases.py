@@ -69,6 +69,8 @@ CASES = [
     ("4.9.8", "store-49a", "cq-last-file-zero-length"),
     ("4.9.8", "store-49a", "offsets-and-bak-corrupt"),
     ("4.9.8", "store-49a", "controller-files"),
+    ("4.9.8", "store-timer5", "timer-wheel-short"),
+    ("4.9.8", "store-compaction", "compaction-delete-leftover"),  # 5.3.3: store-compaction/damaged.json
     ("4.9.8", "store-dledger-49", "clean"),
     ("4.9.8", "store-dledger-49", "dledger-data-file-short"),
     ("4.9.8", "store-dledger-49", "dledger-data-middle-missing"),
