@@ -77,6 +77,40 @@ def timerlog_unit_bad_magic(root: Path) -> None:
         fh.write((0x100).to_bytes(4, "big"))
 
 
+def _timerlog_split_flushed(root: Path, bad_unit: int) -> None:
+    """store-timer-crash's timerlog (337 units from 0) laid out in files of 40 units (2080 bytes, the
+    harness takes mappedFileSizeTimerLog from the first file), timercheck's flush position set to the end
+    of the units (as a checkpoint flushed after the last append), and unit `bad_unit`'s magic given high
+    bits. The recovery walks from the file holding flush position - file size: a bad unit before that file
+    is never read, one after it cuts the log."""
+    directory = root / "timerlog"
+    first = directory / "00000000000000000000"
+    data = first.read_bytes()
+    end = 337 * 52
+    size = 40 * 52
+    first.unlink()
+    for start in range(0, end, size):
+        (directory / f"{start:020d}").write_bytes(data[start : start + size].ljust(size, b"\0"))
+    at = bad_unit * 52 + 12
+    path = directory / f"{at // size * size:020d}"
+    with open(path, "r+b") as fh:
+        fh.seek(at % size)
+        fh.write((0x100).to_bytes(4, "big"))
+    with open(root / "config" / "timercheck", "r+b") as fh:
+        fh.seek(8)
+        fh.write(end.to_bytes(8, "big"))
+
+
+def timerlog_split_bad_early_unit(root: Path) -> None:
+    """_timerlog_split_flushed with unit 10 (file 0) bad: before the file the recovery starts from."""
+    _timerlog_split_flushed(root, 10)
+
+
+def timerlog_split_bad_late_unit(root: Path) -> None:
+    """_timerlog_split_flushed with unit 300 (file 7) bad: in the files the recovery walks."""
+    _timerlog_split_flushed(root, 300)
+
+
 def timermetrics_and_bak_corrupt(root: Path) -> None:
     """config/timermetrics and its .bak both undecodable."""
     for name in ("timermetrics", "timermetrics.bak"):
@@ -198,6 +232,8 @@ MUTATIONS: dict[str, Callable[[Path], None]] = {
     "timerlog-second-file-short": timerlog_second_file_short,
     "timerlog-empty-last-file": timerlog_empty_last_file,
     "timerlog-unit-bad-magic": timerlog_unit_bad_magic,
+    "timerlog-split-bad-early-unit": timerlog_split_bad_early_unit,
+    "timerlog-split-bad-late-unit": timerlog_split_bad_late_unit,
     "timermetrics-and-bak-corrupt": timermetrics_and_bak_corrupt,
     "timermetrics-corrupt-bak-good": timermetrics_corrupt_bak_good,
     "dledger-data-file-short": dledger_data_file_short,

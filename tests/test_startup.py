@@ -68,6 +68,7 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
         "timerlog-empty-last-file": "timerlog_empty_last_file",
         "timermetrics-and-bak-corrupt": "timer_metrics_unloadable",
         "timerlog-unit-bad-magic": "timer_log_truncated",
+        "timerlog-split-bad-late-unit": "timer_log_truncated",
         "dledger-data-file-short": "dledger_file_size",
         "dledger-data-middle-missing": "dledger_check_self",
         "dledger-entry-bad-magic": "dledger_truncated",
@@ -90,6 +91,8 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
     if case["mutation"] == "offsets-corrupt-bak-good":
         assert case["consumerOffsetSource"] == "bak"
     assert "layout_unsupported" not in codes  # every part of these stores is judged
+    if case["mutation"] == "timerlog-split-bad-early-unit":
+        assert "timer_log_truncated" not in codes
     if expected_code in ("pop_request_modes_lost",):
         assert case["messageRequestModeTableSize"] == 0  # the real manager holds no switch after its load
     if expected_code == "config_lost":
@@ -108,6 +111,11 @@ def test_the_cases_cover_each_outcome():
     assert outcomes[("5.3.3", "timer-wheel-short")][0] is False
     assert outcomes[("5.3.3", "timerlog-empty-last-file")][0] is True
     assert outcomes[("5.3.3", "timermetrics-and-bak-corrupt")][0] is False
+    # the real recovery walks from the file holding timercheck's flush position less a file size: a bad unit
+    # before it is never read, one after it cuts the log
+    early = next(c for c in CASES if c["mutation"] == "timerlog-split-bad-early-unit")
+    late = next(c for c in CASES if c["mutation"] == "timerlog-split-bad-late-unit")
+    assert (early["timerLogMaxOffset"], late["timerLogMaxOffset"]) == (337 * 52, 300 * 52)
     cut = next(c for c in CASES if c["mutation"] == "timerlog-unit-bad-magic")
     assert cut["loaded"] and cut["timerLogMaxOffset"] == 100 * 52  # the real recovery cut the timerlog there
 

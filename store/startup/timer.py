@@ -202,18 +202,21 @@ def _recover(store, verdict: StartupVerdict, files: list) -> None:
             "config/timercheck",
             f"{_SOURCE}:274-284",
         )
-    resume = _enqueue_from(store)
+    resume = _enqueue_from(store, walk)
     if resume is not None:
         timer["enqueueFrom"] = resume
 
 
-def _enqueue_from(store) -> int | None:
-    """The rmq_sys_wheel_timer queue offset the enqueue resumes from (`store.timer.messages`)."""
+def _enqueue_from(store, walk) -> int | None:
+    """The rmq_sys_wheel_timer queue offset the enqueue resumes from (`store.timer.messages`), from the
+    units the recovery kept (`walk`)."""
+    import dataclasses
+
     from store.timer.messages import enqueue_position
     from store.timer.timerstore import TimerStore
 
     try:
         timer = TimerStore.open(store)
-        return None if timer is None else enqueue_position(store, timer)
+        return None if timer is None else enqueue_position(store, dataclasses.replace(timer, walk=walk))
     except MqtoolError:
         return None

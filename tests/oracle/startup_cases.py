@@ -53,6 +53,8 @@ CASES = [
     ("5.3.3", "store-timer5", "timermetrics-corrupt-bak-good"),
     ("5.3.3", "store-timer-crash", "clean"),
     ("5.3.3", "store-timer-crash", "timerlog-unit-bad-magic"),
+    ("5.3.3", "store-timer-crash", "timerlog-split-bad-early-unit"),
+    ("5.3.3", "store-timer-crash", "timerlog-split-bad-late-unit"),
     ("5.3.3", "store-dledger", "clean"),
     ("5.3.3", "store-dledger", "dledger-data-file-short"),
     ("5.3.3", "store-dledger", "dledger-data-middle-missing"),
