@@ -234,3 +234,24 @@ def test_what_is_not_judged_is_named(setting, named, tmp_path):
         verdict = startup_verdict(store)
     notes = [r.message for r in verdict.reasons if r.code == "layout_unsupported"]
     assert any(named in n and "not judged" in n for n in notes), verdict.as_dict()
+
+
+def test_a_part_mqtool_cannot_read_is_named_not_a_traceback(tmp_path):
+    import os
+
+    root = unpack_store("store-dledger", tmp_path)
+    (root / "dledger-n0" / "checkpoint").unlink()
+    os.mkfifo(root / "dledger-n0" / "checkpoint")  # a read would block forever
+    with Store.open(root) as store:
+        verdict = startup_verdict(store)
+    assert verdict.verdict == "refuse"
+    assert "dledger_unreadable" in {r.code for r in verdict.reasons}, verdict.as_dict()
+
+    timer = copy_store("store-timer5", tmp_path / "t")
+    import shutil
+
+    shutil.rmtree(timer / "timerlog")
+    (timer / "timerlog").write_bytes(b"not a directory")
+    with Store.open(timer) as store:
+        verdict = startup_verdict(store)
+    assert "timer_unreadable" in {r.code for r in verdict.reasons}, verdict.as_dict()

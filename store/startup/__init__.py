@@ -17,13 +17,14 @@ on stores mutated each way (tests/oracle/startup_cases.py).
 
 from __future__ import annotations
 
+from formats.errors import MqtoolError
 from store.startup.classic import commitlog_checks, config_checks, queue_checks, recovery
 from store.startup.compaction import judge_compaction
 from store.startup.controller import judge_controller
 from store.startup.dledger import judge_dledger
 from store.startup.pop import judge_pop
 from store.startup.timer import judge_timer
-from store.startup.verdict import START, StartupVerdict
+from store.startup.verdict import REFUSE, START, StartupVerdict
 
 
 def startup_verdict(store, major: int | None = None) -> StartupVerdict:
@@ -31,7 +32,6 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
 
     A layout part none of the modules judges (store.kind: a commitlog elsewhere or on several paths, tiered
     storage, a controller-mode broker.conf, the KV POP service) is named as not judged."""
-
     major = major or store.layout.broker_version().major
     verdict = StartupVerdict(major)
     judged = {"controller-mode replica"} if judge_controller(store, verdict) else set()
@@ -44,9 +44,13 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     files = commitlog_checks(store, verdict)
     queue_checks(store, verdict)
     recovery(store, verdict, files)
-    judge_dledger(store, verdict)
-    judge_compaction(store, verdict)
-    judge_timer(store, verdict)
+    for part, judge in (("dledger", judge_dledger), ("compaction", judge_compaction), ("timer", judge_timer)):
+        try:
+            judge(store, verdict)
+        except MqtoolError as exc:
+            # a file the part's load reads and mqtool cannot (a FIFO, a damaged header): named, fail closed
+            verdict.add(f"{part}_unreadable", REFUSE, f"{exc.message}: the {part} start-up cannot be judged",
+                        exc.file, f"store.startup.{part}")  # fmt: skip
     return verdict
 
 
