@@ -15,6 +15,7 @@ import pytest
 from golden import GOLDEN, copy_store, run_main, unpack_store
 from startup_mutations import MUTATIONS
 
+from store.config.brokerconf import load_broker_config
 from store.startup import startup_verdict
 from store.storedir import Store
 
@@ -33,7 +34,9 @@ def _mutated(case: dict, tmp_path):
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['version']}-{c['store']}-{c['mutation']}" for c in CASES])
 def test_verdict_is_what_the_real_load_did(case, tmp_path):
     root = _mutated(case, tmp_path)
-    with Store.open(root) as store:
+    # the settings the store was written with, as the broker is started with them (the oracle reads them)
+    conf = load_broker_config(root / "broker.conf") if (root / "broker.conf").exists() else None
+    with Store.open(root, conf) as store:
         verdict = startup_verdict(store, int(case["version"][0]))
     # consumerOffsetLoaded is None when a store part's constructor threw first (nothing else loaded); the
     # JVM's own exit inside the load (DLedger's System.exit(-1)) left only an exit status
@@ -225,8 +228,6 @@ def test_verdict_on_compaction_damages_the_real_load_read(name, tmp_path):
     ],
 )
 def test_what_is_not_judged_is_named(setting, named, tmp_path):
-    from store.config.brokerconf import load_broker_config
-
     root = copy_store("store-pop", tmp_path / "s")
     conf = tmp_path / "broker.conf"
     conf.write_text(setting + "\n", encoding="utf-8")

@@ -65,6 +65,7 @@ CASES = [
     ("5.3.3", "store-dledger", "dledger-currterm-not-a-number"),
     ("5.3.3", "store-dledger-crash", "clean"),
     ("5.3.3", "store-dledger-mixed", "clean"),
+    ("5.3.3", "store-dledger-multipath", "clean"),  # its broker.conf names the two data directories
     ("4.9.8", "store-49a", "clean"),
     ("4.9.8", "store-49a", "commitlog-file-short"),
     ("4.9.8", "store-49a", "commitlog-middle-missing"),
