@@ -209,14 +209,11 @@ def _recover(store, verdict: StartupVerdict, files: list) -> None:
 
 def _enqueue_from(store, walk) -> int | None:
     """The rmq_sys_wheel_timer queue offset the enqueue resumes from (`store.timer.messages`), from the
-    units the recovery kept (`walk`)."""
-    import dataclasses
-
+    units the recovery kept (`walk`): the wheel is not read, the log not walked again."""
     from store.timer.messages import enqueue_position
-    from store.timer.timerstore import TimerStore
+    from store.timer.timerstore import TimerStore, read_timercheck, roll_window_slots
 
-    try:
-        timer = TimerStore.open(store)
-        return None if timer is None else enqueue_position(store, dataclasses.replace(timer, walk=walk))
-    except MqtoolError:
-        return None
+    cfg = store.layout.broker_config
+    window = roll_window_slots(cfg.timerRollWindowSlot)
+    timer = TimerStore(store.root, cfg.timerPrecisionMs, window, read_timercheck(store), walk, None)
+    return enqueue_position(store, timer)
