@@ -397,7 +397,7 @@ def uw_target(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     rel = _resolve_target(layout, rng.choice(WRITE_TARGETS[command]), rng)
     if rel is None:
         return None
-    is_dir = rel == "." or rel in layout.all_dirs or rel in ("config", "commitlog", "index", "consumequeue")
+    is_dir = rel == "." or rel in layout.all_dirs  # a DLedger store has no commitlog/ to make read-only
     exists = is_dir or rel in layout.all_files
     if is_dir:
         what = rng.choice(("read-only", "read-only", "file", "dev-null"))
