@@ -215,6 +215,11 @@ def compaction_delete_leftover(root: Path) -> None:
     shutil.copyfile(log, log.with_name(log.name + ".delete"))
 
 
+def crash_abort(root: Path) -> None:
+    """An `abort` file, as a broker killed while running leaves it: the next start recovers abnormally."""
+    (root / "abort").write_bytes(b"")
+
+
 def os_truncate(path: Path, size: int) -> None:
     with open(path, "r+b") as fh:
         fh.truncate(size)
@@ -249,4 +254,5 @@ MUTATIONS: dict[str, Callable[[Path], None]] = {
     "offsets-corrupt-no-bak": offsets_corrupt_no_bak,
     "controller-files": controller_files,
     "compaction-delete-leftover": compaction_delete_leftover,
+    "crash-abort": crash_abort,
 }

@@ -84,6 +84,7 @@ def test_verdict_is_what_the_real_load_did(case, tmp_path):
         "order-info-and-bak-corrupt": "config_unloadable",
         "offsets-corrupt-no-bak": "config_lost",
         "offsets-and-bak-corrupt": "config_unloadable",
+        "crash-abort": "abnormal_recovery",
     }.get(case["mutation"])
     if case["version"] == "4.9.8":  # no timer wheel, no compaction store: their files are left alone
         expected_code = {

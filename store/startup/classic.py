@@ -142,7 +142,9 @@ def recovery(store, verdict: StartupVerdict, files: list) -> None:
             "DefaultMessageStore.start (5.3.3 :408-411)",
         )
     files = [f for f in files if f.size]
-    if not files:
+    if not files or _dledger_recovers(store):
+        # DLedger's own recovery replaces CommitLog's once its data list is not empty (5.3.3
+        # DLedgerCommitLog.java:291-330): store.startup.dledger judges it
         verdict.recovery = {"mode": "abnormal" if live.abort_present else "normal", "commitlogEnd": 0}
         return
     log = store.commitlog
@@ -180,6 +182,13 @@ def recovery(store, verdict: StartupVerdict, files: list) -> None:
             None,
             "CommitLog.recover*",
         )
+
+
+def _dledger_recovers(store) -> bool:
+    from store.log.dledger import DLedgerCommitLog
+
+    log = store.commitlog
+    return isinstance(log, DLedgerCommitLog) and bool(log.log.data_files)
 
 
 def data_end(files: list) -> int:

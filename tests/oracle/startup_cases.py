@@ -65,6 +65,7 @@ CASES = [
     ("5.3.3", "store-dledger", "dledger-currterm-not-a-number"),
     ("5.3.3", "store-dledger-crash", "clean"),
     ("5.3.3", "store-dledger-mixed", "clean"),
+    ("5.3.3", "store-dledger-mixed", "crash-abort"),
     ("5.3.3", "store-dledger-multipath", "clean"),  # its broker.conf names the two data directories
     ("4.9.8", "store-49a", "clean"),
     ("4.9.8", "store-49a", "commitlog-file-short"),
@@ -75,6 +76,7 @@ CASES = [
     ("4.9.8", "store-timer5", "timer-wheel-short"),
     ("4.9.8", "store-compaction", "compaction-delete-leftover"),  # 5.3.3: store-compaction/damaged.json
     ("4.9.8", "store-dledger-49", "clean"),
+    ("4.9.8", "store-dledger-49", "crash-abort"),
     ("4.9.8", "store-dledger-49", "dledger-data-file-short"),
     ("4.9.8", "store-dledger-49", "dledger-data-middle-missing"),
 ]
