@@ -82,6 +82,7 @@ class BrokerConfig:
     dLegerPeers: str | None = None
     dLegerSelfId: str | None = None
     enableControllerMode: bool = False
+    popConsumerKVServiceInit: bool = False  # the KV POP service's RocksDB store (BrokerConfig.java:243)
     messageStorePlugIn: str = ""
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages

@@ -271,7 +271,8 @@ def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
     segments: list[tuple[int, np.ndarray]] = []
     blanks: list[int] = []
     end, stop, stop_file = queue.min_offset, "end", None
-    for f in queue:
+    files = list(queue)
+    for f in files:
         count = f.size // TIMER_LOG_UNIT_SIZE
         raw = np.frombuffer(f.buffer(), dtype=dtype, count=count) if count else np.zeros(0, dtype)
         # size and magic as 32-bit words (units are 13 words): faster than the structured fields
@@ -303,6 +304,11 @@ def walk_timerlog(queue: MappedFileQueue) -> TimerLogWalk:
                 buf[at + 12 : at + 16], "big", signed=True
             ) == (TIMER_LOG_BLANK_MAGIC):
                 blanks.append(end)  # the blank needs only its 16 bytes: size, 0L, magic
+                end = f.end_offset
+                continue
+            if not tail and f is not files[-1]:
+                # units to the very end (no blank): the recovery's loop over the file ends without a stop
+                # and it reads on in the next file (TimerMessageStore.java:422-455)
                 end = f.end_offset
                 continue
             stop = "end of the last file" if not tail else f"{tail} bytes at {end}: too short for a unit"

@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from golden import unpack_store  # noqa: E402
 from startup_mutations import MUTATIONS  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "startup" / "expect.json"
+DLEDGER_KEYS = ("ledgerBeginIndex", "ledgerEndIndex", "committedIndex", "committedPos", "currTerm")
 CASES = [
     ("5.3.3", "store-a", "clean"),
     ("5.3.3", "store-a", "commitlog-file-short"),
@@ -37,11 +39,46 @@ CASES = [
     ("5.3.3", "store-a", "offsets-and-bak-corrupt"),
     ("5.3.3", "store-a", "offsets-corrupt-bak-good"),
     ("5.3.3", "store-c", "clean"),
+    ("5.3.3", "store-a", "controller-files"),
+    ("5.3.3", "store-pop", "clean"),
+    ("5.3.3", "store-pop", "request-mode-corrupt"),
+    ("5.3.3", "store-pop", "request-mode-and-bak-corrupt"),
+    ("5.3.3", "store-pop", "order-info-and-bak-corrupt"),
+    ("5.3.3", "store-a", "offsets-corrupt-no-bak"),
+    ("5.3.3", "store-timer5", "clean"),
+    ("5.3.3", "store-timer5", "timer-wheel-short"),
+    ("5.3.3", "store-timer5", "timerlog-second-file-short"),
+    ("5.3.3", "store-timer5", "timerlog-empty-last-file"),
+    ("5.3.3", "store-timer5", "timermetrics-and-bak-corrupt"),
+    ("5.3.3", "store-timer5", "timermetrics-corrupt-bak-good"),
+    ("5.3.3", "store-timer-crash", "clean"),
+    ("5.3.3", "store-timer-crash", "timerlog-unit-bad-magic"),
+    ("5.3.3", "store-timer-crash", "timerlog-split-bad-early-unit"),
+    ("5.3.3", "store-timer-crash", "timerlog-split-bad-late-unit"),
+    ("5.3.3", "store-dledger", "clean"),
+    ("5.3.3", "store-dledger", "dledger-data-file-short"),
+    ("5.3.3", "store-dledger", "dledger-data-middle-missing"),
+    ("5.3.3", "store-dledger", "dledger-entries-zeroed"),
+    ("5.3.3", "store-dledger", "dledger-entry-bad-magic"),
+    ("5.3.3", "store-dledger", "dledger-third-last-file-bad"),
+    ("5.3.3", "store-dledger", "dledger-checkpoint-not-a-number"),
+    ("5.3.3", "store-dledger", "dledger-currterm-not-a-number"),
+    ("5.3.3", "store-dledger-crash", "clean"),
+    ("5.3.3", "store-dledger-mixed", "clean"),
+    ("5.3.3", "store-dledger-mixed", "crash-abort"),
+    ("5.3.3", "store-dledger-multipath", "clean"),  # its broker.conf names the two data directories
     ("4.9.8", "store-49a", "clean"),
     ("4.9.8", "store-49a", "commitlog-file-short"),
     ("4.9.8", "store-49a", "commitlog-middle-missing"),
     ("4.9.8", "store-49a", "cq-last-file-zero-length"),
     ("4.9.8", "store-49a", "offsets-and-bak-corrupt"),
+    ("4.9.8", "store-49a", "controller-files"),
+    ("4.9.8", "store-timer5", "timer-wheel-short"),
+    ("4.9.8", "store-compaction", "compaction-delete-leftover"),  # 5.3.3: store-compaction/damaged.json
+    ("4.9.8", "store-dledger-49", "clean"),
+    ("4.9.8", "store-dledger-49", "crash-abort"),
+    ("4.9.8", "store-dledger-49", "dledger-data-file-short"),
+    ("4.9.8", "store-dledger-49", "dledger-data-middle-missing"),
 ]
 
 
@@ -57,7 +94,10 @@ def last_json(text: str) -> dict:
 
 def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
     copy = work / f"{version}-{store}-{mutation}"
-    shutil.copytree(ROOT / "tests" / "data" / store, copy)
+    if (ROOT / "tests" / "data" / store / "store.tar.gz").exists():
+        copy = unpack_store(store, copy)
+    else:
+        shutil.copytree(ROOT / "tests" / "data" / store, copy)
     MUTATIONS[mutation](copy)
     env = dict(os.environ, ORACLE_VERSION=version)
     done = subprocess.run(
@@ -67,21 +107,42 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
         env=env,
     )
     shutil.rmtree(copy)
+    if "{\n" not in done.stdout:
+        # the JVM ended inside the load (DLedger's System.exit(-1)): no JSON, only the exit status
+        return {"version": version, "store": store, "mutation": mutation, "loaded": None,
+                "exitStatus": done.returncode}  # fmt: skip
     out = last_json(done.stdout)
-    cl = out["commitlog"]
-    offsets = out["config"]["consumerOffset"]
+    cl = out.get("commitlog") or {}
+    offsets = (out.get("config") or {}).get("consumerOffset") or {}
+    modes = (out.get("config") or {}).get("messageRequestMode") or {}
+    timer = out.get("timer")
+    dledger = out.get("dledger")
     return {
         "version": version,
         "store": store,
         "mutation": mutation,
         "loaded": out["loaded"],
+        # a store part's constructor threw (BrokerController.initializeMessageStore returns false)
+        "initError": out.get("initError"),
         "recovery": out["recovery"],
-        "consumerOffsetLoaded": offsets["loaded"],
-        "consumerOffsetSource": offsets["source"],
-        "minPhyOffsetAfter": cl["minPhyOffsetAfter"],
-        "maxPhyOffsetAfter": cl["maxPhyOffsetAfter"],
-        "truncated": cl["truncated"],
-        "truncatedAt": cl["truncatedAt"],
+        "consumerOffsetLoaded": offsets.get("loaded"),
+        "consumerOffsetSource": offsets.get("source"),
+        # 5.x: ConsumerOrderInfoManager.load (initializeMetadata: false refuses), MessageRequestModeManager's
+        "consumerOrderInfoLoaded": ((out.get("config") or {}).get("consumerOrderInfo") or {}).get("loaded"),
+        "messageRequestModeLoaded": ((out.get("config") or {}).get("messageRequestMode") or {}).get("loaded"),
+        # the tables the managers hold after their load (empty: the broker starts with none)
+        "consumerOffsetTableSize": len(offsets["offsetTable"]) if "offsetTable" in offsets else None,
+        "messageRequestModeTableSize": len(modes["table"]) if "table" in modes else None,
+        "minPhyOffsetAfter": cl.get("minPhyOffsetAfter"),
+        "maxPhyOffsetAfter": cl.get("maxPhyOffsetAfter"),
+        "truncated": cl.get("truncated"),
+        "truncatedAt": cl.get("truncatedAt"),
+        # the timer store after TimerMessageStore.load (recover): where the timerlog ends, where the
+        # enqueue resumes in rmq_sys_wheel_timer queue 0
+        "timerLogMaxOffset": timer and timer["timerLogMaxOffset"],
+        "timerCommitQueueOffset": timer and timer["commitQueueOffset"],
+        # DLedger's recovery (DLedgerFiles.recovered): ledger end and committed index after the load
+        "dledger": dledger and {k: dledger.get(k) for k in DLEDGER_KEYS},
         "errors": sorted(
             {
                 _no_paths(line.split(" ERROR ", 1)[1])
@@ -93,8 +154,14 @@ def run_case(version: str, store: str, mutation: str, work: Path) -> dict:
 
 
 def main() -> None:
+    only = set(sys.argv[1:])  # store or mutation names: run only those cases, print them, write nothing
     work = Path(tempfile.mkdtemp(prefix="mqtool-startup-"))
     try:
+        if only:
+            for v, s, m in CASES:
+                if {s, m} & only:
+                    print(json.dumps(run_case(v, s, m, work)))
+            return
         recorded = [run_case(v, s, m, work) for v, s, m in CASES]
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -74,6 +74,13 @@ def startup_text(doc: dict[str, Any]) -> str:
         line += f"; {rec['mode']} recovery ends the commitlog at {rec['commitlogEnd']}"
         if rec.get("truncatedBytes"):
             line += f", dropping {rec['truncatedBytes']} bytes"
+        if dledger := rec.get("dledger"):
+            end, data_end = dledger["ledgerEndIndex"], dledger["dataEnd"]
+            line += f"; DLedger keeps entries to index {end} (data end {data_end})"
+        if timer := rec.get("timer"):
+            line += f"; the timer's recovery ends the timerlog at {timer['timerLogEnd']}"
+            if timer.get("truncatedBytes"):
+                line += f", dropping {timer['truncatedBytes']} bytes"
     return line
 
 

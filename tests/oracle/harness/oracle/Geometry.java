@@ -71,6 +71,7 @@ public final class Geometry {
         }
         File[] tl = new File(root, "timerlog").listFiles();
         if (tl != null && tl.length > 0) {
+            java.util.Arrays.sort(tl);  // the first file by name (its offset), not the directory's order
             g.timerLog = (int) tl[0].length();
         }
         g.timer = new File(root, "timerwheel").exists();

@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.broker.loadbalance.MessageRequestModeManager;
 import org.apache.rocketmq.broker.offset.ConsumerOffsetManager;
+import org.apache.rocketmq.broker.offset.ConsumerOrderInfoManager;
 import org.apache.rocketmq.broker.offset.LmqConsumerOffsetManager;
 import org.apache.rocketmq.broker.schedule.DelayOffsetSerializeWrapper;
 import org.apache.rocketmq.common.BrokerConfig;
@@ -62,8 +63,18 @@ public final class Load {
         Map<String, long[]> cqBefore = Judge.rawConsumeQueues(root);
         probeStats.shutdown();
 
-        // Load: the real store (and timer store) recover.
-        Stores s = Stores.open(root, g, new ConcurrentHashMap<String, TopicConfig>());
+        // Load: the real store (and timer store) recover. A store part whose constructor throws (a timerwheel
+        // of the wrong length) is caught by BrokerController.initializeMessageStore (5.3.3
+        // BrokerController.java:852-855), whose false makes BrokerStartup exit: recorded as not loaded.
+        Stores s;
+        try {
+            s = Stores.open(root, g, new ConcurrentHashMap<String, TopicConfig>());
+        } catch (Exception e) {
+            out.put("loaded", false);
+            out.put("initError", e.getClass().getSimpleName() + ": " + e.getMessage());
+            out.put("clean", false);
+            return out;
+        }
         List<Map<String, Object>> crc = new ArrayList<>();
         List<Map<String, Object>> records = g.dledgerSelfId == null ? ReadBack.messages(s.store, crc)
             : DLedgerFiles.records(s.store, bb -> s.store.getCommitLog().checkMessageAndReturnSize(bb, true, false, true),
@@ -146,6 +157,13 @@ public final class Load {
             lo.put("lmqOffsetTable", new TreeMap<>(lmq.getLmqOffsetTable()));
             out.put("lmqConsumerOffset", lo);
         }
+
+        // BrokerController.initializeMetadata loads it (5.3.3 BrokerController.java:815): false refuses the start
+        ConsumerOrderInfoManager orders = new ConsumerOrderInfoManager(broker);
+        Map<String, Object> oi = new LinkedHashMap<>();
+        oi.put("source", Judge.source(dir + "consumerOrderInfo.json", t -> new ConsumerOrderInfoManager().decode(t)));
+        oi.put("loaded", orders.load());
+        out.put("consumerOrderInfo", oi);
 
         MessageRequestModeManager modes = new MessageRequestModeManager(broker);
         Map<String, Object> mr = new LinkedHashMap<>();

@@ -1,30 +1,13 @@
-"""Would a broker started on this store now come up? The verdict of `BrokerStartup` and its reasons.
-
-`BrokerStartup.createBrokerController` (5.3.3 BrokerStartup.java:244-258; 4.9.8 :218-250) calls
-`BrokerController.initialize()`, which loads the metadata managers (5.3.3 BrokerController.java:805-817:
-topics, topic queue mapping, consumer offsets, subscription groups, consumer filters, consumer order info;
-4.9.8 :242-246), then `DefaultMessageStore.load()` (the commitlog, ConsumeQueue and index files, the
-recovery) and the schedule service's delayOffset.json (5.3.3 :886-894). When any returns false the broker
-calls `System.exit(-3)`: the verdict is **refuse**. `controller.start()` then takes the store lock
-(`DefaultMessageStore.start`, 5.3.3 DefaultMessageStore.java:408-411, "Lock failed,MQ already started"); a
-throw there is `System.exit(-1)`: **exit**. Otherwise **start**, and the reasons say what its recovery does.
-
-Each reason names the real code that decides it; tests/data/startup/expect.json records the real `load`
-on stores mutated each way (tests/oracle/startup_cases.py).
-"""
+"""The classic store's part of the start-up verdict: the metadata files `initialize()` loads, the commitlog
+and ConsumeQueue files `DefaultMessageStore.load()` maps, and the commitlog recovery (normal, or abnormal
+after a crash: `abort`). See `store.startup` for how the verdict follows from them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from formats.errors import MqtoolError
 from store.config.configfile import ConfigFile, ConfigLoadError
-from store.log.mappedfile import MappedFileQueue
 from store.log.recovery import recovery_start_abnormal
-
-START, REFUSE, EXIT = "start", "refuse", "exit"
-SEVERITY = {START: 0, REFUSE: 1, EXIT: 2}
+from store.startup.verdict import EXIT, REFUSE, START, StartupVerdict, check_file_queue, rel
 
 # the ConfigManager files initialize() loads, in order (a false load refuses the start)
 METADATA_5X = (
@@ -45,105 +28,13 @@ METADATA_49 = (
 )
 
 
-@dataclass(frozen=True)
-class StartupReason:
-    """One thing the broker's start-up does with this store: its effect, what and where, and the code."""
-
-    code: str
-    effect: str  # start (a note), refuse, exit
-    message: str
-    file: str | None = None
-    code_ref: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "effect": self.effect,
-            "message": self.message,
-            "file": self.file,
-            "source": self.code_ref,
-        }
-
-
-@dataclass
-class StartupVerdict:
-    """start / refuse / exit for a broker of `major`, the reasons, and what its recovery does."""
-
-    major: int
-    reasons: list[StartupReason] = field(default_factory=list)
-    recovery: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return max((r.effect for r in self.reasons), key=SEVERITY.__getitem__, default=START)
-
-    def add(self, *args: Any, **kwargs: Any) -> None:
-        self.reasons.append(StartupReason(*args, **kwargs))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "broker": f"{self.major}.x",
-            "verdict": self.verdict,
-            "reasons": [r.as_dict() for r in self.reasons],
-            "recovery": self.recovery,
-        }
-
-
-def _rel(store, path: Any) -> str:
-    try:
-        return str(path.relative_to(store.root))
-    except ValueError:
-        return str(path)
-
-
-def _check_file_queue(
-    store, verdict: StartupVerdict, directory, size: int, size_source: str, what: str
-) -> list:
-    """`MappedFileQueue.load` -> `doLoad` (5.3.3 MappedFileQueue.java:246-290; 4.9.8 :158-190): every
-    file must be `size` bytes; 5.3.3 deletes a zero-length last file first (4.9.8 refuses it). Returns the
-    files."""
-    try:
-        queue = MappedFileQueue.open(directory)
-    except MqtoolError as exc:
-        verdict.add(
-            f"{what}_unloadable",
-            REFUSE,
-            f"{exc.message}: the store's load() fails",
-            exc.file,
-            "MappedFileQueue.doLoad",
-        )
-        return []
-    files = list(queue.files)
-    if files and files[-1].size == 0 and verdict.major >= 5:
-        verdict.add(
-            f"{what}_empty_last_file",
-            START,
-            "a zero-length last file: the 5.x load deletes it and goes on",
-            _rel(store, files[-1].path),
-            "5.3.3 MappedFileQueue.java:255-260",
-        )
-        files.pop()
-    for f in files:
-        if f.size != size:
-            verdict.add(
-                f"{what}_file_size",
-                REFUSE,
-                f"{f.size} bytes, not the {size} of {size_source}: MappedFileQueue.doLoad returns "
-                "false, the store's load() fails and BrokerStartup exits (-3)",
-                _rel(store, f.path),
-                "MappedFileQueue.doLoad (5.3.3 :262-266, 4.9.8 :163-167)",
-            )
-            break
-    return files
-
-
-def _commitlog_checks(store, verdict: StartupVerdict) -> list:
+def commitlog_checks(store, verdict: StartupVerdict) -> list:
     configured = store.layout.configured("mappedFileSizeCommitLog")
     files = store.commitlog.queue.files
     sizes = [f.size for f in files if f.size]
     size = configured or (max(set(sizes), key=sizes.count) if sizes else 0)
     source = "broker.conf's mappedFileSizeCommitLog" if configured else "the other files (no --broker-config)"
-    files = _check_file_queue(store, verdict, store.commitlog_dir, size, source, "commitlog")
+    files = check_file_queue(store, verdict, store.commitlog_dir, size, source, "commitlog")
     for before, after in zip(files, files[1:], strict=False):
         if before.start_offset + before.size != after.start_offset:
             gap = (before.start_offset + before.size, after.start_offset)
@@ -153,7 +44,7 @@ def _commitlog_checks(store, verdict: StartupVerdict) -> list:
                 f"no commitlog file holds [{gap[0]}, {gap[1]}): the broker starts (its checkSelf logs "
                 '"[BUG]The mappedFile queue\'s data is damaged"), but every message there is gone '
                 "and a consumer whose offset points there gets nothing (#2141)" + _units_in(store, *gap),
-                _rel(store, after.path),
+                rel(store, after.path),
                 "MappedFileQueue.checkSelf (5.3.3 :64-83)",
             )
     return files
@@ -177,7 +68,7 @@ def _units_in(store, lo: int, hi: int) -> str:
     return f"; units pointing there: {', '.join(hits)}" if hits else ""
 
 
-def _queue_checks(store, verdict: StartupVerdict) -> None:
+def queue_checks(store, verdict: StartupVerdict) -> None:
     if store.layout.consume_queues_in_rocksdb:
         return
     setting = store.layout.cq_file_size()
@@ -193,12 +84,12 @@ def _queue_checks(store, verdict: StartupVerdict) -> None:
     for topic, queue_id in queues:
         directory = store.consumequeue_dir / topic / str(queue_id)
         before = len(verdict.reasons)
-        _check_file_queue(store, verdict, directory, setting.value, source, "cq")
+        check_file_queue(store, verdict, directory, setting.value, source, "cq")
         if any(r.effect == REFUSE for r in verdict.reasons[before:]):
             return  # the load stops at the first queue that fails
 
 
-def _config_checks(store, verdict: StartupVerdict) -> None:
+def config_checks(store, verdict: StartupVerdict) -> None:
     if store.layout.config_backend != "json":
         return  # RocksDB config managers: opened by RocksDB, not ConfigManager.load
     names = METADATA_5X if verdict.major >= 5 else METADATA_49
@@ -213,7 +104,7 @@ def _config_checks(store, verdict: StartupVerdict) -> None:
                 REFUSE,
                 f"{exc.message}: its manager's ConfigManager.load() returns false and BrokerStartup "
                 "exits (-3)",
-                _rel(store, store.config_dir / name),
+                rel(store, store.config_dir / name),
                 "ConfigManager.load/loadBak (5.3.3 ConfigManager.java:29-70)",
             )
             continue
@@ -225,12 +116,20 @@ def _config_checks(store, verdict: StartupVerdict) -> None:
                 "config_bak",
                 START,
                 f"{loaded.reason}: the broker starts with the .bak's content",
-                _rel(store, store.config_dir / name),
+                rel(store, store.config_dir / name),
                 "ConfigManager.loadBak",
+            )
+        elif loaded.source == "none" and (store.config_dir / name).exists():
+            verdict.add(
+                "config_lost",
+                START,
+                f"{loaded.reason}: every entry of {name} is lost (the next flush writes the empty tables)",
+                rel(store, store.config_dir / name),
+                "ConfigManager.load/loadBak (5.3.3 ConfigManager.java:29-70)",
             )
 
 
-def _recovery(store, verdict: StartupVerdict, files: list) -> None:
+def recovery(store, verdict: StartupVerdict, files: list) -> None:
     """Normal or abnormal recovery (`abort`), where it walks from and where it ends the commitlog."""
     live = store.liveness()
     if live.locked:
@@ -243,7 +142,9 @@ def _recovery(store, verdict: StartupVerdict, files: list) -> None:
             "DefaultMessageStore.start (5.3.3 :408-411)",
         )
     files = [f for f in files if f.size]
-    if not files:
+    if not files or _dledger_recovers(store):
+        # DLedger's own recovery replaces CommitLog's once its data list is not empty (5.3.3
+        # DLedgerCommitLog.java:291-330): store.startup.dledger judges it
         verdict.recovery = {"mode": "abnormal" if live.abort_present else "normal", "commitlogEnd": 0}
         return
     log = store.commitlog
@@ -270,20 +171,27 @@ def _recovery(store, verdict: StartupVerdict, files: list) -> None:
         mode = "normal"
     end = log.valid_end(start, check_crc=True)
     verdict.recovery = {"mode": mode, "walkFrom": start, "commitlogEnd": end}
-    data_end = _data_end(files)
-    if data_end > end:
-        verdict.recovery["truncatedBytes"] = data_end - end
+    written_end = data_end(files)
+    if written_end > end:
+        verdict.recovery["truncatedBytes"] = written_end - end
         verdict.add(
             "commitlog_truncated",
             START,
-            f"the recovery ends the commitlog at {end} and drops the {data_end - end} bytes written "
+            f"the recovery ends the commitlog at {end} and drops the {written_end - end} bytes written "
             "after it (a torn or corrupt record)",
             None,
             "CommitLog.recover*",
         )
 
 
-def _data_end(files: list) -> int:
+def _dledger_recovers(store) -> bool:
+    from store.log.dledger import DLedgerCommitLog
+
+    log = store.commitlog
+    return isinstance(log, DLedgerCommitLog) and bool(log.log.data_files)
+
+
+def data_end(files: list) -> int:
     """The end of the last non-zero byte of the last file holding data."""
     from store.io.filereads import last_nonzero_end
 
@@ -292,22 +200,3 @@ def _data_end(files: list) -> int:
         if end:
             return f.start_offset + end
     return 0
-
-
-def startup_verdict(store, major: int | None = None) -> StartupVerdict:
-    """What a broker of version `major` (default: the store's) does when started on `store` now."""
-    major = major or store.layout.broker_version().major
-    verdict = StartupVerdict(major)
-    for part in store.layout.kind.unsupported_reads():
-        verdict.add(
-            "layout_unsupported",
-            START,
-            f"a {part.name} ({part.evidence}): its own start-up conditions are not judged here",
-            None,
-            "store.kind",
-        )
-    _config_checks(store, verdict)
-    files = _commitlog_checks(store, verdict)
-    _queue_checks(store, verdict)
-    _recovery(store, verdict, files)
-    return verdict
