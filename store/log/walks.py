@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 CRC_MISMATCH = "crc_mismatch"
 TAIL_KEPT = (
     1024  # positions of a file's last accepted records a whole-file walk keeps (bundle's last records)
@@ -126,10 +128,10 @@ class FileWalks:
 def joined_tail(tails: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """The last TAIL_KEPT positions of ranges walked in order, from each range's last TAIL_KEPT (the last
     TAIL_KEPT of the whole walk lie in those)."""
-    out: list[int] = []
-    for tail in tails:
-        out.extend(int(p) for p in tail)
-    return tuple(out[-TAIL_KEPT:])
+    if not tails:
+        return ()
+    joined = np.concatenate([np.asarray(t, dtype=np.int64) for t in tails])  # no Python step per position
+    return tuple(joined[-TAIL_KEPT:].tolist())
 
 
 __all__ = ["TAIL_KEPT", "ChainEnd", "ChainResume", "FileWalk", "FileWalks", "joined_tail"]
