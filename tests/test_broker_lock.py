@@ -65,6 +65,7 @@ WRITERS = [
     "offsets clone",
     "consume-mode set",
     "rebuild",
+    "rebuild --prune-orphans",
     "delay replay",
     "txn commit",
     "txn rollback",

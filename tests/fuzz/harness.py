@@ -458,7 +458,11 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
             ["consume-mode", "set", "-t", t.topic, "-g", t.group, "--mode", "POP", "--execute"],
         ),
         ("rebuild", ["rebuild", "all", "--max-index-num", "35", "--execute"]),
-        ("rebuild --prune-orphans", ["rebuild", "cq", "--prune-orphans", "--execute"]),
+        # the index geometry changed too: a base has no orphans, and a write must change the store
+        (
+            "rebuild --prune-orphans",
+            ["rebuild", "all", "--prune-orphans", "--max-index-num", "35", "--execute"],
+        ),
         ("delay replay", ["delay", "replay", "--now", later, "--execute"]),
         ("txn commit", ["txn", "commit", halves[0], "--now", later, "--execute"]),
         ("txn rollback", ["txn", "rollback", halves[0], "--now", later, "--execute"]),
@@ -471,7 +475,7 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
     ]
 
 
-def _digest(path: Path) -> bytes:
+def file_digest(path: Path) -> bytes:
     """A digest of a file's size and the bytes of its data extents (with their offsets): a sparse mapped
     file of 1 GiB (a DLedger data file) costs what it holds, not its size, and is never held in memory."""
     h = hashlib.blake2b(digest_size=20)
@@ -501,8 +505,8 @@ def _digest(path: Path) -> bytes:
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes, int] | str]:
-    """Every file's digest (`_digest`) and mtime, every directory, every symlink (its target), and what any
-    other entry is (a FIFO is never opened) under root."""
+    """Every file's digest (`file_digest`) and mtime, every directory, every symlink (its target), and what
+    any other entry is (a FIFO is never opened) under root."""
     out: dict[str, tuple[bytes, int] | str] = {}
     for dirpath, dirs, files in os.walk(root):
         for name in dirs:
@@ -514,7 +518,7 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int] | str]:
             if stat.S_ISLNK(st.st_mode):
                 out[rel] = f"-> {os.readlink(p)}"
             elif stat.S_ISREG(st.st_mode):
-                out[rel] = (_digest(p), st.st_mtime_ns)
+                out[rel] = (file_digest(p), st.st_mtime_ns)
             else:
                 out[rel] = f"mode {stat.S_IFMT(st.st_mode):o}"
     return out
