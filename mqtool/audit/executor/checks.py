@@ -338,8 +338,8 @@ def store_problems(
     would end."""
     from mqtool.offsets.prune import report_store_orphans
     from store.checks.commitlog import check_commitlog
-    from store.checks.consumequeue import report_deleted
-    from store.checks.lmq import report_lmq_missing
+    from store.checks.consumequeue import DeletedQueue, report_deleted
+    from store.checks.lmq import LmqMissing, report_lmq_missing
     from store.checks.problems import ProblemList
     from store.checks.records import RecordIndex
     from store.checks.storefiles import (
@@ -377,8 +377,8 @@ def store_problems(
         store, empty, problems, commitlog_min=commitlog_min, valid_end=valid_end, outside_only=True
     )
     report_store_orphans(store, found.queues, batch.queues, problems, topic_queue_counts(store))
-    report_lmq_missing(_lmq_missing(stops, cut), found.queues, problems)
-    report_deleted(_deleted_queues(stops, cut), problems)
+    report_lmq_missing(_merged_per_queue(stops, cut, "lmqMissing", LmqMissing), found.queues, problems)
+    report_deleted(_merged_per_queue(stops, cut, "deletedQueues", DeletedQueue), problems)
     if plan.index_problems is not None:
         problems.extend(plan.index_problems)
     index = check_index_files(
@@ -403,26 +403,13 @@ def store_problems(
     return problems.table().to_pylist()
 
 
-def _deleted_queues(stops: dict[int, SplitStop], cut: Cut) -> dict[str, Any]:
-    """The valid splits' records of deleted topics and queues (`check_split`), merged per queue."""
-    from store.checks.consumequeue import DeletedQueue
-
-    merged: dict[str, DeletedQueue] = {}
+def _merged_per_queue(stops: dict[int, SplitStop], cut: Cut, key: str, kind: type) -> dict[str, Any]:
+    """The valid splits' per-queue summaries under `key` of their facts (`check_split`: `lmqMissing`
+    as `LmqMissing`, `deletedQueues` as `DeletedQueue`), merged per queue by `kind.merge`."""
+    merged: dict[str, Any] = {}
     for seq in cut.valid_seqs:
-        for queue, fields in stops[seq].facts.get("deletedQueues", {}).items():
-            one = DeletedQueue(*fields)
-            merged[queue] = merged[queue].merge(one) if queue in merged else one
-    return merged
-
-
-def _lmq_missing(stops: dict[int, SplitStop], cut: Cut) -> dict[str, Any]:
-    """The valid splits' LMQ summaries (`check_split`), merged per queue."""
-    from store.checks.lmq import LmqMissing
-
-    merged: dict[str, LmqMissing] = {}
-    for seq in cut.valid_seqs:
-        for queue, fields in stops[seq].facts.get("lmqMissing", {}).items():
-            one = LmqMissing(*fields)
+        for queue, fields in stops[seq].facts.get(key, {}).items():
+            one = kind(*fields)
             merged[queue] = merged[queue].merge(one) if queue in merged else one
     return merged
 
