@@ -7,7 +7,7 @@ from __future__ import annotations
 from formats.errors import MqtoolError
 from store.config.configfile import ConfigFile, ConfigLoadError
 from store.log.recovery import recovery_start_abnormal
-from store.startup.verdict import EXIT, REFUSE, START, StartupVerdict, check_file_queue, rel
+from store.startup.verdict import EXIT, REFUSE, START, StartupVerdict, check_file_queue, data_end, rel
 
 # the ConfigManager files initialize() loads, in order (a false load refuses the start)
 METADATA_5X = (
@@ -189,14 +189,3 @@ def _dledger_recovers(store) -> bool:
 
     log = store.commitlog
     return isinstance(log, DLedgerCommitLog) and bool(log.log.data_files)
-
-
-def data_end(files: list) -> int:
-    """The end of the last non-zero byte of the last file holding data."""
-    from store.io.filereads import last_nonzero_end
-
-    for f in reversed(files):
-        end = last_nonzero_end(f.path, 0, f.size)
-        if end:
-            return f.start_offset + end
-    return 0

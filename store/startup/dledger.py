@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from formats.dledger import BODY_OFFSET, ENTRY_REASONS
 from formats.errors import MqtoolError
-from store.io.filereads import last_nonzero_end
-from store.startup.verdict import EXIT, REFUSE, START, StartupVerdict, rel
+from store.startup.verdict import EXIT, REFUSE, START, StartupVerdict, data_end, rel
 
 _EXIT_MARK = "System.exit"  # store.log.dledger words an exit of the JVM this way; other load problems fail it
 
@@ -152,12 +151,7 @@ def _abnormal(store, verdict: StartupVerdict, commitlog, r) -> None:
 
 def _truncation(store, verdict: StartupVerdict, log, r) -> None:
     files = log.data_files
-    written = 0
-    for f in reversed(files):
-        stop = last_nonzero_end(f.path, 0, f.size)
-        if stop:
-            written = f.start_offset + stop
-            break
+    written = data_end(files)
     if written <= r.end or r.reason == "last_pad":
         return
     why = ENTRY_REASONS.get(r.reason, r.reason)

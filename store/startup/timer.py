@@ -27,9 +27,8 @@ from __future__ import annotations
 from formats.errors import MqtoolError
 from formats.timer import TIMER_WHEEL_FILE_SIZE
 from store.config.configfile import ConfigFile, ConfigLoadError
-from store.io.filereads import last_nonzero_end
 from store.log.mappedfile import MappedFileQueue
-from store.startup.verdict import REFUSE, START, StartupVerdict, check_file_queue, rel
+from store.startup.verdict import REFUSE, START, StartupVerdict, check_file_queue, data_end, rel
 
 _SOURCE = "rocketmq-all-5.3.3 TimerMessageStore.java"
 
@@ -174,12 +173,7 @@ def _recover(store, verdict: StartupVerdict, files: list) -> None:
         end = walk.blanks[-1]  # checkOffset is the blank's position, not the file's end (:433-435,451)
     timer = {"walkFrom": files[first].start_offset, "timerLogEnd": end}
     verdict.recovery["timer"] = timer
-    written = 0
-    for f in reversed(files):
-        stop = last_nonzero_end(f.path, 0, f.size)
-        if stop:
-            written = f.start_offset + stop
-            break
+    written = data_end(files)
     if written > end:
         deleted = [rel(store, f.path) for f in files if f.start_offset > end]
         timer["truncatedBytes"] = written - end

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from formats.errors import MqtoolError
+from store.io.filereads import last_nonzero_end
 from store.log.mappedfile import MappedFileQueue
 
 START, REFUSE, EXIT = "start", "refuse", "exit"
@@ -56,6 +57,16 @@ class StartupVerdict:
             "reasons": [r.as_dict() for r in self.reasons],
             "recovery": self.recovery,
         }
+
+
+def data_end(files: list) -> int:
+    """The end of the last non-zero byte of the last file holding data (what a recovery that ends earlier
+    drops): for the commitlog, DLedger's data files and the timerlog alike."""
+    for f in reversed(files):
+        end = last_nonzero_end(f.path, 0, f.size)
+        if end:
+            return f.start_offset + end
+    return 0
 
 
 def rel(store, path: Any) -> str:
