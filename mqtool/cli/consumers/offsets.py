@@ -91,6 +91,9 @@ _BrokerVersionOpt = Annotated[
         show_default=False,
     ),
 ]
+_ExecuteOffsetsOpt = Annotated[
+    bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
+]
 _AllowNewGroupOpt = Annotated[
     bool,
     typer.Option("--allow-new-group", help="Accept a group that is not in subscriptionGroup.json."),
@@ -182,9 +185,7 @@ def offsets_reset(
     export: Annotated[
         str | None, typer.Option("--export", metavar="CSV", help="Also write the plan to this CSV file.")
     ] = None,
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
-    ] = False,
+    execute: _ExecuteOffsetsOpt = False,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
     broker_version: _BrokerVersionOpt = None,
@@ -342,9 +343,7 @@ def offsets_clone(
             "group has offsets for, its retry topics left out.",
         ),
     ] = None,
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
-    ] = False,
+    execute: _ExecuteOffsetsOpt = False,
     dry_run: DryRunOpt = False,
     broker_version: _BrokerVersionOpt = None,
     allow_new_group: _AllowNewGroupOpt = False,
@@ -387,9 +386,7 @@ def offsets_clone(
 
 @offsets_app.command("prune")
 def offsets_prune(
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Write consumerOffset.json (default: dry run, print the plan).")
-    ] = False,
+    execute: _ExecuteOffsetsOpt = False,
     dry_run: DryRunOpt = False,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
