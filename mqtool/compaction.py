@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from formats.compaction import is_end_unit
-from formats.errors import MqtoolError
+from formats.errors import MqtoolError, UsageError
+from formats.message.commitlog import Message
 from formats.names import escaped_name
 from store.storedir import Store
 
@@ -115,9 +116,126 @@ def compacted_cq_units(
     }
 
 
+def compaction_log_records(
+    store: Store,
+    topic: str,
+    queue_id: int,
+    *,
+    from_offset: int | None = None,
+    count: int | None = None,
+    with_body: bool = False,
+) -> dict[str, Any]:
+    """`dump compactionlog`: every record of one queue's compaction log in physical order (each file's
+    messages, then the BLANK, end of data or bad record that ends it), each message with its `file` and
+    `position`, whether a live CQ unit serves it (`served`), whether it is a `tombstone` (an empty body), and
+    what the next compaction would do with it (`nextCompaction`: keep, drop, or null where it would not
+    touch it: the last file, or no compaction due; `CompactionLog.next_compaction`). Messages from the first
+    at or after queue offset `from_offset`, `count` at most. `records` is an iterator of rows."""
+    cs = store.compaction
+    if not cs.has_log(topic, queue_id):
+        raise MqtoolError(
+            f"{escaped_name(topic)} has no compaction log for queue {queue_id} (a compactionLog directory "
+            "with its compactionCq directory)",
+            str(cs.directory),
+        )
+    if count is not None and count < 0:
+        raise UsageError("--count must not be negative")
+    log = cs.log(topic, queue_id)
+    checkpoint = cs.position_checkpoint
+    done_to = checkpoint.offset(topic, queue_id) if checkpoint else -1
+    upcoming = log.next_compaction(done_to)
+    compacted = {f.name for f in log.log.files[:-1]} if upcoming else set()
+    served = {u.unit.phy_offset for u in log.units}
+
+    def rows():
+        listed = 0
+        for name, position, record in log.records():
+            if isinstance(record, Message):
+                if from_offset is not None and record.queue_offset < from_offset:
+                    continue
+                if count is not None and listed >= count:
+                    return
+                row = {"file": name, "position": position, "kind": "message"}
+                row |= record.to_json(include_body=with_body)
+                row["served"] = record.physical_offset in served
+                row["tombstone"] = not record.body
+                row["nextCompaction"] = (
+                    None
+                    if name not in compacted
+                    else "drop"
+                    if record.queue_offset in upcoming[1]
+                    else "keep"
+                )
+                listed += 1
+                yield row
+            else:
+                yield {"file": name, "position": position, **record.to_json()}
+
+    return {
+        "topic": topic,
+        "queueId": queue_id,
+        "minOffset": log.min_offset,
+        "maxOffset": log.max_offset,
+        "compactedTo": done_to,
+        "nextCompactionMapEnd": upcoming[0] if upcoming else None,
+        "records": rows(),
+    }
+
+
+def compaction_summary(store: Store) -> list[dict[str, Any]]:
+    """One row per compaction queue the broker's load opens: what its consumers are served (`records`
+    served, distinct `keys` among them - MD5 of the whole KEYS string, as the compaction's offset map keys
+    them -, `superseded`: served records a later served record of the same key replaces, `tombstones`:
+    served records with an empty body), the log's size (`logRecords`, `logBytes`: every message in the
+    compaction log), and what the next compaction would reclaim (`reclaimableRecords`,
+    `reclaimableBytes`; `CompactionLog.next_compaction`). A queue that cannot be read has `error`."""
+    from formats.compaction import offset_map_key
+
+    cs = store.compaction
+    checkpoint = cs.position_checkpoint  # unreadable: raises (what the next compaction does is unknown)
+    rows = []
+    for topic, queue_id in cs.queues():
+        row: dict[str, Any] = {"topic": topic, "queueId": queue_id}
+        try:
+            log = cs.log(topic, queue_id)
+            row["served"] = not any(effect == "not served" for effect, _ in log.load_problems())
+            row["minOffset"], row["maxOffset"] = log.min_offset, log.max_offset
+            done_to = checkpoint.offset(topic, queue_id) if checkpoint else -1
+            served = {u.unit.phy_offset for u in log.units}
+            messages = [r for _, _, r in log.records() if isinstance(r, Message)]
+            live = [r for r in messages if r.physical_offset in served]
+            last_of_key: dict[bytes, int] = {}
+            for r in live:
+                last_of_key[offset_map_key(r.keys or "")] = r.queue_offset
+            upcoming = log.next_compaction(done_to)
+            dropped = upcoming[1] if upcoming else set()
+            row |= {
+                "records": len(live),
+                "keys": len(last_of_key),
+                "superseded": sum(last_of_key[offset_map_key(r.keys or "")] != r.queue_offset for r in live),
+                "tombstones": sum(not r.body for r in live),
+                "logRecords": len(messages),
+                "logBytes": sum(r.total_size for r in messages),
+                "compactedTo": done_to,
+                "nextCompactionMapEnd": upcoming[0] if upcoming else None,
+                "reclaimableRecords": sum(r.queue_offset in dropped for r in messages),
+                "reclaimableBytes": sum(r.total_size for r in messages if r.queue_offset in dropped),
+            }
+        except MqtoolError as exc:
+            row["error"] = str(exc)
+        rows.append(row)
+    return rows
+
+
 def is_served_compacted(store: Store, topic: str) -> bool:
     """The broker serves `topic` from compaction/ (`cleanup.policy=COMPACTION`, enableCompaction)."""
     return store.compaction.is_compaction_topic(topic) and store.layout.broker_config.enableCompaction
 
 
-__all__ = ["compacted_cq_units", "compaction_info", "is_served_compacted"]
+__all__ = [
+    "compacted_cq_units",
+    "compaction_info",
+    "compaction_log_records",
+    "compaction_summary",
+    "is_served_compacted",
+]

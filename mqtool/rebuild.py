@@ -49,10 +49,11 @@ from store.rebuild.build import (
     prepare_staging,
     rebuild_targets,
 )
+from store.rebuild.compaction_cq import CompactionCqPlan, CqQueuePlan
 from store.rebuild.dledger_index import DLedgerIndexPlan
 from store.storedir import Store
 
-TARGETS = ("cq", "index", "all", "dledger-index")
+TARGETS = ("cq", "index", "all", "dledger-index", "compaction-cq")
 CQ_DIR = "consumequeue"
 
 
@@ -247,8 +248,10 @@ def rebuild(
     rebuilt ConsumeQueues leave out the queues of topics the topic config lacks and queues past both of
     their topic's queue counts (`store.checks.orphans`: what the broker's cleanUnusedTopic deletes, and
     what shrinking a topic left). (`dledger-index`: `rebuild_dledger_index`.)"""
-    if target not in TARGETS or target == "dledger-index":
-        raise RebuildRefused(f"unknown rebuild target {target!r}; choose cq, index, all or dledger-index")
+    if target not in TARGETS or target in ("dledger-index", "compaction-cq"):
+        raise RebuildRefused(
+            f"unknown rebuild target {target!r}; choose cq, index, all, dledger-index or compaction-cq"
+        )
     do_cq, do_index = target in ("cq", "all"), target in ("index", "all")
     topic_queues = topic_queue_counts(store) if do_cq else None
     if prune_orphans and not do_cq:
@@ -461,15 +464,92 @@ def rebuild_dledger_index(
     return report
 
 
+# --- compaction topics' CQ -------------------------------------------------------------------------
+
+
+@dataclass
+class CompactionCqReport:
+    """`rebuild compaction-cq`: the plan (`store.rebuild.compaction_cq`), with execute what was written."""
+
+    root: Path
+    execute: bool
+    plan: CompactionCqPlan
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def executed(self) -> bool:
+        return bool(self.written)
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.plan
+        return {
+            "target": "compaction-cq",
+            "execute": self.execute,
+            "executed": self.executed,
+            "changes": p.changes,
+            "store": str(self.root),
+            "settings": {"compactionCqFileSize": {"value": p.cq_file_size, "source": p.cq_file_size_source}},
+            "queues": [compaction_queue_row(q) for q in p.queues],
+            "warnings": p.warnings + [w for q in p.queues for w in q.warnings],
+            "written": self.written,
+        }
+
+
+def compaction_queue_row(q: CqQueuePlan) -> dict[str, Any]:
+    return {
+        "topic": q.topic,
+        "queueId": q.queue_id,
+        "status": q.status,
+        "refused": q.refused,
+        "files": [
+            {
+                "file": f.name,
+                "status": f.status,
+                "units": f.units,
+                "endUnit": f.end_unit,
+                "firstDifference": f.first_difference,
+                "firstDifferenceQueueOffset": f.first_queue_offset,
+            }
+            for f in q.files
+        ],
+    }
+
+
+def rebuild_compaction_cq(
+    store: Store, *, execute: bool = False, note: Callable[[str], None] = warn
+) -> CompactionCqReport:
+    """Plan every compaction topic queue's CQ (`compaction/compactionCq/`) from its compaction log, each unit
+    byte for byte as the broker's append writes it (`store.rebuild.compaction_cq`); with `execute`, under
+    the store lock, write the CQ files that differ (atomically, per file) and remove CQ files without a log
+    file. Settings: the current CQ files' size, else --broker-config's compactionCqMappedFileSize, else the
+    broker default. Refused while any queue's log cannot be followed (the plan says which and why)."""
+    from store.rebuild.compaction_cq import plan_compaction_cq, write_compaction_cq
+
+    cfg = store.layout.broker_config
+    cq_setting = cfg.compactionCqMappedFileSize if "compactionCqMappedFileSize" in cfg.explicit else None
+    log_setting = cfg.compactionMappedFileSize if "compactionMappedFileSize" in cfg.explicit else None
+    with write_guard(store, execute, note=note, touches="compaction") as may_write:
+        plan = plan_compaction_cq(store.compaction, cq_setting, log_setting)
+        report = CompactionCqReport(store.root, execute, plan)
+        if execute and plan.refused:
+            raise RebuildRefused(f"nothing rebuilt: {plan.refused[0].refused}")
+        if may_write and plan.changes:
+            report.written = write_compaction_cq(store.compaction, plan, store.root)
+    return report
+
+
 # --- rendering -------------------------------------------------------------------------------------
 
 
 __all__ = [
     "TARGETS",
+    "CompactionCqReport",
     "DLedgerIndexReport",
     "RebuildRefused",
     "RebuildReport",
+    "compaction_queue_row",
     "rebuild",
+    "rebuild_compaction_cq",
     "rebuild_dledger_index",
     "resolve_settings",
 ]

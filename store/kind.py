@@ -47,9 +47,10 @@ _KNOWN_FILES = {
 }
 
 
-# what a write touches: config files only, index files only, consume queues (rebuilt, with the index), or
-# the commitlog (appends, then dispatch into queues and index)
-WRITE_KINDS = ("config", "index", "queues", "log")
+# what a write touches: config files only, index files only, consume queues (rebuilt, with the index), the
+# commitlog (appends, then dispatch into queues and index), or the compaction topics' CQ files (rebuilt from
+# their compaction logs, which do not depend on the commitlog's layout)
+WRITE_KINDS = ("config", "index", "queues", "log", "compaction")
 
 
 class UnsupportedLayoutError(MqtoolError):
@@ -155,7 +156,7 @@ def _compaction_topics(root: Path) -> list[str]:
 
 # what a write may touch on a DLedger store: config files, and the ConsumeQueues and index rebuilt from the
 # log; never the log (an offline append on one node of a replicated log diverges from the other peers)
-DLEDGER_WRITES = ("config", "index", "queues")
+DLEDGER_WRITES = ("config", "index", "queues", "compaction")
 
 
 def _dledger_part(root: Path, cfg: BrokerConfig, evidence: str) -> LayoutPart:
@@ -232,10 +233,11 @@ def identify(
     if compacted:
         parts.append(LayoutPart(
             "compaction topic", "topics " + ", ".join(compacted[:5]) + (" ..." if len(compacted) > 5 else ""),
-            reads=True, writes=(),
+            reads=True, writes=("compaction",),
             note="consumers of such topics are served from compaction/ (info, dump cq, query offset and "
             "verify read it as the broker does); an appended record reaches it only through the broker's own "
-            "dispatch (CompactionStore.doDispatch), so no write appends or rebuilds here",
+            "dispatch (CompactionStore.doDispatch), so no write appends or rebuilds here but `rebuild "
+            "compaction-cq`",
         ))  # fmt: skip
     plug_in = cfg.messageStorePlugIn if "messageStorePlugIn" in cfg.explicit else ""
     tiered_meta = root / "config" / "tieredStoreMetadata.json"
@@ -247,7 +249,8 @@ def identify(
         ))  # fmt: skip
     if "consumequeue_ext" in names:
         parts.append(LayoutPart(
-            "ConsumeQueue extension", "consumequeue_ext/", reads=True, writes=("config", "index"),
+            "ConsumeQueue extension", "consumequeue_ext/", reads=True,
+            writes=("config", "index", "compaction"),
             note="units hold ext addresses, which mqtool does not write",
         ))  # fmt: skip
 

@@ -65,8 +65,10 @@ OTHER_STORES = {
     "offsets prune": "store-trace-b",
     "dlq list": "store-trace-b",
     "dlq stats": "store-trace-b",
+    "dump compactionlog": "store-compaction",
 }
 TIMER_EXAMPLE = "mqtool delay list --timer"
+COMPACTION_EXAMPLE = "mqtool rebuild compaction-cq --execute"
 # the replica commands' two stores (master, slave): two copies of the sample store
 REPLICA_PATHS = ("/data/broker-a", "/data/broker-a-slave")
 
@@ -92,7 +94,7 @@ def test_every_command_and_group_has_examples():
 
 def test_every_example_runs_without_pyspark(tmp_path):
     stores = {"samples": shutil.copytree(ROOT / "samples" / "store-a", tmp_path / "store-a")}
-    for name in set(OTHER_STORES.values()):
+    for name in set(OTHER_STORES.values()) | {"store-compaction"}:
         stores[name] = shutil.copytree(store_path(name), tmp_path / name)
     replicas = {p: shutil.copytree(stores["samples"], tmp_path / p.rsplit("/", 1)[1]) for p in REPLICA_PATHS}
     work = tmp_path / "work"
@@ -105,6 +107,8 @@ def test_every_example_runs_without_pyspark(tmp_path):
             store = stores[OTHER_STORES.get(path, "samples")]
             if example.command == TIMER_EXAMPLE:
                 store = stores["store-timer5"]
+            if example.command == COMPACTION_EXAMPLE:
+                store = stores["store-compaction"]
             lines.append(_argv(example.command, store, replicas))
             commands.append(example.command)
     done = subprocess.run(

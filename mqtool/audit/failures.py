@@ -22,7 +22,7 @@ from mqtool.audit.schema import STOP, SplitTask, partial_rows
 
 UNREADABLE = -2  # STOP row key of a range that could not be read (NO_STOP is -1, statuses count from 0)
 # the result's sections with a `store` column that the driver fills for every opened store
-STORE_SECTIONS = ("lag", "delay", "timer", "pop", "transactions")
+STORE_SECTIONS = ("lag", "delay", "timer", "pop", "transactions", "compaction")
 
 
 def reading_failed(task: SplitTask, exc: OSError) -> bool:

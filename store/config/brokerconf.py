@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from formats.compaction import DEFAULT_COMPACTION_CQ_SETTING, DEFAULT_COMPACTION_LOG_SETTING
 from formats.consumequeue import DEFAULT_CQ_FILE_SIZE
 from formats.errors import MqtoolError
 from formats.indexfile import DEFAULT_HASH_SLOT_NUM, DEFAULT_INDEX_NUM, oversized_index
@@ -33,6 +34,8 @@ POSITIVE = frozenset(
         "maxIndexNum",
         "mappedFileSizeTimerLog",
         "mapperFileSizeBatchConsumeQueue",
+        "compactionMappedFileSize",
+        "compactionCqMappedFileSize",
     }
 )
 TIMER_PRECISIONS_MS = (100, 200, 500, 1000)  # MessageStoreConfig.setTimerPrecisionMs rounds down to one
@@ -70,6 +73,8 @@ class BrokerConfig:
     mapperFileSizeBatchConsumeQueue: int = 300_000 * 46  # BatchCQ topics' files (46-byte units)
     # compaction topics (MessageStoreConfig.java:67): on, the broker serves them from compaction/
     enableCompaction: bool = True
+    compactionMappedFileSize: int = DEFAULT_COMPACTION_LOG_SETTING
+    compactionCqMappedFileSize: int = DEFAULT_COMPACTION_CQ_SETTING
     # RocksDB mode (MessageStoreConfig.storeType "default" / "defaultRocksDB"; BrokerConfig's "v1" / "v2")
     storeType: str = "default"
     configManagerVersion: str = "v1"

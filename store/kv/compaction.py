@@ -258,6 +258,58 @@ class CompactionLog:
             str(self.log.path),
         )
 
+    def records(self):
+        """Every record of the compaction log in physical order, as (file name, position, record): each file's
+        messages, then the BLANK, end of data or bad record that ends its walk (`Message` or another
+        `formats.message.commitlog` record kind)."""
+        for f in self.log.files:
+            data = f.buffer()
+            pos = 0
+            while pos < len(data):
+                record = decode_record(data, pos, f.start_offset, file=str(f.path))
+                yield f.name, pos, record
+                if not isinstance(record, Message):
+                    break
+                pos += record.total_size
+
+    def next_compaction(self, checkpoint_offset: int) -> tuple[int, set[int]] | None:
+        """What `doCompaction` would do now (CompactionLog.java:585-660, 322-336), as (the offset map's last
+        offset, the queue offsets of the records it drops); None when it would not run (fewer than two log
+        files, or no file but the last holds an offset past the position-checkpoint's `checkpoint_offset`).
+        The files compacted are all but the last; the offset map holds, per MD5 of the whole KEYS string,
+        the last offset past the checkpoint in the files with such offsets; a record at or before the
+        map's last offset is kept when it is its key's last (or its key is not in the map) and has a body
+        (a tombstone is dropped). Simplification, named: the map is exact (the broker's open addressing
+        could miss a key after long probe runs in a nearly full map, :936-951)."""
+        from formats.compaction import offset_map_key
+
+        files = [f.name for f in self.log.files]
+        if len(files) < 2:
+            return None
+        compacted = set(files[:-1])
+        rows = [
+            (name, r.queue_offset, r.keys or "", len(r.body))
+            for name, _, r in self.records()
+            if name in compacted and isinstance(r, Message)
+        ]
+        max_in_file: dict[str, int] = {}
+        for name, offset, _, _ in rows:
+            max_in_file[name] = max(offset, max_in_file.get(name, -1))
+        newer = {name for name, top in max_in_file.items() if top > checkpoint_offset}
+        if not newer:
+            return None
+        offset_map: dict[bytes, int] = {}
+        last = 0
+        for name, offset, keys, _ in rows:
+            if name in newer and offset > checkpoint_offset:
+                offset_map[offset_map_key(keys)] = last = offset
+        dropped = {
+            offset
+            for _, offset, keys, body in rows
+            if offset <= last and not (offset >= offset_map.get(offset_map_key(keys), -1) and body)
+        }
+        return last, dropped
+
     def get_message(self, offset: int) -> Served:
         """`CompactionLog.getMessage(group, topic, queueId, offset, 1, ...)` on a master."""
         lo, hi = self.min_offset, self.max_offset

@@ -111,6 +111,24 @@ TABLES = {
         "reviveBacklog",
     ),
     "duplicates": ("store", "by", "topic", "key", "messages", "firstPhyOffset", "lastPhyOffset"),
+    "compaction": (
+        "store",
+        "topic",
+        "queueId",
+        "served",
+        "minOffset",
+        "maxOffset",
+        "records",
+        "keys",
+        "superseded",
+        "tombstones",
+        "logRecords",
+        "logBytes",
+        "compactedTo",
+        "nextCompactionMapEnd",
+        "reclaimableRecords",
+        "reclaimableBytes",
+    ),
     "retry": ("store", "group", "topic", "kind", "reconsumeTimes", "messages"),
     "trace": (
         "store",
@@ -262,7 +280,7 @@ def _table(rows: list[dict], columns: tuple[str, ...]):
             kind = pa.string()
         elif c == "share":
             kind = pa.float64()
-        elif c in ("stuck", "orderly"):
+        elif c in ("stuck", "orderly", "served"):
             kind = pa.bool_()
         else:
             kind = pa.int64()
@@ -313,6 +331,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "timer",
         "pop",
         "transactions",
+        "compaction",
         "trace",
         "duplicates",
         "retry",

@@ -415,6 +415,26 @@ def render_html(doc: dict[str, Any]) -> str:
             empty="no delay queue",
         )
     )
+    if doc.get("compaction"):
+        parts.append("<h2>Compaction topics (5.x)</h2>")
+        parts.append(
+            table(
+                doc["compaction"],
+                [
+                    ("store", "store", "text"),
+                    ("topic", "topic", "text"),
+                    ("queueId", "queue", "int"),
+                    ("records", "served", "int"),
+                    ("keys", "keys", "int"),
+                    ("superseded", "superseded", "int"),
+                    ("tombstones", "tombstones", "int"),
+                    ("logBytes", "log bytes", "int"),
+                    ("reclaimableRecords", "next compaction drops", "int"),
+                    ("reclaimableBytes", "bytes reclaimable", "int"),
+                ],
+                empty="no compaction topic",
+            )
+        )
     parts.append("<h2>Timer wheel (5.x)</h2>")
     parts.append(
         table(

@@ -4,7 +4,9 @@ single-process library while the executors scan: consumer lag per group and queu
 ScheduleMessageService level (`mqtool.delay.delay_stats`), the 5.x timer wheel's backlog
 (`mqtool.delay.timer.timer_summary`), POP groups (`mqtool.pop.pop_stats`) and transaction states
 (`mqtool.transactions.list_transactions`), so they equal what `offsets show`, `delay stats`,
-`pop stats` and `txn list` print; and the message trace summary (`mqtool.audit.sections.trace_stats`).
+`pop stats` and `txn list` print; compaction topics' queues (`mqtool.compaction.compaction_summary`:
+served records, keys, superseded records, tombstones, what the next compaction reclaims); and the message
+trace summary (`mqtool.audit.sections.trace_stats`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     now = opts.now if opts.now is not None else now_ms()
     document["now"] = now
     notes = document.setdefault("notes", [])
-    lag, delay, timer, pop, txns = [], [], [], [], []
+    lag, delay, timer, pop, txns, compaction = [], [], [], [], [], []
     for plan in plans:
         # the POP checkpoints are read once: the lag section and the POP section share them
         pop_once = functools.cache(functools.partial(_pop_columns, plan, now))
@@ -36,6 +38,7 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
             ("timer", _timer_rows, timer),
             ("pop", functools.partial(_pop_rows, pop=pop_once), pop),
             ("transactions", _transaction_rows, txns),
+            ("compaction", _compaction_rows, compaction),
         ):
             try:
                 rows, more = fn(plan, now)
@@ -49,6 +52,7 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     document["timer"] = timer
     document["pop"] = pop
     document["transactions"] = txns
+    document["compaction"] = compaction
     from mqtool.audit.sections.trace_stats import trace_rows
 
     document["trace"], more = trace_rows([(plan.label, plan.store) for plan in plans])
@@ -167,6 +171,15 @@ def _timer_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
             "states": ", ".join(f"{state} {n}" for state, n in doc["states"].items()),
         }
     ], []
+
+
+def _compaction_rows(plan: StorePlan, now: int) -> tuple[list[dict], list[str]]:
+    """One row per compaction topic queue, as `mqtool.compaction.compaction_summary` gives it."""
+    from mqtool.compaction import compaction_summary
+
+    rows = [{"store": plan.label} | row for row in compaction_summary(plan.store)]
+    notes = [f"compaction {r['topic']}/{r['queueId']}: {r['error']}" for r in rows if "error" in r]
+    return [r for r in rows if "error" not in r], notes
 
 
 def _pop_rows(

@@ -175,6 +175,23 @@ def render_audit(result: AuditResult, ctx) -> None:
                 ctx,
                 title="Timer wheel (5.x)",
             )
+        if doc.get("compaction"):
+            emit_table(
+                labelled(doc["compaction"]),
+                [
+                    Column("store", kind="name"),
+                    Column("topic", kind="name", max_width=30),
+                    Column("queueId", "queue", "int"),
+                    Column("records", "served", "int"),
+                    Column("keys", kind="int"),
+                    Column("superseded", kind="int"),
+                    Column("tombstones", kind="int"),
+                    Column("reclaimableRecords", "next compaction drops", "int"),
+                    Column("reclaimableBytes", "bytes reclaimable", "int"),
+                ],
+                ctx,
+                title="Compaction topics (5.x)",
+            )
         if doc.get("pop"):
             emit_table(
                 labelled(doc["pop"]),

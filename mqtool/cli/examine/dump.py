@@ -136,6 +136,35 @@ def dump_cq(
         dump_render.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)
 
 
+@dump_app.command("compactionlog")
+def dump_compactionlog(
+    topic: Annotated[str, typer.Argument(help="A compaction topic (cleanup.policy=COMPACTION).")],
+    queue: Annotated[int, typer.Argument(help="Queue id.")],
+    from_offset: Annotated[int | None, typer.Option("--from-offset", help="First queue offset.")] = None,
+    count: Annotated[int | None, typer.Option("--count", "-n", help="Stop after this many messages.")] = None,
+    body: Annotated[bool, typer.Option("--body", help="Include message bodies (base64 in JSON).")] = False,
+    store: StoreOpt = None,
+    fmt: FormatOpt = None,
+    tz: TzOpt = None,
+    wide: WideOpt = False,
+    record: RecordOpt = False,
+) -> None:
+    """Dump one compaction topic queue's compaction log (compaction/compactionLog: the records its consumers
+    are served from) in physical order: each message with its file and position, whether a CQ unit serves
+    it, whether it is a tombstone (empty body), and what the next compaction would do with it (keep, drop;
+    empty where it would not touch it); each file's BLANK, end of data or bad record."""
+    from mqtool import compaction
+
+    s = session(store, fmt, tz, wide, record)
+    with s.open_store() as st:
+        from mqtool.cli.examine import dump_render
+
+        result = compaction.compaction_log_records(
+            st, topic, queue, from_offset=from_offset, count=count, with_body=body
+        )
+        dump_render.render_compaction_log(result, s.ctx, with_body=body)
+
+
 @dump_app.command("index")
 def dump_index(
     file: Annotated[

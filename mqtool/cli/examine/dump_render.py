@@ -77,6 +77,33 @@ COMPACTION_CQ_COLUMNS = [
 ]
 
 
+COMPACTION_LOG_COLUMNS = [
+    Column("queueOffset", kind="int"),
+    Column("kind"),
+    Column("keys", kind="name", max_width=40),
+    Column("bodyLength", "body", "int"),
+    Column("tombstone"),
+    Column("served"),
+    Column("nextCompaction", "next compaction"),
+    Column("storeTimestamp", "storeTime", "time"),
+    Column("uniqKey", kind="id"),
+    Column("file", kind="token"),
+    Column("position", kind="int"),
+    Column("totalSize", "size", "int"),
+    Column("reason", max_width=60),
+]
+
+
+def render_compaction_log(result: dict[str, Any], ctx: RenderContext, *, with_body: bool = False) -> None:
+    title = (
+        f"Compaction log {result['topic']}/{result['queueId']}: served min {result['minOffset']}, max "
+        f"{result['maxOffset']}; compacted to {result['compactedTo']}; next compaction "
+        + ("not due" if result["nextCompactionMapEnd"] is None else f"up to {result['nextCompactionMapEnd']}")
+    )
+    columns = COMPACTION_LOG_COLUMNS + ([Column("body", max_width=60)] if with_body else [])
+    emit_rows(result["records"], columns, ctx, title=title, empty="(no records)", csv_fields=["reason"])
+
+
 def render_cq(result: dict[str, Any], ctx: RenderContext) -> None:
     if result.get("queueType") == "CompactionCQ":
         title = (

@@ -54,6 +54,12 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "ConsumeQueue units 200-209 of TopicTest/2.",
         ),
     ),
+    "dump compactionlog": (
+        E(
+            "mqtool dump compactionlog CompactTopicA 0",
+            "The compacted records of CompactTopicA/0: served, tombstones, what the next compaction drops.",
+        ),
+    ),
     "dump index": (
         E("mqtool dump index", "The header of every index file."),
         E("mqtool dump index 20261121113756693 --entries", "One index file's hash entries."),
@@ -283,6 +289,10 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         E(
             "mqtool rebuild cq --prune-orphans",
             "Plan a rebuild without the queues of deleted topics (and queues past a topic's counts).",
+        ),
+        E(
+            "mqtool rebuild compaction-cq --execute",
+            "Rewrite compaction topics' CQ files that differ from what their compaction logs give.",
         ),
     ),
     "replicas diff": (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtool.rebuild import DLedgerIndexReport, RebuildReport, index_row, queue_row
+from mqtool.rebuild import CompactionCqReport, DLedgerIndexReport, RebuildReport, index_row, queue_row
 from mqtool.render.output import Column, RenderContext, emit_document, emit_fields, emit_table
 
 QUEUE_COLUMNS = [
@@ -120,5 +120,46 @@ def render_dledger_index(report: DLedgerIndexReport, ctx: RenderContext) -> None
             ctx,
             title="Index files",
         )  # fmt: skip
+
+    emit_document(doc, ctx, human)
+
+
+COMPACTION_FILE_COLUMNS = [
+    Column("topic", kind="name", max_width=48),
+    Column("queueId", "queue", "int"),
+    Column("file", kind="token"),
+    Column("status"),
+    Column("units", kind="int"),
+    Column("endUnit", "end unit"),
+    Column("firstDifference", "first diff at", "int"),
+    Column("firstDifferenceQueueOffset", "at queue offset", "int"),
+]
+
+
+def render_compaction_cq(report: CompactionCqReport, ctx: RenderContext) -> None:
+    doc = report.to_json()
+
+    def human() -> None:
+        p = report.plan
+        if report.executed:
+            verdict = f"rewrote {len(report.written)} file(s)"
+        elif not p.changes:
+            verdict = "the CQ files are what the compaction logs give"
+        else:
+            verdict = "dry run: would rewrite (use --execute)" if not report.execute else "nothing written"
+        pairs: list[tuple[str, Any, str]] = [
+            ("store", str(report.root), "text"),
+            ("rebuild", "compaction-cq", "text"),
+            ("result", verdict, "text"),
+            ("compaction CQ file size", f"{p.cq_file_size} ({p.cq_file_size_source})", "text"),
+            ("queues", f"{len(p.queues)} ({sum(q.status == 'changes' for q in p.queues)} change)", "text"),
+        ]
+        pairs += [("refused", q.refused, "text") for q in p.refused]
+        pairs += [("warning", w, "text") for w in doc["warnings"]]
+        emit_fields(pairs, ctx, title="Rebuild of the compaction CQ")
+        rows = [
+            {"topic": q["topic"], "queueId": q["queueId"], **f} for q in doc["queues"] for f in q["files"]
+        ]
+        emit_table(rows, COMPACTION_FILE_COLUMNS, ctx, title="Compaction CQ files")
 
     emit_document(doc, ctx, human)

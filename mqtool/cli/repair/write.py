@@ -44,9 +44,10 @@ def rebuild(
     target: Annotated[
         str,
         typer.Argument(
-            help="What to rebuild: cq (ConsumeQueues), index, all, or dledger-index (a DLedger commitlog's "
-            "index units, from its entries).",
-            metavar="[cq|index|all|dledger-index]",
+            help="What to rebuild: cq (ConsumeQueues), index, all, dledger-index (a DLedger commitlog's "
+            "index units, from its entries) or compaction-cq (compaction topics' CQ files, from their "
+            "compaction logs).",
+            metavar="[cq|index|all|dledger-index|compaction-cq]",
         ),
     ] = "all",
     execute: Annotated[
@@ -80,7 +81,9 @@ def rebuild(
     A record whose topic or LMQ queue no queue directory may have (the broker's dispatch would build a
     path outside the store from it) is refused, naming it. On a DLedger store the queues and index come
     from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery rewrites),
-    each index file that differs replaced atomically. --prune-orphans leaves out the queues `verify` names
+    each index file that differs replaced atomically. `compaction-cq` rebuilds the CQ files of compaction
+    topics (compaction/compactionCq, what their consumers are served from) from their compaction logs, as
+    the broker's append writes them. --prune-orphans leaves out the queues `verify` names
     orphan_topic and orphan_queue (their committed offsets stay: `mqtool offsets prune`)."""
     from mqtool import rebuild as ops
     from mqtool.render.output import progress
@@ -92,6 +95,12 @@ def rebuild(
 
         with s.open_store(broker_config) as st:
             rebuild_render.render_dledger_index(ops.rebuild_dledger_index(st, execute=execute), s.ctx)
+        return
+    if target == "compaction-cq":
+        from mqtool.cli.repair import rebuild_render
+
+        with s.open_store(broker_config) as st:
+            rebuild_render.render_compaction_cq(ops.rebuild_compaction_cq(st, execute=execute), s.ctx)
         return
     with s.open_store(broker_config) as st, progress(None, "rebuilding") as advance:
         report = ops.rebuild(

@@ -156,6 +156,12 @@ public final class CompactionFixture {
     /** `compaction-read STORE`: on a copy of STORE, the store reopened with the fixture's settings; prints
      * the compaction queues, the position-checkpoint and whether it loaded (expect.json's fields). */
     public static int read(String storeArg) throws Exception {
+        return read(storeArg, false);
+    }
+
+    /** `compaction-run STORE`: as `compaction-read`, after one `doCompaction` of every compaction log (what
+     * the compactionSchedule thread would run next); `compactions` lists the files before and after. */
+    public static int read(String storeArg, boolean compactFirst) throws Exception {
         return Judge.onCopy(storeArg, (root, shown) -> {
             Geometry g = Geometry.of(root, new String[0]);
             BrokerConfig bc = new BrokerConfig();
@@ -172,6 +178,11 @@ public final class CompactionFixture {
             if (r.loaded) {
                 r.start();
                 r.waitDispatched();
+                if (compactFirst) {
+                    List<Map<String, Object>> runs = new ArrayList<>();
+                    compactAll(r, "next", runs);
+                    out.put("compactions", runs);
+                }
                 out.put("compactionQueues", readQueues(r, root));
                 out.put("positionCheckpoint", positions(r, root));
             }

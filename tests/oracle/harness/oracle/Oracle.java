@@ -22,6 +22,7 @@
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  *   compaction-store DIR [SEED]  a 5.x store with two compaction topics compacted by the real CompactionLog (CompactionFixture)
  *   compaction-read STORE    on a copy: the compaction queues as the real CompactionStore reads them (CompactionFixture)
+ *   compaction-run STORE     on a copy: the same after one doCompaction of every compaction log (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
  *   subscriptions STORE      in place: groups' subscriptions and a SQL92 filter into STORE/config, and what the
@@ -99,6 +100,9 @@ public final class Oracle {
                 break;
             case "compaction-read":
                 rc = CompactionFixture.read(args[1]);
+                break;
+            case "compaction-run":
+                rc = CompactionFixture.read(args[1], true);
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
