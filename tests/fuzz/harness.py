@@ -268,6 +268,13 @@ COMMANDS: tuple[Command, ...] = (
         frozenset({COMP}),
         lambda t, k, f: ["query", "offset", *_compaction_queue(k, f), "0", "--count", "60"],
     ),
+    Command(
+        "dump compactionlog",
+        frozenset({COMP}),
+        lambda t, k, f: ["dump", "compactionlog", *_compaction_queue(k, f), "--body"],
+    ),
+    # the dry run plans from every compaction log, damaged ones included, and must write nothing
+    Command("rebuild compaction-cq", frozenset({COMP}), lambda t, k, f: ["rebuild", "compaction-cq"]),
     Command("dump index", frozenset({IX, LAY}), lambda t, k, f: ["dump", "index"]),
     Command(
         "dump index --entries",

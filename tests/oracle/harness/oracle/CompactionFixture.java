@@ -156,12 +156,13 @@ public final class CompactionFixture {
     /** `compaction-read STORE`: on a copy of STORE, the store reopened with the fixture's settings; prints
      * the compaction queues, the position-checkpoint and whether it loaded (expect.json's fields). */
     public static int read(String storeArg) throws Exception {
-        return read(storeArg, false);
+        return read(storeArg, false, 0, 0L);
     }
 
-    /** `compaction-run STORE`: as `compaction-read`, after one `doCompaction` of every compaction log (what
-     * the compactionSchedule thread would run next); `compactions` lists the files before and after. */
-    public static int read(String storeArg, boolean compactFirst) throws Exception {
+    /** `compaction-run STORE [PUTS [SEED]]`: as `compaction-read`, after PUTS more puts (a round as the
+     * fixture's, from SEED; `events` lists them) and one `doCompaction` of every compaction log (what the
+     * compactionSchedule thread would run next); `compactions` lists the files before and after. */
+    public static int read(String storeArg, boolean compactFirst, int puts, long seed) throws Exception {
         return Judge.onCopy(storeArg, (root, shown) -> {
             Geometry g = Geometry.of(root, new String[0]);
             BrokerConfig bc = new BrokerConfig();
@@ -178,6 +179,12 @@ public final class CompactionFixture {
             if (r.loaded) {
                 r.start();
                 r.waitDispatched();
+                if (puts > 0) {
+                    List<Map<String, Object>> events = new ArrayList<>();
+                    round(r, new Random(seed), new int[] {100_000}, puts, events);
+                    r.waitDispatched();
+                    out.put("events", events);
+                }
                 if (compactFirst) {
                     List<Map<String, Object>> runs = new ArrayList<>();
                     compactAll(r, "next", runs);
@@ -190,6 +197,44 @@ public final class CompactionFixture {
             out.put("clean", r.loaded);
             return out;
         });
+    }
+
+    /** `compaction-crash STORE`, in place (on a copy of a store like the fixture): the store opened and
+     * started with the fixture's settings, then every compaction log that has a compaction due runs it up to
+     * `replaceFiles` (CompactionProbe.compactUntilReplace: the kept records written into compacting/) and the
+     * process halts there, as a broker killed mid-compaction: no shutdown, the abort file stays, the mapped
+     * files hold what the compaction wrote. Prints the logs it compacted before halting. */
+    public static int crash(String root) throws Exception {
+        Geometry g = Geometry.of(root, new String[0]);
+        BrokerConfig bc = new BrokerConfig();
+        bc.setBrokerName(Stores.BROKER_NAME);
+        bc.setBrokerClusterName(CLUSTER);
+        MessageStoreConfig msc = config(root, g);
+        BrokerController b = new BrokerController(bc, msc, null);
+        b.topicConfigManager = new TopicConfigManager(b);
+        if (!b.topicConfigManager.load()) {
+            throw new IllegalStateException("topics.json did not load");
+        }
+        Stores s = Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc,
+            new BrokerStatsManager(CLUSTER, true));
+        if (!s.loaded) {
+            throw new IllegalStateException("the store did not load");
+        }
+        s.start();
+        s.waitDispatched();
+        List<String> compacted = new ArrayList<>();
+        for (Map.Entry<String, CompactionLog> e : CompactionProbe.logs(CompactionProbe.store(s.store)).entrySet()) {
+            if (CompactionProbe.compactUntilReplace(e.getValue())) {
+                compacted.add(e.getKey());
+            }
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("store", root);
+        out.put("compactedUntilReplace", compacted);
+        System.out.println(Json.write(out));
+        System.out.flush();
+        Runtime.getRuntime().halt(0);  // killed: no shutdown, no flush beyond what the page cache holds
+        return 0;
     }
 
     /** One batch of puts: per compaction queue, keys from a small set overwritten, tombstones, no-key records. */

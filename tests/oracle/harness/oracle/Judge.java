@@ -442,6 +442,10 @@ public final class Judge {
             System.setOut(System.err);
             copy(original, root);
             Map<String, Object> out = j.judge(root.toString(), original.toString());
+            String keep = System.getenv("MQTOOL_ORACLE_KEEP");  // where to leave the store as the judge left it
+            if (keep != null && !keep.isEmpty()) {
+                copy(root, Path.of(keep));
+            }
             System.setOut(stdout);
             System.out.print(Json.write(out));
             System.out.flush();

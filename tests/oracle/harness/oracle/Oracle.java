@@ -22,7 +22,9 @@
  *   lmq-store DIR [SEED]     a 5.x store of an LMQ broker: records multi-dispatched to %LMQ% queues (LmqStore)
  *   compaction-store DIR [SEED]  a 5.x store with two compaction topics compacted by the real CompactionLog (CompactionFixture)
  *   compaction-read STORE    on a copy: the compaction queues as the real CompactionStore reads them (CompactionFixture)
- *   compaction-run STORE     on a copy: the same after one doCompaction of every compaction log (CompactionFixture)
+ *   compaction-run STORE [PUTS [SEED]]  on a copy: the same after PUTS more puts and one doCompaction of every
+ *                            compaction log (CompactionFixture)
+ *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
  *   subscriptions STORE      in place: groups' subscriptions and a SQL92 filter into STORE/config, and what the
@@ -102,7 +104,11 @@ public final class Oracle {
                 rc = CompactionFixture.read(args[1]);
                 break;
             case "compaction-run":
-                rc = CompactionFixture.read(args[1], true);
+                rc = CompactionFixture.read(args[1], true, args.length > 2 ? Integer.parseInt(args[2]) : 0,
+                    args.length > 3 ? Long.parseLong(args[3]) : 20261128L);
+                break;
+            case "compaction-crash":
+                rc = CompactionFixture.crash(args[1]);
                 break;
             case "lmq-store":
                 LmqStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);

@@ -36,6 +36,19 @@ public final class CompactionProbe {
         log.doCompaction();
     }
 
+    /** The first half of one scheduled compaction, as a process killed before `replaceFiles` leaves it:
+     * getCompactionFile, getOffsetMap and compaction (the kept records written into compacting/,
+     * CompactionLog.java:609-617, 681-705); false when no compaction is due. Nothing is replaced, the
+     * position-checkpoint is not written. */
+    public static boolean compactUntilReplace(CompactionLog log) throws Exception {
+        CompactionLog.ProcessFileList files = log.getCompactionFile();
+        if (files == null || files.isEmpty()) {
+            return false;
+        }
+        log.compaction(files.toCompactFiles, log.getOffsetMap(files.newFiles));
+        return true;
+    }
+
     /** The current TopicPartitionLog's sanityCheck: null when it passes, else its message. */
     public static String sanityCheck(CompactionLog log) throws Exception {
         Field f = CompactionLog.class.getDeclaredField("current");
