@@ -123,7 +123,8 @@ def test_a_torn_tail_of_the_last_log_file_is_left_out(tmp_path: Path) -> None:
         last = st.compaction.log("CompactTopicA", 0).units[-1].unit
     data = bytearray(log.read_bytes())
     pos = last.phy_offset - 9936
-    data[pos + 8 : pos + 12] = bytes(b ^ 0xFF for b in data[pos + 8 : pos + 12])  # its BODYCRC: the check fails
+    # its BODYCRC: the check fails
+    data[pos + 8 : pos + 12] = bytes(b ^ 0xFF for b in data[pos + 8 : pos + 12])
     log.write_bytes(bytes(data))
     with Store.open(root) as st:
         report = rebuild_compaction_cq(st, note=_quiet)

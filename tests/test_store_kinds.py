@@ -201,7 +201,8 @@ def test_info_and_verify_name_a_layout_mqtool_does_not_read(stores) -> None:
     compaction = run_mqtool("info", "-s", str(stores["compaction topic"]), "-f", "json")
     parts = json.loads(compaction.stdout)["layout"]["parts"]
     # only the rebuild of the compaction CQ from the compaction logs writes there
-    assert [(p["name"], p["reads"], p["writes"]) for p in parts] == [("compaction topic", True, ["compaction"])]
+    want = [("compaction topic", True, ["compaction"])]
+    assert [(p["name"], p["reads"], p["writes"]) for p in parts] == want
 
 
 def test_a_dledger_store_is_read_and_named(dledger: Path) -> None:
