@@ -694,8 +694,11 @@ def check_compaction_files(store: Store, problems: ProblemList) -> dict[str, Any
                     path = listing.path / sub
                     if sub in (COMPACTING_SUB_FOLDER, REPLICATING_SUB_FOLDER) and any(path.iterdir()):
                         problems.add("compaction_leftover", rel_path(store, str(path)), None,
-                                     f"{where}: files left in {sub}/ by a compaction or replication that did "
-                                     "not finish; the next one opens them and appends to them")  # fmt: skip
+                                     f"{where}: files left in {sub}/ by a compaction or replication that "
+                                     "did not finish (the broker's start ignores them); the next one opens "
+                                     "them and writes from their start: where its result is shorter, their "
+                                     "old records and units stay after it, and a restart serves those units "
+                                     "(5.3.3 CompactionLog.java:681-705)")  # fmt: skip
             records = []
             for u in log.units:
                 cq_file = rel_path(store, str(log.cq.path / u.file))

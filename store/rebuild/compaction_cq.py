@@ -20,7 +20,10 @@ crash), and removes CQ files no log file has (`sanityCheck` fails the broker's s
 CompactionLog.java:1045-1059) and `.delete` leftovers of `replaceCqFiles` (:755-790, which destroys them).
 The caller holds the store lock. Refused, per queue (the plan says why): a log whose files the load refuses
 (sizes), a corrupt record before the last file's tail, a record of another queue, queue offsets that do not
-increase, more records in a file than its CQ file holds.
+increase, more records in a file than its CQ file holds, a bad record before the last file's tail with a
+current CQ unit past it whose record reads. Bytes after a file's records that are no records, with no unit
+past them that serves one, are what a compaction that reused a crash's compacting/ files left (the harness
+shows it, tests/data/store-compaction-stale): the CQ covers the records before them.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from formats.java.hash import tags_code
 from formats.message.commitlog import BadRecord, Blank, EndOfData, Message, decode_record
 from formats.structs import BCQ_STORE_UNIT_SIZE
 from store.io.filewrites import fsync_dir, pwrite_all, temp_path, write_done
-from store.kv.compaction import CompactionStore, DirListing
+from store.kv.compaction import CompactionLog, CompactionStore, DirListing
 from store.log.mappedfile import majority_size
 
 UNIT = BCQ_STORE_UNIT_SIZE
@@ -148,9 +151,31 @@ def resolve_cq_file_size(store: CompactionStore, cq_setting: int | None) -> tupl
     return compaction_cq_file_size(), "broker default"
 
 
-def _rebuild_file(plan: CqQueuePlan, f, cq_size: int, last: bool, state: dict) -> bytes | None:
+def _unservable_units(log: CompactionLog, name: str, rebuilt: set[int]) -> list[int] | None:
+    """Queue offsets of the current CQ file `name`'s units that the rebuild leaves out, when none of them
+    serves a record a client can read (each points at bytes that are no record of its offset and size);
+    None when one does (leaving it out would lose a message the broker serves)."""
+    out = []
+    for _, unit in log.file_units(name):
+        if not unit.is_valid or unit.phy_offset in rebuilt:
+            continue
+        try:
+            record = log.read_record(unit)
+        except MqtoolError:
+            out.append(unit.base_offset)
+            continue
+        if (record.queue_offset, record.total_size) == (unit.base_offset, unit.size):
+            return None
+        out.append(unit.base_offset)
+    return out
+
+
+def _rebuild_file(
+    plan: CqQueuePlan, log: CompactionLog, f, cq_size: int, last: bool, state: dict
+) -> bytes | None:
     """The CQ bytes of one log file, or None (plan.refused set)."""
     where = f"{plan.topic}/{plan.queue_id}/{f.name}"
+    rebuilt: set[int] = set()
     out = bytearray()
     data = f.buffer()
     pos = 0
@@ -170,8 +195,27 @@ def _rebuild_file(plan: CqQueuePlan, f, cq_size: int, last: bool, state: dict) -
                     "truncates the log after its last unit's record)"
                 )
                 break
-            plan.refused = f"{where}: {reason} at position {pos}: the compaction log itself is damaged"
-            return None
+            stale = _unservable_units(log, f.name, rebuilt)
+            if stale is None:
+                plan.refused = (
+                    f"{where}: {reason} at position {pos}, and a CQ unit past it serves a record: the "
+                    "compaction log itself is damaged"
+                )
+                return None
+            plan.warnings.append(
+                f"{where}: the bytes from position {pos} are no records ({reason}): what a compaction "
+                "that reused the compacting/ files a crash left did not overwrite (5.3.3 "
+                "CompactionLog.java:681-705 opens them and writes from their start); the CQ covers the "
+                "records before them"
+                + (
+                    f", without the current unit(s) of queue offset(s) {', '.join(map(str, stale))}, whose "
+                    "bytes no client decodes (a restart's recovery takes them as valid, and a consumer is "
+                    "served them after the queue's later offsets)"
+                    if stale
+                    else ""
+                )
+            )
+            break
         if record.topic != plan.topic or record.queue_id != plan.queue_id:
             plan.refused = (
                 f"{where}: the record at {pos} is of {record.topic}/{record.queue_id}, not of this queue"
@@ -190,6 +234,7 @@ def _rebuild_file(plan: CqQueuePlan, f, cq_size: int, last: bool, state: dict) -
             )
             return None
         state["last_offset"] = record.queue_offset
+        rebuilt.add(f.start_offset + pos)
         out += encode_unit(
             BcqUnit(
                 f.start_offset + pos,
@@ -237,7 +282,7 @@ def plan_queue(store: CompactionStore, topic: str, queue_id: int, cq_size: int) 
     current = {f.name: f for f in log.cq.files}
     state = {"last_offset": -1}
     for i, f in enumerate(files):
-        units = _rebuild_file(plan, f, cq_size, i == len(files) - 1, state)
+        units = _rebuild_file(plan, log, f, cq_size, i == len(files) - 1, state)
         if units is None:
             return plan
         end = units.endswith(END_UNIT)

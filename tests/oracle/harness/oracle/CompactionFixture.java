@@ -423,6 +423,10 @@ public final class CompactionFixture {
         d.put("queueOffset", queueOffset);
         d.put("logOffset", sb.getStartOffset());
         d.put("size", sb.getSize());
+        if (x == null) {  // the bytes served are no message the client can decode
+            d.put("decoded", false);
+            return d;
+        }
         d.put("recordQueueOffset", x.getQueueOffset());
         d.put("recordPhysicalOffset", x.getCommitLogOffset());
         d.put("keys", x.getKeys());
