@@ -279,6 +279,21 @@ class Store:
             index_num=layout.configured("maxIndexNum"),
         )
 
+    @cached_property
+    def confirm(self):
+        """The recovered confirm offset of a controller-mode broker (`store.log.confirm.ConfirmState`),
+        None when the store's broker does not run in controller mode (every valid record served)."""
+        from store.log.confirm import confirm_state
+
+        return confirm_state(self)
+
+    @property
+    def served_end(self) -> int:
+        """Where the broker's dispatch and serving end: the confirm offset in controller mode, else the
+        commitlog's valid end."""
+        state = self.confirm
+        return self.commitlog.max_offset if state is None else state.confirm_offset
+
     def checkpoint(self):
         """The decoded StoreCheckpoint, or None when the file is missing."""
         from store.checkpoint import read_checkpoint

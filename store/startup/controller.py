@@ -15,17 +15,16 @@ A 4.x broker has no controller mode.
 
 from __future__ import annotations
 
+from store.log.confirm import ON
 from store.startup.verdict import START, StartupVerdict
-
-CONTROLLER_FILES = ("epochFileCheckpoint", "brokerIdentity")
 
 
 def judge_controller(store, verdict: StartupVerdict) -> bool:
     """Add the reasons of a start without controller mode; False (not judged) when broker.conf enables it."""
-    cfg = store.layout.broker_config
-    if "enableControllerMode" in cfg.explicit and cfg.enableControllerMode:
+    mode = store.layout.controller_mode  # the one decision (store.log.confirm)
+    if mode.mode == ON:
         return False
-    found = [n for n in CONTROLLER_FILES if (store.root / n).exists()]
+    found = list(mode.files)
     if not found:
         return True
     if verdict.major < 5:

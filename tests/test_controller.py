@@ -1,0 +1,107 @@
+"""Controller mode and the confirm offset (`store.log.confirm`) against the real 5.3.3 code: the store of a
+controller-mode master whose checkpoint's confirmPhyOffset lies below the commitlog's end
+(tests/data/store-controller, written by the real DefaultMessageStore and AutoSwitchHAService), loaded by the
+real store with and without controller mode, normally and after a crash (expect.json `reads`), and with other
+confirm offsets written into its checkpoint (cases.json, tests/oracle/controller_cases.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from store.config.brokerconf import load_broker_config
+from store.log.confirm import AMBIGUOUS, OFF, ON, unconfirmed_topics
+from store.storedir import Store
+from tests.golden import copy_store, expect, store_path
+
+NAME = "store-controller"
+CASES = json.loads((store_path(NAME) / "cases.json").read_text(encoding="utf-8"))
+
+
+def _conf(tmp_path: Path, text: str) -> Path:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(text, encoding="utf-8")
+    return conf
+
+
+def _open(root: Path, conf: Path | None) -> Store:
+    return Store.open(root, load_broker_config(conf) if conf else None)
+
+
+def _copy(tmp_path: Path, *, confirm: int | None = None, abort: bool = False) -> Path:
+    root = copy_store(NAME, tmp_path / "s")
+    (root / "expect.json").unlink()
+    (root / "cases.json").unlink()
+    if confirm is not None:
+        with open(root / "checkpoint", "r+b") as fh:
+            fh.seek(32)
+            fh.write(confirm.to_bytes(8, "big", signed=True))
+    if abort:
+        (root / "abort").write_bytes(b"")
+    return root
+
+
+def test_the_fixture_has_an_unconfirmed_tail() -> None:
+    """The real writer left what the other tests need: confirm offset below the end, the tail undispatched."""
+    want = expect(NAME)
+    run = want["run"]
+    assert run["confirmOffsetSet"] == want["checkpoint"]["confirmPhyOffset"] < run["maxPhyOffsetAtShutdown"]
+    assert run["reputFromOffsetAtShutdown"] == run["confirmOffsetSet"]
+    assert not want["abortAfterShutdown"]
+
+
+@pytest.mark.parametrize("abort", [False, True], ids=["normal", "abnormal"])
+@pytest.mark.parametrize("case", ["as-written", *sorted(CASES)])
+def test_confirm_offset_is_the_real_recoverys(case: str, abort: bool, tmp_path: Path) -> None:
+    if case == "as-written":
+        reads, confirm = expect(NAME)["reads"], None
+    else:
+        reads, confirm = CASES[case]["reads"], CASES[case]["confirmPhyOffset"]
+    real = reads["controllerAbnormal" if abort else "controllerNormal"]
+    root = _copy(tmp_path, confirm=confirm, abort=abort)
+    with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        state = store.confirm
+        assert state is not None and state.mode.mode == ON
+        assert state.recovery == ("abnormal" if abort else "normal")
+        assert state.max_offset == real["maxPhyOffset"]
+        assert state.min_offset == real["minPhyOffset"]
+        assert state.confirm_offset == real["confirmOffsetAfterLoad"]
+        assert (state.load_fails is None) == real["loaded"], state.load_fails
+        assert store.served_end == real["confirmOffsetAfterLoad"]
+
+
+@pytest.mark.parametrize("conf", ["", "enableControllerMode=false\n"], ids=["unset", "false"])
+def test_without_controller_mode_every_valid_record_is_served(conf: str, tmp_path: Path) -> None:
+    """broker.conf given without it: the DefaultHAService broker serves to the valid end (its confirm offset
+    after load is the max offset, expect.json `classicNormal`)."""
+    real = expect(NAME)["reads"]["classicNormal"]
+    with _open(store_path(NAME), _conf(tmp_path, conf)) as store:
+        assert store.layout.controller_mode.mode == OFF
+        assert store.confirm is None
+        assert store.served_end == real["confirmOffsetAfterLoad"] == real["maxPhyOffset"]
+        assert not [p for p in store.layout.kind.parts if p.name == "controller-mode replica"]
+
+
+def test_files_without_broker_conf_are_ambiguous() -> None:
+    """epochFileCheckpoint alone: read as controller mode, said so, and no write is trusted."""
+    with Store.open(store_path(NAME)) as store:
+        mode = store.layout.controller_mode
+        assert mode.mode == AMBIGUOUS and mode.files == ("epochFileCheckpoint",)
+        assert "--broker-config" in mode.reading
+        assert store.confirm is not None and store.confirm.confirm_offset == 9526
+        part = next(p for p in store.layout.kind.parts if p.name == "controller-mode replica")
+        assert not part.reads and part.writes == ()
+
+
+def test_the_unconfirmed_tail_per_topic(tmp_path: Path) -> None:
+    events = expect(NAME)["events"]
+    want = Counter(e["topic"] for e in events if not e["confirmed"])
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        state = store.confirm
+        assert unconfirmed_topics(store, state) == dict(want)
+        tail = [e for e in events if not e["confirmed"]]
+        assert state.unconfirmed_bytes == sum(e["wroteBytes"] for e in tail)
+        assert state.confirm_offset == tail[0]["wroteOffset"]
