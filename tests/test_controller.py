@@ -105,3 +105,83 @@ def test_the_unconfirmed_tail_per_topic(tmp_path: Path) -> None:
         tail = [e for e in events if not e["confirmed"]]
         assert state.unconfirmed_bytes == sum(e["wroteBytes"] for e in tail)
         assert state.confirm_offset == tail[0]["wroteOffset"]
+
+
+def _tail(events: list[dict]) -> list[dict]:
+    return [e for e in events if not e["confirmed"]]
+
+
+def test_info_shows_the_confirm_offset_and_the_unconfirmed_tail(tmp_path: Path) -> None:
+    from mqtool.info import store_info
+
+    want = expect(NAME)
+    tail = _tail(want["events"])
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        doc = store_info(store)
+    ctl = doc["controller"]
+    assert ctl["mode"] == "on" and ctl["recovery"] == "normal"
+    assert ctl["checkpointConfirmPhyOffset"] == want["checkpoint"]["confirmPhyOffset"]
+    assert ctl["confirmOffset"] == want["reads"]["controllerNormal"]["confirmOffsetAfterLoad"]
+    assert ctl["maxPhyOffset"] == want["reads"]["controllerNormal"]["maxPhyOffset"]
+    assert ctl["unconfirmedMessages"] == len(tail)
+    assert ctl["unconfirmedByTopic"] == dict(Counter(e["topic"] for e in tail))
+    dispatch = doc["dispatch"]
+    assert dispatch["undispatchedBytes"] == 0  # what is past the confirm offset is not "undispatched"
+    assert dispatch["unconfirmedBytes"] == sum(e["wroteBytes"] for e in tail)
+    # the layout part is read exactly with broker.conf, and writes but appends stay possible
+    part = next(p for p in doc["layout"]["parts"] if p["name"] == "controller-mode replica")
+    assert part["reads"] and "log" not in part["writes"]
+
+
+def test_info_without_controller_mode_has_no_controller_section(tmp_path: Path) -> None:
+    from mqtool.info import store_info
+
+    with _open(store_path(NAME), _conf(tmp_path, "brokerName=broker-a\n")) as store:
+        doc = store_info(store)
+    assert doc["controller"] is None
+    assert doc["dispatch"]["undispatchedBytes"] == sum(e["wroteBytes"] for e in _tail(expect(NAME)["events"]))
+
+
+def test_verify_names_the_unconfirmed_tail_instead_of_undispatched_records(tmp_path: Path) -> None:
+    """The old code called the tail `undispatched` errors (no abort file): the broker leaves it so."""
+    from mqtool.verify import verify_store
+
+    tail = _tail(expect(NAME)["events"])
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        report = verify_store(store)
+    kinds = Counter(r["kind"] for r in report.problem_rows())
+    assert report.clean, report.problem_rows()
+    assert kinds["undispatched"] == 0 and kinds["cq_missing_unit"] == 0
+    (row,) = [r for r in report.problem_rows() if r["kind"] == "unconfirmed"]
+    assert row["severity"] == "warning" and row["offset"] == tail[0]["wroteOffset"]
+    assert f"{len(tail)} record(s)" in row["detail"]
+    assert report.summary["controller"]["confirmOffset"] == tail[0]["wroteOffset"]
+
+
+def test_verify_counts_units_past_the_confirm_offset_as_served(tmp_path: Path) -> None:
+    """confirmPhyOffset 9042 (cases.json "earlier-boundary"): the real store keeps and serves the units up to
+    9526 after either recovery (TopicA queues end at 15 in controllerAbnormal)."""
+    case = CASES["earlier-boundary"]
+    assert case["reads"]["controllerAbnormal"]["queues"]["TopicA/0"] == [0, 15]
+    from mqtool.verify import verify_store
+
+    root = _copy(tmp_path, confirm=case["confirmPhyOffset"])
+    with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        report = verify_store(store)
+    rows = {r["kind"]: r for r in report.problem_rows()}
+    served = [e for e in expect(NAME)["events"] if e["confirmed"] and e["wroteOffset"] >= 9042]
+    assert rows["past_confirm"]["severity"] == "info"
+    assert rows["past_confirm"]["detail"].startswith(f"{len(served)} record(s) from phy 9042")
+    assert "undispatched" not in rows
+
+
+def test_verify_names_a_confirm_offset_the_load_fails_on(tmp_path: Path) -> None:
+    """confirmPhyOffset 9600, inside a record: the real controller-mode normal load fails (cases.json)."""
+    from mqtool.verify import verify_store
+
+    assert CASES["mid-record"]["reads"]["controllerNormal"]["loaded"] is False
+    root = _copy(tmp_path, confirm=CASES["mid-record"]["confirmPhyOffset"])
+    with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        report = verify_store(store)
+    assert not report.clean
+    assert [r["kind"] for r in report.problem_rows() if r["severity"] == "error"] == ["controller_load"]
