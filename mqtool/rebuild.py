@@ -105,6 +105,8 @@ class RebuildReport:
                 "stopReason": b.stop_reason,
                 "messages": b.messages,
                 "lastStoreTimestamp": b.last_store_timestamp,
+                "dispatchEnd": b.dispatch_end,
+                "unconfirmedMessages": b.unconfirmed,
             },
             "warnings": self.warnings,
         }
@@ -301,6 +303,7 @@ def rebuild(
                 lmq=store.layout.lmq,
                 durable=may_write,
                 commitlog=store.commitlog,
+                dispatch_end=None if store.confirm is None else store.confirm.confirm_offset,
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
@@ -326,6 +329,12 @@ def rebuild(
                 orphans=orphans,
             )
             _note_orphans(report)
+            if result.dispatch_end is not None:
+                report.warnings.append(
+                    f"controller mode: dispatched up to the confirm offset {result.dispatch_end}, as the "
+                    f"broker's reput does; the {result.unconfirmed} message(s) past it (the unconfirmed "
+                    "tail) get no unit or index entry"
+                )
             if result.stop_kind != "end":
                 report.warnings.append(
                     f"the commitlog ends with a {result.stop_kind} record at {result.valid_end} "

@@ -185,3 +185,63 @@ def test_verify_names_a_confirm_offset_the_load_fails_on(tmp_path: Path) -> None
         report = verify_store(store)
     assert not report.clean
     assert [r["kind"] for r in report.problem_rows() if r["severity"] == "error"] == ["controller_load"]
+
+
+def test_rebuild_dispatches_up_to_the_confirm_offset_as_the_reput_did(tmp_path: Path) -> None:
+    """ConsumeQueues and index removed, `rebuild all --execute` with broker.conf: the queues come back byte
+    for byte as the real reput wrote them (it stopped at the confirm offset); no TopicLate queue, no key of
+    the tail indexed. The old code dispatched the tail (TopicLate/0 and 4 more units per TopicA queue)."""
+    import shutil
+
+    from mqtool.rebuild import rebuild
+
+    root = _copy(tmp_path)
+    original = {
+        p.relative_to(root): p.read_bytes() for p in (root / "consumequeue").rglob("*") if p.is_file()
+    }
+    shutil.rmtree(root / "consumequeue")
+    shutil.rmtree(root / "index")
+    geometry = "mappedFileSizeConsumeQueue=6000\nmaxHashSlotNum=64\nmaxIndexNum=4000\n"  # expect.json's
+    conf = _conf(tmp_path, "enableControllerMode=true\n" + geometry)
+    with _open(root, conf) as store:
+        report = rebuild(store, "all", execute=True, note=lambda _m: None)
+    assert report.executed
+    doc = report.to_json()
+    tail = _tail(expect(NAME)["events"])
+    assert doc["commitlog"]["dispatchEnd"] == tail[0]["wroteOffset"]
+    assert doc["commitlog"]["unconfirmedMessages"] == len(tail)
+    rebuilt = {p.relative_to(root): p.read_bytes() for p in (root / "consumequeue").rglob("*") if p.is_file()}
+    assert rebuilt == original
+    with _open(root, conf) as store:
+        for e in tail:
+            assert e["wroteOffset"] not in store.index_service.query_offset(e["topic"], e["key"]).phy_offsets
+
+
+def test_rebuild_dry_run_matches_the_broker_s_files(tmp_path: Path) -> None:
+    from mqtool.rebuild import rebuild
+
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        report = rebuild(store, "cq", note=lambda _m: None)
+    assert not report.changes
+    assert any("confirm offset 9526" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["rebuild", "cq"], ["delay", "replay"], ["txn", "resolve", "--policy", "commit"]],
+    ids=["rebuild", "delay-replay", "txn-resolve"],
+)
+def test_writes_refuse_without_broker_conf_and_appends_refuse_with_it(args, tmp_path: Path, capsys) -> None:
+    from tests.golden import run_main, snapshot
+
+    root = _copy(tmp_path)
+    before = snapshot(root)
+    code, _out, err = run_main(["--store", str(root), *args], capsys)
+    assert code == 1 and "controller-mode replica" in err and "--broker-config" in err, err
+    conf = _conf(tmp_path, "enableControllerMode=true\n")
+    code, _out, err = run_main(["--store", str(root), "--broker-config", str(conf), *args], capsys)
+    if args[0] == "rebuild":
+        assert code == 0, err
+    else:
+        assert code == 1 and "replicated log" in err, err
+    assert snapshot(root) == before
