@@ -245,3 +245,49 @@ def test_writes_refuse_without_broker_conf_and_appends_refuse_with_it(args, tmp_
     else:
         assert code == 1 and "replicated log" in err, err
     assert snapshot(root) == before
+
+
+def _tail_message(store: Store, event: dict):
+    return store.commitlog.read_message_at(event["wroteOffset"])
+
+
+def test_query_key_does_not_serve_the_unconfirmed_tail(tmp_path: Path) -> None:
+    """The real index (controllerNormal before any restart: the files as they are) has no entry for a tail
+    key, and --scan stops at the confirm offset instead of reporting the index as behind. The old code
+    called the tail unindexed and --scan found it."""
+    from mqtool.query.key import query_by_key
+
+    tail = _tail(expect(NAME)["events"])
+    e = next(x for x in tail if x["topic"] == "TopicA")
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        result = query_by_key(store, "TopicA", e["key"], scan=True)
+    assert result.messages == []
+    assert not result.coverage.behind
+    assert result.coverage.confirm_offset == tail[0]["wroteOffset"]
+    assert any("unconfirmed tail" in n for n in result.notes())
+
+
+def test_query_key_without_controller_mode_scans_the_tail(tmp_path: Path) -> None:
+    """Contrast: the same store read as a classic broker reads it (its recovery serves every valid record)."""
+    from mqtool.query.key import query_by_key
+
+    e = next(x for x in _tail(expect(NAME)["events"]) if x["topic"] == "TopicA")
+    with _open(store_path(NAME), _conf(tmp_path, "brokerName=broker-a\n")) as store:
+        result = query_by_key(store, "TopicA", e["key"], scan=True)
+    assert [m.physical_offset for m in result.messages] == [e["wroteOffset"]]
+
+
+def test_query_id_by_offset_shows_a_tail_message_labelled(tmp_path: Path) -> None:
+    """An offsetMsgId is read from the log at its offset, as the broker's viewMessageById does
+    (lookMessageByOffset has no confirm check): shown, and named unconfirmed."""
+    from mqtool.query.msgid import query_by_id
+
+    e = _tail(expect(NAME)["events"])[1]
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        ident = _tail_message(store, e).offset_msg_id
+        result = query_by_id(store, ident)
+        assert [m.physical_offset for m in result.messages] == [e["wroteOffset"]]
+        assert any(n.startswith("unconfirmed: 1 message(s)") for n in result.notes())
+        confirmed = next(x for x in expect(NAME)["events"] if x["confirmed"])
+        plain = query_by_id(store, _tail_message(store, confirmed).offset_msg_id)
+        assert not any(n.startswith("unconfirmed") for n in plain.notes())
