@@ -81,7 +81,9 @@ def rebuild(
     path outside the store from it) is refused, naming it. On a DLedger store the queues and index come
     from its entries; `dledger-index` rebuilds DLedger's own index units (what its recovery rewrites),
     each index file that differs replaced atomically. --prune-orphans leaves out the queues `verify` names
-    orphan_topic and orphan_queue (their committed offsets stay: `mqtool offsets prune`)."""
+    orphan_topic and orphan_queue (their committed offsets stay: `mqtool offsets prune`). In controller
+    mode (--broker-config with enableControllerMode=true) the dispatch stops at the confirm offset, as the
+    broker's reput does."""
     from mqtool import rebuild as ops
     from mqtool.render.output import progress
 
