@@ -291,3 +291,16 @@ def test_query_id_by_offset_shows_a_tail_message_labelled(tmp_path: Path) -> Non
         confirmed = next(x for x in expect(NAME)["events"] if x["confirmed"])
         plain = query_by_id(store, _tail_message(store, confirmed).offset_msg_id)
         assert not any(n.startswith("unconfirmed") for n in plain.notes())
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_startup_refuses_where_the_real_controller_mode_load_fails(case: str, tmp_path: Path) -> None:
+    from store.startup import startup_verdict
+
+    real = CASES[case]["reads"]["controllerNormal"]
+    root = _copy(tmp_path, confirm=CASES[case]["confirmPhyOffset"])
+    with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        verdict = startup_verdict(store)
+    codes = [r.code for r in verdict.reasons]
+    assert ("controller_load_fails" in codes) == (not real["loaded"]), verdict.as_dict()
+    assert (verdict.verdict == "refuse") == (not real["loaded"])
