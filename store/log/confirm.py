@@ -14,7 +14,7 @@ BrokerConfig.java:349, default false) is a broker.conf setting; the store only k
 
 **The confirm offset.** `DefaultMessageStore.loadCheckPoint` sets it from the checkpoint's confirmPhyOffset
 (DefaultMessageStore.java:383-389). The broker is fenced during load in controller mode
-(ReplicasManager.setFenced(true) before `messageStore.load()`, BrokerController.java:879-885), so
+(ReplicasManager.setFenced(true) before `messageStore.load()`, BrokerController.java:879-887), so
 `CommitLog.getConfirmOffset` returns that value unchanged (CommitLog.java:655-668). Recovery then clamps it:
 
 * normal (no `abort`): below the commitlog's min offset -> the min offset; above the valid end
@@ -172,9 +172,10 @@ def confirm_state(store: Any) -> ConfirmState | None:
 
 def _compensate_fails(commitlog: Any, confirm: int, end: int) -> str | None:
     """Why `ConsumeQueueStore.compensateForHA` (run by every controller-mode load after the recovery,
-    ConsumeQueueStore.java:474-497) throws, failing the load: it reads the records from the confirm offset
-    to the end, and a confirm offset inside a record reads a header out of a body (the real load fails so:
-    store-controller/cases.json, "mid-record"), and a record of magic code V2 is an "Unknown magicCode"."""
+    ConsumeQueueStore.java:474-475, 481-520) throws, failing the load: it reads the records from the
+    confirm offset to the end, and a confirm offset inside a record reads a header out of a body (the real
+    load fails so: store-controller/cases.json, "mid-record"), and a record of magic code V2 is an
+    "Unknown magicCode"."""
     from formats.errors import MqtoolError
     from formats.message.commitlog import MAGIC_V1, Message
 

@@ -24,12 +24,12 @@ def judge_controller(store, verdict: StartupVerdict) -> bool:
     (then only a confirm offset the load fails on is judged: refuse)."""
     mode = store.layout.controller_mode  # the one decision (store.log.confirm)
     if mode.mode == ON:
-        # the load runs before the broker talks to the controller (BrokerController.java:879-885): a
+        # the load runs before the broker talks to the controller (BrokerController.java:879-887): a
         # confirm offset it fails on refuses the start whatever the controller says
         state = store.confirm
         if state is not None and state.load_fails:
             why = f"confirmPhyOffset {state.confirm_offset}: {state.load_fails}"
-            source = "ConsumeQueueStore.compensateForHA (5.3.3 :474-497)"
+            source = "ConsumeQueueStore.compensateForHA (5.3.3 :474-475, 481-520)"
             verdict.add("controller_load_fails", REFUSE, why, "checkpoint", source)
         return False
     found = list(mode.files)
