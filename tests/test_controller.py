@@ -304,3 +304,12 @@ def test_startup_refuses_where_the_real_controller_mode_load_fails(case: str, tm
     codes = [r.code for r in verdict.reasons]
     assert ("controller_load_fails" in codes) == (not real["loaded"]), verdict.as_dict()
     assert (verdict.verdict == "refuse") == (not real["loaded"])
+
+
+def test_a_4x_store_has_no_confirm_offset(tmp_path: Path) -> None:
+    """4.9.8 has no controller mode (no store/ha/autoswitch): its broker serves every valid record."""
+    root = copy_store("store-49a", tmp_path / "s")
+    (root / "epochFileCheckpoint").write_text("1\n0-0\n")
+    with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        assert store.confirm is None
+        assert store.served_end == store.commitlog.max_offset

@@ -139,6 +139,9 @@ def confirm_state(store: Any) -> ConfirmState | None:
     mode = store.layout.controller_mode
     if not mode.controller_reading:
         return None
+    version = store.layout.detected_version
+    if version is not None and version.major < 5:  # 4.x has no controller mode: the files are not read
+        return None
     checkpoint = store.checkpoint()
     stored = None if checkpoint is None else checkpoint.confirm_phy_offset
     confirm = stored or 0  # a missing checkpoint is created zeroed (StoreCheckpoint's constructor)
