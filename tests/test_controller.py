@@ -313,3 +313,14 @@ def test_a_4x_store_has_no_confirm_offset(tmp_path: Path) -> None:
     with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
         assert store.confirm is None
         assert store.served_end == store.commitlog.max_offset
+
+
+def test_dump_commitlog_labels_the_tail(tmp_path: Path) -> None:
+    from mqtool.dump import commitlog_records
+
+    events = {e["wroteOffset"]: e for e in expect(NAME)["events"]}
+    with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        rows = [r for r in commitlog_records(store) if r["kind"] == "message"]
+    assert {r["physicalOffset"]: r["unconfirmed"] for r in rows} == {
+        off: not e["confirmed"] for off, e in events.items()
+    }
