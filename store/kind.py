@@ -193,7 +193,7 @@ def _controller_part(mode: ControllerMode) -> LayoutPart | None:
     if mode.mode == ON:
         return LayoutPart(
             PART_NAME, mode.evidence, reads=True, writes=CONTROLLER_WRITES,
-            note="records past the recovered confirm offset are not dispatched or served (info, verify, "
+            note="records past the recovered confirm offset are not dispatched by the reput (info, verify, "
             "rebuild and queries stop there); mqtool does not append to a replicated log: an offline append "
             "on one replica diverges from the others' epochs (delay replay, txn commit/rollback/resolve "
             "refuse)",

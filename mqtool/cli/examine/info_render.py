@@ -83,7 +83,8 @@ def controller_fields(ctl: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
         pairs.append((
             "unconfirmed tail",
             f"{ctl['unconfirmedBytes']} bytes, {ctl['unconfirmedMessages']} message(s) past the confirm "
-            f"offset ({topics}): not dispatched or served until confirmed; HA may truncate them",
+            f"offset ({topics}): the reput does not dispatch them until they are confirmed (a normal "
+            "restart's recovery dispatches all but the first, an abnormal one none); HA may truncate them",
             "text",
         ))  # fmt: skip
     if ctl["loadFails"]:
@@ -126,7 +127,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                     (
                         "not confirmed",
                         f"{dispatch['unconfirmedBytes']} bytes after {dispatch['servedEnd']} are the "
-                        "unconfirmed tail (the controller-mode broker does not dispatch them)",
+                        "unconfirmed tail (the controller-mode broker's reput does not dispatch them)",
                         "text",
                     )
                 )
