@@ -303,7 +303,7 @@ def rebuild(
                 lmq=store.layout.lmq,
                 durable=may_write,
                 commitlog=store.commitlog,
-                dispatch_end=None if store.confirm is None else store.confirm.confirm_offset,
+                dispatch_end=None if store.confirm is None else store.served_end,
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
@@ -331,9 +331,10 @@ def rebuild(
             _note_orphans(report)
             if result.dispatch_end is not None:
                 report.warnings.append(
-                    f"controller mode: dispatched up to the confirm offset {result.dispatch_end}, as the "
-                    f"broker's reput does; the {result.unconfirmed} message(s) past it (the unconfirmed "
-                    "tail) get no unit or index entry"
+                    f"controller mode: dispatched up to {result.dispatch_end} (the confirm offset, or the "
+                    "consume queues' end where they already go further), as the broker's reput does; the "
+                    f"{result.unconfirmed} message(s) past it (the unconfirmed tail) get no unit or index "
+                    "entry"
                 )
             if result.stop_kind != "end":
                 report.warnings.append(

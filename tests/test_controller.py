@@ -70,7 +70,16 @@ def test_confirm_offset_is_the_real_recoverys(case: str, abort: bool, tmp_path: 
         assert state.min_offset == real["minPhyOffset"]
         assert state.confirm_offset == real["confirmOffsetAfterLoad"]
         assert (state.load_fails is None) == real["loaded"], state.load_fails
-        assert store.served_end == real["confirmOffsetAfterLoad"]
+        # units already on disk are served past it (the real abnormal load keeps them: cases.json)
+        assert store.served_end == min(real["maxPhyOffset"], max(state.confirm_offset, _real_cq_end()))
+        assert store.consume_queue_end == _real_cq_end()
+
+
+def _real_cq_end() -> int:
+    """The end of the last unit the real store read after a load dispatching nothing (controllerAbnormal)."""
+    queues = expect(NAME)["reads"]["controllerAbnormal"]["consumeQueuesAfterLoad"]
+    units = [u for q in queues.values() for u in q["units[queueOffset,phyOffset,size,tagsCode]"]]
+    return max(u[1] + u[2] for u in units)
 
 
 @pytest.mark.parametrize("conf", ["", "enableControllerMode=false\n"], ids=["unset", "false"])
@@ -127,7 +136,7 @@ def test_info_shows_the_confirm_offset_and_the_unconfirmed_tail(tmp_path: Path) 
     assert ctl["unconfirmedByTopic"] == dict(Counter(e["topic"] for e in tail))
     dispatch = doc["dispatch"]
     assert dispatch["undispatchedBytes"] == 0  # what is past the confirm offset is not "undispatched"
-    assert dispatch["unconfirmedBytes"] == sum(e["wroteBytes"] for e in tail)
+    assert dispatch["undispatchedUnconfirmedBytes"] == sum(e["wroteBytes"] for e in tail)
     # the layout part is read exactly with broker.conf, and writes but appends stay possible
     part = next(p for p in doc["layout"]["parts"] if p["name"] == "controller-mode replica")
     assert part["reads"] and "log" not in part["writes"]
@@ -223,7 +232,7 @@ def test_rebuild_dry_run_matches_the_broker_s_files(tmp_path: Path) -> None:
     with _open(store_path(NAME), _conf(tmp_path, "enableControllerMode=true\n")) as store:
         report = rebuild(store, "cq", note=lambda _m: None)
     assert not report.changes
-    assert any("confirm offset 9526" in w for w in report.warnings)
+    assert any("dispatched up to 9526" in w for w in report.warnings)
 
 
 @pytest.mark.parametrize(
@@ -263,7 +272,7 @@ def test_query_key_does_not_serve_the_unconfirmed_tail(tmp_path: Path) -> None:
         result = query_by_key(store, "TopicA", e["key"], scan=True)
     assert result.messages == []
     assert not result.coverage.behind
-    assert result.coverage.confirm_offset == tail[0]["wroteOffset"]
+    assert result.coverage.served_end == tail[0]["wroteOffset"]
     assert any("unconfirmed tail" in n for n in result.notes())
 
 
@@ -324,3 +333,44 @@ def test_dump_commitlog_labels_the_tail(tmp_path: Path) -> None:
     assert {r["physicalOffset"]: r["unconfirmed"] for r in rows} == {
         off: not e["confirmed"] for off, e in events.items()
     }
+
+
+LONE = "store-controller-lone"
+
+
+@pytest.mark.parametrize("abort", [False, True], ids=["normal", "abnormal"])
+def test_a_lone_master_s_stale_confirm_offset(abort: bool, tmp_path: Path) -> None:
+    """A controller-mode master without slaves never stores its confirm offset (store-controller-lone: 0 in
+    the checkpoint, every message dispatched): the real load keeps 0 and serves every unit; so does mqtool."""
+    want = expect(LONE)
+    real = want["reads"]["controllerAbnormal" if abort else "controllerNormal"]
+    root = copy_store(LONE, tmp_path / "s")
+    if abort:
+        (root / "abort").write_bytes(b"")
+    with _open(root, _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        assert store.confirm.confirm_offset == real["confirmOffsetAfterLoad"] == 0
+        served = {q: v["maxOffset"] - v["minOffset"] for q, v in real["queues"].items()}
+        assert sum(served.values()) == len(want["events"])  # the real store serves every message
+        assert store.served_end == real["maxPhyOffset"]
+
+
+def test_verify_a_lone_master_names_served_records_past_the_confirm_offset(tmp_path: Path) -> None:
+    from mqtool.verify import verify_store
+
+    with _open(store_path(LONE), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        report = verify_store(store)
+    rows = {r["kind"]: r for r in report.problem_rows()}
+    assert report.clean and "unconfirmed" not in rows and "undispatched" not in rows
+    assert rows["past_confirm"]["detail"].startswith(f"{len(expect(LONE)['events'])} record(s) from phy 0")
+
+
+def test_rebuild_keeps_what_a_lone_master_serves(tmp_path: Path) -> None:
+    """A rebuild to the bare confirm offset (0) would drop every unit the broker serves: it goes to the
+    consume queues' end instead, and matches the real reput's files."""
+    from mqtool.rebuild import rebuild
+
+    with _open(store_path(LONE), _conf(tmp_path, "enableControllerMode=true\n")) as store:
+        report = rebuild(store, "cq", note=lambda _m: None)
+    assert not report.changes
+    assert report.build.dispatch_end == expect(LONE)["reads"]["controllerNormal"]["maxPhyOffset"]
+    assert report.build.unconfirmed == 0

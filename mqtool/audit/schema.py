@@ -115,7 +115,9 @@ class SplitTask:
     output: str | None
     label: str
     entries: bool = False  # a DLedger data file (store.log.dledger): decoded entry by entry
-    confirm: int = -1  # controller mode: the confirm offset (store.log.confirm); no record past it counts
+    confirm: int = (
+        -1
+    )  # controller mode: where the broker's dispatch ends (Store.served_end); none past counts
 
 
 @dataclass(frozen=True)

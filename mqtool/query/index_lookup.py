@@ -35,9 +35,10 @@ class IndexCoverage:
     commitlog_end: int | None  # where the commitlog data ends (exact when `end_exact`)
     end_exact: bool = True
     error: str | None = None  # why coverage could not be established
-    # controller mode (`store.log.confirm`): the recovered confirm offset, and the unconfirmed bytes past it,
-    # which the broker neither indexes nor serves (not "behind", and never scanned)
-    confirm_offset: int | None = None
+    # controller mode (`Store.served_end`): where the broker's dispatch ends (the recovered confirm offset, or
+    # the consume queues' end past it), and the unconfirmed bytes after it, which the broker neither indexes
+    # nor serves (not "behind", and never scanned)
+    served_end: int | None = None
     unconfirmed_bytes: int = 0
 
     @property
@@ -59,7 +60,7 @@ class IndexCoverage:
             "indexBehind": self.behind,
             "uncoveredBytes": self.uncovered_bytes,
             "error": self.error,
-            "confirmOffset": self.confirm_offset,
+            "servedEnd": self.served_end,
             "unconfirmedBytes": self.unconfirmed_bytes,
         }
 
@@ -111,20 +112,17 @@ def index_coverage(store: Store) -> IndexCoverage:
     if not commitlog.files:
         coverage.commitlog_end = 0
         return coverage
-    confirm = store.confirm
-    if confirm is not None:
-        coverage.confirm_offset = confirm.confirm_offset
-        coverage.unconfirmed_bytes = confirm.unconfirmed_bytes
+    served = None if store.confirm is None else store.served_end
+    if served is not None:
+        coverage.served_end = served
+        coverage.unconfirmed_bytes = max(0, store.confirm.max_offset - served)
     try:
         for record in commitlog.iter_records(start):
             if isinstance(record, Message):
                 if skip and record.physical_offset == end_phy:
                     continue
-                if (
-                    confirm is not None
-                    and record.physical_offset + record.total_size > confirm.confirm_offset
-                ):
-                    coverage.commitlog_end = confirm.confirm_offset  # the broker indexes no further
+                if served is not None and record.physical_offset + record.total_size > served:
+                    coverage.commitlog_end = served  # the broker indexes no further
                     return coverage
                 if record.index_keys():
                     coverage.first_unindexed_offset = record.physical_offset
@@ -158,18 +156,18 @@ def scan_commitlog(
     advance: Callable[[int], None] | None = None,
 ) -> ScanOutcome:
     """Every message from `start` (a record boundary) to the valid end for which `match` is true; in
-    controller mode to the confirm offset (the broker serves nothing past it, `store.log.confirm`)."""
+    controller mode to where the broker's dispatch ends (`Store.served_end`: it serves nothing past it)."""
     found: list[Message] = []
     last = start
-    confirm = store.confirm
+    served = None if store.confirm is None else store.served_end
     for record in store.commitlog.iter_records(start):
         if advance is not None:
             advance(record.physical_offset - last)
             last = record.physical_offset
         if (
-            confirm is not None
+            served is not None
             and isinstance(record, Message)
-            and record.physical_offset + record.total_size > confirm.confirm_offset
+            and record.physical_offset + record.total_size > served
         ):
             why = "the confirm offset: the unconfirmed tail after it is not served (controller mode)"
             return ScanOutcome(found, start, record.physical_offset, why)
@@ -305,15 +303,15 @@ def hit_notes(hits: HitReport, capped: bool, truncated: bool) -> list[str]:
 def unconfirmed_note(coverage: IndexCoverage | None, messages: list[Message]) -> str | None:
     """A note naming the messages shown that lie past a controller-mode confirm offset (found by an index
     entry written before a crash, or read by offset as viewMessage reads it): HA may truncate them."""
-    if coverage is None or coverage.confirm_offset is None:
+    if coverage is None or coverage.served_end is None:
         return None
-    past = [m.physical_offset for m in messages if m.physical_offset + m.total_size > coverage.confirm_offset]
+    past = [m.physical_offset for m in messages if m.physical_offset + m.total_size > coverage.served_end]
     if not past:
         return None
     shown = ", ".join(str(p) for p in past[:5]) + (", ..." if len(past) > 5 else "")
     return (
         f"unconfirmed: {len(past)} message(s) (phy {shown}) lie past the confirm offset "
-        f"{coverage.confirm_offset} (controller mode): HA may truncate them; consumers are not served them "
+        f"{coverage.served_end} (controller mode): HA may truncate them; consumers are not served them "
         "until they are confirmed"
     )
 
@@ -323,7 +321,7 @@ def coverage_notes(
 ) -> list[str]:
     notes = []
     if scan_requested and scanned is None and not coverage.behind and coverage.error is None:
-        upto = "whole commitlog" if coverage.confirm_offset is None else "commitlog up to the confirm offset"
+        upto = "whole commitlog" if coverage.served_end is None else "commitlog up to the confirm offset"
         notes.append(f"the index covers the {upto}: nothing to scan")
     if coverage.error:
         notes.append(coverage.error)
@@ -342,10 +340,10 @@ def coverage_notes(
         if scanned is None:
             text += " — rerun with --scan to search them"
         notes.append(text)
-    if coverage.confirm_offset is not None and coverage.unconfirmed_bytes:
+    if coverage.served_end is not None and coverage.unconfirmed_bytes:
         notes.append(
             f"controller mode: the {coverage.unconfirmed_bytes} bytes after the confirm offset "
-            f"{coverage.confirm_offset} are the unconfirmed tail, which the broker neither indexes nor "
+            f"{coverage.served_end} are the unconfirmed tail, which the broker neither indexes nor "
             "serves (--scan stops there; `dump commitlog` shows them)"
         )
     if scanned is not None:

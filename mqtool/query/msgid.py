@@ -113,7 +113,7 @@ def query_by_id(
     if exact and (topic is None or offset_msg.topic == topic):
         coverage = None
         if store.confirm is not None:  # say so when the message lies in the unconfirmed tail
-            coverage = IndexCoverage(None, None, None, None, confirm_offset=store.confirm.confirm_offset)
+            coverage = IndexCoverage(None, None, None, None, served_end=store.served_end)
         return IdQueryResult(ident, "offsetMsgId", [offset_msg], decoded, None, [], HitReport(), coverage)
     if offset_msg is not None and offset_msg.offset_msg_id != ident:
         offset_note = (

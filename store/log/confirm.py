@@ -38,7 +38,11 @@ confirms them (AutoSwitchHAService.changeToMaster -> truncateInvalidMsg cuts onl
 495-539) and a slave truncates its log to where its epochs agree with the master's (AutoSwitchHAClient), which
 may remove them: mqtool calls them the **unconfirmed tail**. Units already on disk past the confirm offset
 (dispatched while the live confirm offset was ahead of the checkpoint's) are kept by both recoveries (they
-truncate the consume queues only at the valid end, CommitLog.java:401-404, 810-814) and served.
+truncate the consume queues only at the valid end, CommitLog.java:401-404, 810-814) and served. A master
+without slaves never stores its confirm offset (`getConfirmOffset` answers the max physical offset without
+setting it, CommitLog.java:658-661), so its checkpoint keeps the election's value while the reput dispatches
+everything (tests/data/store-controller-lone: 0): what is served then ends at the consume queues' end
+(`Store.served_end`).
 """
 
 from __future__ import annotations

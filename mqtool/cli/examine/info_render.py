@@ -122,12 +122,12 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
         dispatch = doc["dispatch"]
         if "error" not in dispatch:
             pairs.append(("ConsumeQueues cover", f"up to {dispatch['consumeQueueEnd']}", "text"))
-            if dispatch.get("unconfirmedBytes"):
+            if dispatch.get("undispatchedUnconfirmedBytes"):
                 pairs.append(
                     (
                         "not confirmed",
-                        f"{dispatch['unconfirmedBytes']} bytes after {dispatch['servedEnd']} are the "
-                        "unconfirmed tail (the controller-mode broker's reput does not dispatch them)",
+                        f"{dispatch['undispatchedUnconfirmedBytes']} bytes after {dispatch['servedEnd']} are "
+                        "the unconfirmed tail (the controller-mode broker's reput does not dispatch them)",
                         "text",
                     )
                 )

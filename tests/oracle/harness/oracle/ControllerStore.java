@@ -72,6 +72,15 @@ public final class ControllerStore {
     }
 
     public static void write(String root, long seed) throws Exception {
+        write(root, seed, false);
+    }
+
+    /**
+     * `lone`: the sync state set stays {1} (a controller-mode master without slaves): getConfirmOffset answers
+     * the max physical offset without storing it (CommitLog.java:658-661), so the checkpoint keeps the confirm
+     * offset changeToMaster set at the election (0 on a new store) while every message is dispatched.
+     */
+    public static void write(String root, long seed, boolean lone) throws Exception {
         if (new File(root).exists()) {
             throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
         }
@@ -97,7 +106,7 @@ public final class ControllerStore {
         List<Map<String, Object>> events = new ArrayList<>();
         long confirmSet = -1;
         for (int i = 0; i < CONFIRMED + UNCONFIRMED; i++) {
-            if (i == CONFIRMED) {
+            if (i == CONFIRMED && !lone) {
                 s.waitDispatched();
                 ha.setSyncStateSet(Set.of(1L));  // confirm offset = the max physical offset now
                 confirmSet = s.store.getConfirmOffset();
@@ -108,9 +117,13 @@ public final class ControllerStore {
             MessageExtBrokerInnerHolder.put(s.store, rnd, i, topic, queueId, events);
         }
         Thread.sleep(500);  // give the reput its chance: it must stop at the confirm offset
+        if (lone) {
+            s.waitDispatched();
+            events.forEach(e -> e.remove("confirmed"));  // nothing ever moved the confirm offset
+        }
         Map<String, Object> expect = new LinkedHashMap<>();
         expect.put("rocketmqVersion", "5.3.3 (git tag rocketmq-all-5.3.3)");
-        expect.put("profile", "controller");
+        expect.put("profile", lone ? "controller-lone" : "controller");
         expect.put("seed", seed);
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("mappedFileSizeCommitLog", g.commitLog);
@@ -255,7 +268,7 @@ public final class ControllerStore {
             e.put("wroteOffset", r.getAppendMessageResult().getWroteOffset());
             e.put("wroteBytes", r.getAppendMessageResult().getWroteBytes());
             e.put("queueOffset", r.getAppendMessageResult().getLogicsOffset());
-            e.put("confirmed", i < CONFIRMED);
+            e.put("confirmed", i < CONFIRMED);  // by the sync state set {1, 2} of the default variant
             events.add(e);
         }
     }
