@@ -32,12 +32,15 @@ def commitlog_records(
     """Records in physical order as JSON-ready dicts; the last one says where the valid data ends.
 
     With `topic`, only that topic's messages are listed (plus the final stop record). `count` limits
-    the records listed (the stop record is listed whenever it is reached).
+    the records listed (the stop record is listed whenever it is reached). In controller mode every
+    message row says whether it lies past the confirm offset (`unconfirmed`: the broker does not serve it;
+    `store.log.confirm`): the dump reads the raw log.
     """
     if count is not None and count < 0:
         raise UsageError("--count must not be negative")
     listed = 0
     commitlog = store.commitlog
+    confirm = None if store.confirm is None else store.confirm.confirm_offset
     for record in commitlog.iter_records(from_offset, check_crc=check_crc):
         if isinstance(record, Message):
             if count is not None and listed >= count:
@@ -46,6 +49,8 @@ def commitlog_records(
                 continue
             row = record.to_json(include_body=with_body)
             row["kind"] = "message"
+            if confirm is not None:
+                row["unconfirmed"] = record.physical_offset + record.total_size > confirm
             listed += 1
             yield row
         elif record.kind == "blank":

@@ -192,30 +192,41 @@ def config_files_info(store: Store) -> list[dict[str, Any]]:
 
 
 def dispatch_info(store: Store, commitlog_end: int) -> dict[str, Any]:
-    """How far the ConsumeQueues and the index cover the commitlog (the reput position after a restart)."""
-    cq_end = 0
-    for topic, queue_id in store.consume_queues.queues():
-        if is_lmq(topic):  # an LMQ unit repeats a unit its record's own queue got first: never further
-            continue
-        queue = store.consume_queues.open(topic, queue_id)
-        try:
-            if queue.max_offset > queue.min_offset:
-                unit = queue.unit(queue.max_offset - 1)
-                if unit is not None and not unit.is_filler:
-                    cq_end = max(cq_end, unit.phy_offset + unit.size)
-        finally:
-            queue.close()
-    for topic, queue_id in store.batch_consume_queues.queues():  # recovery takes the BatchCQ units too
-        last = store.batch_consume_queue(topic, queue_id).last_unit
-        if last is not None:
-            cq_end = max(cq_end, last.phy_offset + last.size)
+    """How far the ConsumeQueues and the index cover the commitlog (the reput position after a restart); in
+    controller mode the bytes past the confirm offset are the unconfirmed tail, not undispatched ones."""
+    cq_end = store.consume_queue_end
     headers = store.index_service.headers()
     index_end = headers[-1][1].end_phy_offset if headers else None
-    return {
+    doc = {
         "consumeQueueEnd": cq_end,
         "indexLastPhyOffset": index_end,
         "commitlogEnd": commitlog_end,
         "undispatchedBytes": max(0, commitlog_end - cq_end),
+    }
+    if store.confirm is not None:  # controller mode: the reput stops at the confirm offset
+        confirm = min(commitlog_end, store.confirm.confirm_offset)
+        doc["servedEnd"] = store.served_end
+        doc["undispatchedBytes"] = max(0, confirm - cq_end)
+        doc["undispatchedUnconfirmedBytes"] = max(0, commitlog_end - max(confirm, cq_end))
+    return doc
+
+
+def controller_info(store: Store) -> dict[str, Any] | None:
+    """Controller mode and the confirm offset its recovery computes (`store.log.confirm`): None when the
+    store's broker does not run in controller mode; else the mode and its evidence, the checkpoint's
+    confirmPhyOffset, the confirm offset after recovery (the dispatch and serving end), the max physical
+    offset, and the unconfirmed tail past it (bytes, and messages per topic from a walk of the tail)."""
+    from store.log.confirm import unconfirmed_topics
+
+    state = store.confirm
+    if state is None:
+        return None
+    topics = unconfirmed_topics(store, state)
+    return {
+        **state.as_dict(),
+        "unconfirmedMessages": sum(topics.values()),
+        "unconfirmedByTopic": topics,
+        "servedEnd": store.served_end,
     }
 
 
@@ -333,5 +344,6 @@ def store_info(store: Store, jobs: int = 1) -> dict[str, Any]:
         "configFiles": _section(config_files_info, store),
         "timer": _section(timer_info, store),
         "dledger": _section(dledger_info, store),
+        "controller": _section(controller_info, store),
         "startup": _section(startup_info, store),
     }

@@ -106,6 +106,8 @@ class RebuildReport:
                 "stopReason": b.stop_reason,
                 "messages": b.messages,
                 "lastStoreTimestamp": b.last_store_timestamp,
+                "dispatchEnd": b.dispatch_end,
+                "unconfirmedMessages": b.unconfirmed,
             },
             "warnings": self.warnings,
         }
@@ -304,6 +306,7 @@ def rebuild(
                 lmq=store.layout.lmq,
                 durable=may_write,
                 commitlog=store.commitlog,
+                dispatch_end=None if store.confirm is None else store.served_end,
             )
             batch_queues = []
             if do_cq and store.batch_cq_topics:  # BatchCQ topics: batchconsumequeue/, not consumequeue/
@@ -329,6 +332,13 @@ def rebuild(
                 orphans=orphans,
             )
             _note_orphans(report)
+            if result.dispatch_end is not None:
+                report.warnings.append(
+                    f"controller mode: dispatched up to {result.dispatch_end} (the confirm offset, or the "
+                    "consume queues' end where they already go further), as the broker's reput does; the "
+                    f"{result.unconfirmed} message(s) past it (the unconfirmed tail) get no unit or index "
+                    "entry"
+                )
             if result.stop_kind != "end":
                 report.warnings.append(
                     f"the commitlog ends with a {result.stop_kind} record at {result.valid_end} "

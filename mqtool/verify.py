@@ -257,9 +257,15 @@ def _verify_rest(
     hits, queues, units_checked = found.hits + batch.hits, {**found.queues, **batch.queues}, found.units
     all_hits = np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
     topic_queues = topic_queue_counts(store)
+    confirm = store.confirm  # controller mode: the dispatch ends at the recovered confirm offset
     horizon = check_dispatch_coverage(
-        records, all_hits, queues, problems, abort=abort, known_topics=topic_queues
-    )
+        records, all_hits, queues, problems, abort=abort, known_topics=topic_queues,
+        confirm=None if confirm is None else confirm.confirm_offset,
+    )  # fmt: skip
+    if confirm is not None:
+        summary["controller"] = confirm.as_dict()
+        if confirm.load_fails:
+            problems.add("controller_load", "checkpoint", 32, f"confirmPhyOffset: {confirm.load_fails}")
     lmq = check_lmq_coverage(records, queues, problems, horizon=horizon, settings=store.layout.lmq)
     summary["consumeQueues"] = {
         "queues": len(found.queues),

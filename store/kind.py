@@ -20,6 +20,7 @@ from formats.config.fastjson import parse
 from formats.errors import MqtoolError
 from store.config.brokerconf import BrokerConfig
 from store.config.configfile import read_config_text
+from store.log.confirm import AMBIGUOUS, ON, PART_NAME, ControllerMode, controller_mode
 
 # what a 4.9.x / 5.x broker (and mqtool's own staging) may leave in the store root
 _KNOWN_DIRS = {
@@ -182,6 +183,27 @@ def _dledger_part(root: Path, cfg: BrokerConfig, evidence: str) -> LayoutPart:
     )  # fmt: skip
 
 
+# what a write may touch in controller mode: config files, and ConsumeQueues and index rebuilt up to the
+# confirm offset; never the log (an offline append on one replica diverges from the others' epochs)
+CONTROLLER_WRITES = ("config", "index", "queues")
+
+
+def _controller_part(mode: ControllerMode) -> LayoutPart | None:
+    """The controller-mode part (`store.log.confirm`): on (broker.conf) it is read exactly and written but
+    for appends; ambiguous (the files without broker.conf) reads say their reading and nothing writes."""
+    if mode.mode == ON:
+        return LayoutPart(
+            PART_NAME, mode.evidence, reads=True, writes=CONTROLLER_WRITES,
+            note="records past the recovered confirm offset are not dispatched by the reput (info, verify, "
+            "rebuild and queries stop there); mqtool does not append to a replicated log: an offline append "
+            "on one replica diverges from the others' epochs (delay replay, txn commit/rollback/resolve "
+            "refuse)",
+        )  # fmt: skip
+    if mode.mode == AMBIGUOUS:
+        return LayoutPart(PART_NAME, mode.evidence, reads=False, writes=(), note=mode.reading)
+    return None
+
+
 def _index_written(index_dir: Path) -> bool:
     try:
         with open(index_dir / "00000000000000000000", "rb") as fh:
@@ -222,13 +244,9 @@ def identify(
             writes=(), note=f"mqtool reads only {root / 'commitlog'}",
         ))  # fmt: skip
 
-    controller = [n for n in ("epochFileCheckpoint", "brokerIdentity") if n in names]
-    if controller or ("enableControllerMode" in cfg.explicit and cfg.enableControllerMode):
-        parts.append(LayoutPart(
-            "controller-mode replica", ", ".join(controller) or "broker.conf enableControllerMode=true",
-            reads=False, writes=(),
-            note="records past the checkpoint's confirm offset are not served and HA may truncate them",
-        ))  # fmt: skip
+    part = _controller_part(controller_mode(root, cfg))
+    if part is not None:
+        parts.append(part)
     compacted = _compaction_topics(root)
     if compacted:
         parts.append(LayoutPart(

@@ -23,6 +23,7 @@ from formats.timer import DEFAULT_TIMER_LOG_FILE_SIZE
 from store.config.brokerconf import BrokerConfig
 from store.io.pathnames import queue_dir
 from store.kind import StoreKind, identify
+from store.log.confirm import ControllerMode, controller_mode
 from store.log.mappedfile import MappedFileQueue, majority_size, possible_file_size
 from store.queue.consumequeue import ConsumeQueueStore, is_rocksdb_dir
 from store.queue.lmq import LmqSettings, offset_file_name, resolve_lmq_settings
@@ -186,6 +187,12 @@ class StoreLayout:
             consume_queues_in_rocksdb=self.consume_queues_in_rocksdb,
             config_backend=self.config_backend,
         )
+
+    @cached_property
+    def controller_mode(self) -> ControllerMode:
+        """Whether the store's broker runs in controller mode: on, off or ambiguous
+        (`store.log.confirm.controller_mode`)."""
+        return controller_mode(self.root, self.broker_config)
 
     @property
     def consumer_offset_file(self) -> str:

@@ -279,6 +279,49 @@ class Store:
             index_num=layout.configured("maxIndexNum"),
         )
 
+    @cached_property
+    def confirm(self):
+        """The recovered confirm offset of a controller-mode broker (`store.log.confirm.ConfirmState`),
+        None when the store's broker does not run in controller mode (every valid record served)."""
+        from store.log.confirm import confirm_state
+
+        return confirm_state(self)
+
+    @cached_property
+    def consume_queue_end(self) -> int:
+        """maxPhyOffsetOfConsumeQueue as the recovery computes it: the largest phy + size of any queue's last
+        unit (BatchCQ queues' too; LMQ units repeat a unit their record's own queue got first), 0 without
+        units."""
+        from store.queue.lmq import is_lmq
+
+        end = 0
+        for topic, queue_id in self.consume_queues.queues():
+            if is_lmq(topic):
+                continue
+            queue = self.consume_queues.open(topic, queue_id)  # closed at once: there may be 100,000+
+            try:
+                if queue.max_offset > queue.min_offset:
+                    unit = queue.unit(queue.max_offset - 1)
+                    if unit is not None and not unit.is_filler:
+                        end = max(end, unit.phy_offset + unit.size)
+            finally:
+                queue.close()
+        for topic, queue_id in self.batch_consume_queues.queues():
+            last = self.batch_consume_queue(topic, queue_id).last_unit
+            if last is not None:
+                end = max(end, last.phy_offset + last.size)
+        return end
+
+    @property
+    def served_end(self) -> int:
+        """Where what the broker dispatches and serves ends: the commitlog's valid end, or in controller mode
+        the confirm offset, or the consume queues' end where they already go further (units the reput wrote
+        while the live confirm offset was ahead of the checkpoint's: both recoveries keep and serve them)."""
+        state = self.confirm
+        if state is None:
+            return self.commitlog.max_offset
+        return min(state.max_offset, max(state.confirm_offset, self.consume_queue_end))
+
     def checkpoint(self):
         """The decoded StoreCheckpoint, or None when the file is missing."""
         from store.checkpoint import read_checkpoint

@@ -57,6 +57,7 @@ def _split_rows(splits: list[Split], plans: list[StorePlan], opts: AuditOptions,
             "output": output,
             "label": plan.label,
             "entries": s.file.entries,
+            "confirm": -1 if plan.store.confirm is None else plan.store.served_end,
         }
         rows.append({n: value[n] for n in names})
     return rows

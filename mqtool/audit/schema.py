@@ -41,6 +41,7 @@ SPLIT_FIELDS = (
     ("output", pa.string(), "string"),
     ("label", pa.string(), "string"),
     ("entries", pa.bool_(), "boolean"),
+    ("confirm", pa.int64(), "bigint"),
 )
 SPLIT_SCHEMA = pa.schema([(name, t) for name, t, _ in SPLIT_FIELDS])
 
@@ -114,6 +115,9 @@ class SplitTask:
     output: str | None
     label: str
     entries: bool = False  # a DLedger data file (store.log.dledger): decoded entry by entry
+    confirm: int = (
+        -1
+    )  # controller mode: where the broker's dispatch ends (Store.served_end); none past counts
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ class StoreContext:
     delay_levels: tuple[int, ...]
     commitlog_min: int
     abort: bool
+    confirm: int | None = None  # controller mode: the recovered confirm offset (store.log.confirm)
     queues: list[QueueContext] = field(default_factory=list)
     facts: dict[tuple[str, int], tuple[int, int, int]] = field(default_factory=dict)  # min, max, last end
     index_files: list[IndexContext] = field(default_factory=list)

@@ -35,6 +35,11 @@ class IndexCoverage:
     commitlog_end: int | None  # where the commitlog data ends (exact when `end_exact`)
     end_exact: bool = True
     error: str | None = None  # why coverage could not be established
+    # controller mode (`Store.served_end`): where the broker's dispatch ends (the recovered confirm offset, or
+    # the consume queues' end past it), and the unconfirmed bytes after it, which the broker neither indexes
+    # nor serves (not "behind", and never scanned)
+    served_end: int | None = None
+    unconfirmed_bytes: int = 0
 
     @property
     def behind(self) -> bool:
@@ -55,6 +60,8 @@ class IndexCoverage:
             "indexBehind": self.behind,
             "uncoveredBytes": self.uncovered_bytes,
             "error": self.error,
+            "servedEnd": self.served_end,
+            "unconfirmedBytes": self.unconfirmed_bytes,
         }
 
 
@@ -105,11 +112,18 @@ def index_coverage(store: Store) -> IndexCoverage:
     if not commitlog.files:
         coverage.commitlog_end = 0
         return coverage
+    served = None if store.confirm is None else store.served_end
+    if served is not None:
+        coverage.served_end = served
+        coverage.unconfirmed_bytes = max(0, store.confirm.max_offset - served)
     try:
         for record in commitlog.iter_records(start):
             if isinstance(record, Message):
                 if skip and record.physical_offset == end_phy:
                     continue
+                if served is not None and record.physical_offset + record.total_size > served:
+                    coverage.commitlog_end = served  # the broker indexes no further
+                    return coverage
                 if record.index_keys():
                     coverage.first_unindexed_offset = record.physical_offset
                     coverage.commitlog_end = _data_end(store, record.physical_offset)
@@ -141,13 +155,22 @@ def scan_commitlog(
     *,
     advance: Callable[[int], None] | None = None,
 ) -> ScanOutcome:
-    """Every message from `start` (a record boundary) to the valid end for which `match` is true."""
+    """Every message from `start` (a record boundary) to the valid end for which `match` is true; in
+    controller mode to where the broker's dispatch ends (`Store.served_end`: it serves nothing past it)."""
     found: list[Message] = []
     last = start
+    served = None if store.confirm is None else store.served_end
     for record in store.commitlog.iter_records(start):
         if advance is not None:
             advance(record.physical_offset - last)
             last = record.physical_offset
+        if (
+            served is not None
+            and isinstance(record, Message)
+            and record.physical_offset + record.total_size > served
+        ):
+            why = "the confirm offset: the unconfirmed tail after it is not served (controller mode)"
+            return ScanOutcome(found, start, record.physical_offset, why)
         if isinstance(record, Message):
             if match(record):
                 found.append(record)
@@ -277,12 +300,29 @@ def hit_notes(hits: HitReport, capped: bool, truncated: bool) -> list[str]:
     return notes
 
 
+def unconfirmed_note(coverage: IndexCoverage | None, messages: list[Message]) -> str | None:
+    """A note naming the messages shown that lie past a controller-mode confirm offset (found by an index
+    entry written before a crash, or read by offset as viewMessage reads it): HA may truncate them."""
+    if coverage is None or coverage.served_end is None:
+        return None
+    past = [m.physical_offset for m in messages if m.physical_offset + m.total_size > coverage.served_end]
+    if not past:
+        return None
+    shown = ", ".join(str(p) for p in past[:5]) + (", ..." if len(past) > 5 else "")
+    return (
+        f"unconfirmed: {len(past)} message(s) (phy {shown}) lie past the confirm offset "
+        f"{coverage.served_end} (controller mode): HA may truncate them; consumers are not served them "
+        "until they are confirmed"
+    )
+
+
 def coverage_notes(
     coverage: IndexCoverage, scanned: ScanOutcome | None, scan_requested: bool = False
 ) -> list[str]:
     notes = []
     if scan_requested and scanned is None and not coverage.behind and coverage.error is None:
-        notes.append("the index covers the whole commitlog: nothing to scan")
+        upto = "whole commitlog" if coverage.served_end is None else "commitlog up to the confirm offset"
+        notes.append(f"the index covers the {upto}: nothing to scan")
     if coverage.error:
         notes.append(coverage.error)
     if coverage.behind:
@@ -300,6 +340,12 @@ def coverage_notes(
         if scanned is None:
             text += " — rerun with --scan to search them"
         notes.append(text)
+    if coverage.served_end is not None and coverage.unconfirmed_bytes:
+        notes.append(
+            f"controller mode: the {coverage.unconfirmed_bytes} bytes after the confirm offset "
+            f"{coverage.served_end} are the unconfirmed tail, which the broker neither indexes nor "
+            "serves (--scan stops there; `dump commitlog` shows them)"
+        )
     if scanned is not None:
         n = len(scanned.messages)
         notes.append(

@@ -23,6 +23,7 @@ from mqtool.query.index_lookup import (
     index_coverage,
     read_hits,
     scan_tail,
+    unconfirmed_note,
 )
 from mqtool.query.topics import check_topic, is_known_topic, unknown_topic_note
 from store.index.indexservice import MAX_MSGS_NUM_BATCH
@@ -58,6 +59,7 @@ class KeyQueryResult:
             notes
             + hit_notes(self.hits, self.capped_like_broker, self.truncated)
             + coverage_notes(self.coverage, self.scanned, self.scan_requested)
+            + [n for n in [unconfirmed_note(self.coverage, self.messages)] if n]
         )
 
 

@@ -22,6 +22,7 @@ from mqtool.query.index_lookup import (
     index_coverage,
     read_hits,
     scan_tail,
+    unconfirmed_note,
 )
 from mqtool.query.topics import check_topic, is_known_topic, known_topics, unknown_topic_note
 from store.storedir import Store
@@ -58,6 +59,8 @@ class IdQueryResult:
             notes += hit_notes(self.hits, False, False)
         if self.coverage is not None:
             notes += coverage_notes(self.coverage, self.scanned, self.scan_requested)
+        unconfirmed = unconfirmed_note(self.coverage, self.messages)
+        notes += [unconfirmed] if unconfirmed else []
         return notes
 
 
@@ -108,7 +111,10 @@ def query_by_id(
             offset_note = f"as an offsetMsgId: {exc}"
     exact = offset_msg is not None and offset_msg.offset_msg_id == ident
     if exact and (topic is None or offset_msg.topic == topic):
-        return IdQueryResult(ident, "offsetMsgId", [offset_msg], decoded, None, [], HitReport(), None)
+        coverage = None
+        if store.confirm is not None:  # say so when the message lies in the unconfirmed tail
+            coverage = IndexCoverage(None, None, None, None, served_end=store.served_end)
+        return IdQueryResult(ident, "offsetMsgId", [offset_msg], decoded, None, [], HitReport(), coverage)
     if offset_msg is not None and offset_msg.offset_msg_id != ident:
         offset_note = (
             f"as an offsetMsgId the id names store host {decoded.host}, but the message at physical offset "

@@ -374,8 +374,14 @@ def check_dispatch_coverage(
     rows: np.ndarray | None = None,
     known_topics: Mapping[str, tuple[int, int]] | None = None,
     deleted: dict[str, DeletedQueue] | None = None,
+    confirm: int | None = None,
 ) -> int:
     """Dispatchable records without a ConsumeQueue unit. Returns the dispatch horizon.
+
+    `confirm`: a controller-mode broker's recovered confirm offset (`store.log.confirm`): records ending after
+    it without a unit are the unconfirmed tail the broker does not dispatch (`unconfirmed`, one row), not
+    `undispatched`; records at or after it that have units are served by it all the same (`past_confirm`,
+    info: both recoveries keep units up to the valid end).
 
     The horizon is maxPhyOffsetOfConsumeQueue (largest phy + size of any queue's last unit). A record at or
     after it was never dispatched: `undispatched`, per queue (a warning after a crash - abnormal recovery
@@ -393,6 +399,8 @@ def check_dispatch_coverage(
         mask = np.zeros(len(records), dtype=bool)
         mask[rows] = True
         miss &= mask
+    if confirm is not None:
+        miss = _report_unconfirmed(records, miss, hit, confirm, problems, rows)
     sel = np.flatnonzero(miss)
     if len(sel) == 0:
         return horizon
@@ -482,6 +490,56 @@ def check_dispatch_coverage(
                 ),
             )
     return horizon
+
+
+def _report_unconfirmed(
+    records: RecordIndex,
+    miss: np.ndarray,
+    hit: np.ndarray,
+    confirm: int,
+    problems: ProblemList,
+    rows: np.ndarray | None,
+) -> np.ndarray:
+    """The rows of `miss` at or after `confirm` as one `unconfirmed` row (and units past it as one
+    `past_confirm` row); returns `miss` without them. A record ending past it counts: the reput stops before a
+    record that would cross the confirm offset (DefaultMessageStore.java:2885-2887)."""
+    past = records.phy + records.size.astype(np.int64) > confirm
+    if rows is not None:
+        mask = np.zeros(len(records), dtype=bool)
+        mask[rows] = True
+        past &= mask
+    tail = miss & past
+    served = np.flatnonzero(hit & past & records.dispatchable())
+    source = "DefaultMessageStore.java:2855-2857, CommitLog.java:349-355 and 751-754"
+    sel = np.flatnonzero(tail)
+    if len(sel):
+        files, positions = records.locate(records.phy[sel[:1]])
+        names, counts = np.unique(records.topic[sel], return_counts=True)
+        per_topic = ", ".join(
+            f"{records.topics[int(t)]} {int(c)}" for t, c in zip(names, counts, strict=True)
+        )
+        problems.add(
+            "unconfirmed",
+            files[0].as_py(),
+            int(positions[0]),
+            f"{len(sel)} record(s) from phy {int(records.phy[sel[0]])} past the confirm offset {confirm} "
+            f"have no ConsumeQueue unit ({per_topic}): the unconfirmed tail, which a controller-mode broker "
+            "does not dispatch or serve until a role is decided; a normal start's recovery dispatches all "
+            f"but the first, an abnormal one none, and HA may truncate them on a slave ({source})",
+        )
+    if len(served):
+        files, positions = records.locate(records.phy[served[:1]])
+        problems.add(
+            "past_confirm",
+            files[0].as_py(),
+            int(positions[0]),
+            f"{len(served)} record(s) from phy {int(records.phy[served[0]])} past the confirm offset "
+            f"{confirm} have ConsumeQueue units (dispatched while the live confirm offset was ahead of the "
+            "checkpoint's): "
+            "the broker keeps and serves them (recovery truncates queues only at the valid end, "
+            "CommitLog.java:401-404, 810-814); HA may still truncate their records on a slave",
+        )
+    return miss & ~tail
 
 
 def check_cq_tail(

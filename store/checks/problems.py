@@ -83,6 +83,8 @@ KINDS: dict[str, str] = {
     "bcq_inner_num": ERROR,
     "bcq_queue_type": ERROR,
     "undispatched": WARNING,
+    "unconfirmed": WARNING,  # controller mode's tail past the confirm offset (store.log.confirm)
+    "past_confirm": INFO,
     "deleted_topic": INFO,
     "orphan_topic": WARNING,  # store/checks/orphans.py
     "orphan_queue": WARNING,
@@ -125,6 +127,7 @@ KINDS: dict[str, str] = {
     "checkpoint_missing": WARNING,
     "checkpoint_unreadable": ERROR,
     "checkpoint_ahead": ERROR,
+    "controller_load": ERROR,  # a confirm offset the controller-mode load fails on (store.log.confirm)
     "abort_present": WARNING,
     "broker_running": WARNING,
     "layout_unsupported": ERROR,

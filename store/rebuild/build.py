@@ -111,6 +111,8 @@ class BuildResult:
     index_files: list[tuple[str, IndexHeader]] = field(default_factory=list)
     index_end_timestamp: int = 0
     warnings: list[str] = field(default_factory=list)
+    dispatch_end: int | None = None  # controller mode: the confirm offset the dispatch stopped at
+    unconfirmed: int = 0  # valid messages past it, not dispatched
 
 
 def build_staging(
@@ -129,6 +131,7 @@ def build_staging(
     lmq: LmqSettings | None = None,
     durable: bool = True,
     commitlog: CommitLog | None = None,
+    dispatch_end: int | None = None,
 ) -> BuildResult:
     """Dispatch every live commitlog record into `staging/consumequeue` and `staging/index` (LMQ queues
     too, as `lmq` says; by default as the store's files show). `durable=False` (a dry run, whose staging is
@@ -153,10 +156,14 @@ def build_staging(
         commitlog = CommitLog.open(root)
     try:
         min_offset = commitlog.min_offset
-        result = BuildResult(staging, cq, index, min_offset, min_offset, "end", "")
+        result = BuildResult(staging, cq, index, min_offset, min_offset, "end", "", dispatch_end=dispatch_end)
         since_flush = 0
         for item in iter_dispatch(commitlog, accept_v2=accept_v2, delay_levels=delay_levels):
             if isinstance(item, DispatchRequest):
+                if dispatch_end is not None and item.commit_log_offset + item.msg_size > dispatch_end:
+                    result.unconfirmed += 1
+                    result.valid_end = item.commit_log_offset + item.msg_size
+                    continue
                 try:
                     dispatcher.dispatch(item, cq=cq, index=index)
                 except UnsafeNameError as exc:  # named where the record is, not in the staging

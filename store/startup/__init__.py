@@ -18,6 +18,7 @@ on stores mutated each way (tests/oracle/startup_cases.py).
 from __future__ import annotations
 
 from formats.errors import MqtoolError
+from store.log.confirm import PART_NAME
 from store.startup.classic import commitlog_checks, config_checks, queue_checks, recovery
 from store.startup.compaction import judge_compaction
 from store.startup.controller import judge_controller
@@ -34,7 +35,11 @@ def startup_verdict(store, major: int | None = None) -> StartupVerdict:
     storage, a controller-mode broker.conf, the KV POP service) is named as not judged."""
     major = major or store.layout.broker_version().major
     verdict = StartupVerdict(major)
-    judged = {"controller-mode replica"} if judge_controller(store, verdict) else set()
+    judged = {PART_NAME}
+    if not judge_controller(store, verdict):
+        _not_judged(
+            verdict, f"a {PART_NAME} (broker.conf enableControllerMode=true: its start needs the controller)"
+        )
     for part in store.layout.kind.unsupported_reads():
         if part.name not in judged:
             _not_judged(verdict, f"a {part.name} ({part.evidence})")

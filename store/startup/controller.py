@@ -15,17 +15,24 @@ A 4.x broker has no controller mode.
 
 from __future__ import annotations
 
-from store.startup.verdict import START, StartupVerdict
-
-CONTROLLER_FILES = ("epochFileCheckpoint", "brokerIdentity")
+from store.log.confirm import ON
+from store.startup.verdict import REFUSE, START, StartupVerdict
 
 
 def judge_controller(store, verdict: StartupVerdict) -> bool:
-    """Add the reasons of a start without controller mode; False (not judged) when broker.conf enables it."""
-    cfg = store.layout.broker_config
-    if "enableControllerMode" in cfg.explicit and cfg.enableControllerMode:
+    """Add the reasons of a start without controller mode; False (not judged) when broker.conf enables it
+    (then only a confirm offset the load fails on is judged: refuse)."""
+    mode = store.layout.controller_mode  # the one decision (store.log.confirm)
+    if mode.mode == ON:
+        # the load runs before the broker talks to the controller (BrokerController.java:879-887): a
+        # confirm offset it fails on refuses the start whatever the controller says
+        state = store.confirm
+        if state is not None and state.load_fails:
+            why = f"confirmPhyOffset {state.confirm_offset}: {state.load_fails}"
+            source = "ConsumeQueueStore.compensateForHA (5.3.3 :474-475, 481-520)"
+            verdict.add("controller_load_fails", REFUSE, why, "checkpoint", source)
         return False
-    found = [n for n in CONTROLLER_FILES if (store.root / n).exists()]
+    found = list(mode.files)
     if not found:
         return True
     if verdict.major < 5:

@@ -57,6 +57,7 @@ def store_context(plan: StorePlan, opts: AuditOptions):
         delay_levels=_delay_levels(store),
         commitlog_min=files[0].start_offset if files else 0,
         abort=store.liveness().abort_present,
+        confirm=None if store.confirm is None else store.confirm.confirm_offset,
         max_rows=opts.max_rows,
         checks=opts.checks,
         lmq=store.layout.lmq,
@@ -254,8 +255,9 @@ def check_split(
     facts = {k: QueueFacts(*v) for k, v in ctx.facts.items()}
     deleted: dict[str, DeletedQueue] = {}  # reported once for the store by the driver (`store_problems`)
     horizon = check_dispatch_coverage(
-        records, all_hits, facts, problems, abort=ctx.abort, known_topics=ctx.known_topics, deleted=deleted
-    )
+        records, all_hits, facts, problems, abort=ctx.abort, known_topics=ctx.known_topics, deleted=deleted,
+        confirm=ctx.confirm,
+    )  # fmt: skip
     # one row per LMQ queue for the whole store: the driver merges the splits' summaries (`store_problems`)
     missing_lmq = lmq_missing(records, facts, horizon=horizon, settings=ctx.lmq)
     if deep:

@@ -285,6 +285,11 @@ def _stop_row(task: SplitTask, ok: pa.RecordBatch, facts: dict) -> pa.RecordBatc
 
 
 def _aggregates(task: SplitTask, ok: pa.RecordBatch) -> list[pa.RecordBatch | None]:
+    if task.confirm >= 0:  # controller mode: the unconfirmed tail is not served, so not counted
+        ends = ok.column("physicalOffset").to_numpy() + ok.column("totalSize").to_numpy().astype(np.int64)
+        ok = ok.slice(0, int(np.count_nonzero(ends <= task.confirm)))  # rows in physical order: a prefix
+        if not ok.num_rows:
+            return []
     topic_col = ok.column("topic")
     topics = topic_col.dictionary
     t_idx = topic_col.indices

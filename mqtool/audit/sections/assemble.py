@@ -22,6 +22,18 @@ DISPATCHED_NOTE = (
 )
 
 
+def _controller(plan) -> dict | None:
+    """Controller mode's confirm offset and unconfirmed tail (`store.log.confirm`; the scan's figures leave
+    the tail out, as the broker serves none of it); None when the store's broker is not in controller mode."""
+    from store.log.confirm import unconfirmed_topics
+
+    state = plan.store.confirm
+    if state is None:
+        return None
+    topics = unconfirmed_topics(plan.store, state)
+    return {**state.as_dict(), "unconfirmedMessages": sum(topics.values()), "unconfirmedByTopic": topics}
+
+
 def assemble(plans, splits, stops, cuts, queues, small, problems, bucket, document) -> None:
     labels = {p.index: p.label for p in plans}
     for q in queues:
@@ -57,6 +69,7 @@ def assemble(plans, splits, stops, cuts, queues, small, problems, bucket, docume
                 "errors": sum(
                     1 for p in problems if p["store"] == plan.label and p.get("severity") == "error"
                 ),
+                "controller": _controller(plan),
             }
         )
     document["stores"] = stores

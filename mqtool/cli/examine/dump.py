@@ -34,8 +34,10 @@ def info(
     record: RecordOpt = False,
 ) -> None:
     """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
-    files, the 5.x timer wheel, and whether a broker is running on it. The walks of broker-sized
-    commitlog files (where the data ends, the newest record) run over --jobs worker processes."""
+    files, the 5.x timer wheel, and whether a broker is running on it; in controller mode (--broker-config
+    with enableControllerMode=true, or the files alone: then said to be ambiguous) the confirm offset the
+    recovery computes and the unconfirmed tail past it. The walks of broker-sized commitlog files (where
+    the data ends, the newest record) run over --jobs worker processes."""
     from mqtool import info as info_ops
 
     workers = jobs_count(jobs)

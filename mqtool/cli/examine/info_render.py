@@ -61,6 +61,37 @@ def render_dledger(dl: dict[str, Any] | None, ctx: RenderContext) -> None:
     emit_fields(pairs, ctx, title="DLedger commitlog")
 
 
+def controller_fields(ctl: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
+    """Controller mode's lines (`mqtool.info.controller_info`)."""
+    if not ctl:
+        return []
+    if "error" in ctl:
+        return [("controller mode", ctl["error"], "text")]
+    clamp = f"; {ctl['confirmOffsetClamp']}" if ctl["confirmOffsetClamp"] else ""
+    pairs: list[tuple[str, Any, str]] = [
+        ("controller mode", f"{ctl['mode']} ({ctl['evidence']}): {ctl['reading']}", "text"),
+        (
+            "confirm offset",
+            f"{ctl['confirmOffset']} after the {ctl['recovery']} recovery (checkpoint confirmPhyOffset "
+            f"{ctl['checkpointConfirmPhyOffset']}{clamp})",
+            "text",
+        ),
+        ("max physical offset", ctl["maxPhyOffset"], "text"),
+    ]
+    if ctl["unconfirmedBytes"]:
+        topics = ", ".join(f"{t} {n}" for t, n in ctl["unconfirmedByTopic"].items())
+        pairs.append((
+            "unconfirmed tail",
+            f"{ctl['unconfirmedBytes']} bytes, {ctl['unconfirmedMessages']} message(s) past the confirm "
+            f"offset ({topics}): the reput does not dispatch them until they are confirmed (a normal "
+            "restart's recovery dispatches all but the first, an abnormal one none); HA may truncate them",
+            "text",
+        ))  # fmt: skip
+    if ctl["loadFails"]:
+        pairs.append(("broker load", ctl["loadFails"], "text"))
+    return pairs
+
+
 def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
     def human() -> None:
         cl = doc["commitlog"]
@@ -87,9 +118,19 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
                         "text",
                     )
                 )
+        pairs += controller_fields(doc.get("controller"))
         dispatch = doc["dispatch"]
         if "error" not in dispatch:
             pairs.append(("ConsumeQueues cover", f"up to {dispatch['consumeQueueEnd']}", "text"))
+            if dispatch.get("undispatchedUnconfirmedBytes"):
+                pairs.append(
+                    (
+                        "not confirmed",
+                        f"{dispatch['undispatchedUnconfirmedBytes']} bytes after {dispatch['servedEnd']} are "
+                        "the unconfirmed tail (the controller-mode broker's reput does not dispatch them)",
+                        "text",
+                    )
+                )
             if dispatch["undispatchedBytes"]:
                 pairs.append(
                     (

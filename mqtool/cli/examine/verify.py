@@ -84,9 +84,10 @@ def verify(
     with a severity, worst first; the exit status says whether any reached the --fail-on severity
     (default: error).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
-    infos, not errors. With --startup, only the verdict of a broker started on the store now (start,
-    refuse, exit: exit status 1 unless start), each reason with the real code that decides it, and what
-    its recovery does."""
+    infos, not errors; in controller mode the records past the confirm offset are the unconfirmed tail
+    (a warning), not undispatched. With --startup, only the verdict of a broker started on the store now
+    (start, refuse, exit: exit status 1 unless start), each reason with the real code that decides it,
+    and what its recovery does."""
     skip_pandas_probe()
     from mqtool import verify as ops
     from mqtool.exitstatus import StoreUnreadableError, check_status

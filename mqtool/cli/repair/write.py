@@ -84,7 +84,9 @@ def rebuild(
     each index file that differs replaced atomically. `compaction-cq` rebuilds the CQ files of compaction
     topics (compaction/compactionCq, what their consumers are served from) from their compaction logs, as
     the broker's append writes them. --prune-orphans leaves out the queues `verify` names
-    orphan_topic and orphan_queue (their committed offsets stay: `mqtool offsets prune`)."""
+    orphan_topic and orphan_queue (their committed offsets stay: `mqtool offsets prune`). In controller
+    mode (--broker-config with enableControllerMode=true) the dispatch stops at the confirm offset, as the
+    broker's reput does."""
     from mqtool import rebuild as ops
     from mqtool.render.output import progress
 

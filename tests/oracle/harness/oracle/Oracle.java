@@ -32,6 +32,8 @@
  *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
  *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
  *   trace-store DIR_A DIR_B [SEED]  two broker stores with traced messages and their trace messages (TraceStore)
+ *   controller-store DIR [SEED] [--lone]  a controller-mode master's store with a confirm offset below the log end (ControllerStore)
+ *   controller-read STORE    on copies: what the real store serves after four starts (ControllerStore)
  */
 package oracle;
 
@@ -75,6 +77,13 @@ public final class Oracle {
                 break;
             case "timer-run":
                 rc = TimerRun.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "controller-store":
+                ControllerStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L,
+                    java.util.Arrays.asList(args).contains("--lone"));
+                break;
+            case "controller-read":
+                rc = ControllerStore.readCommand(args[1]);
                 break;
             case "pop-store":
                 PopStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261126L);
