@@ -385,8 +385,9 @@ def check_dispatch_coverage(
 
     The horizon is maxPhyOffsetOfConsumeQueue (largest phy + size of any queue's last unit). A record at or
     after it was never dispatched: `undispatched`, per queue (a warning after a crash - abnormal recovery
-    dispatches it - an error without `abort`: a 5.x normal start never does). A record before it without
-    its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and `known_topics` (the topic
+    dispatches it - an error without `abort`: a 5.x normal start dispatches only the records past the
+    horizon, so the one at it never gets its unit, as tests/data/store-controller's classic normal start
+    shows). A record before it without its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and `known_topics` (the topic
     config: {topic: (readQueueNums, writeQueueNums)}) has neither its topic nor a queue count above its
     queue id: a deleted topic's or queue's records stay in the commitlog (`deleted_topic`, info, one row
     per queue; `store.checks.orphans`; with `deleted`, merged into it instead: an audit split's share,
@@ -410,7 +411,8 @@ def check_dispatch_coverage(
     consequence = (
         "abnormal recovery (abort present) dispatches them"
         if abort
-        else "no abort file: a 5.x broker never dispatches them on a normal start (4.9.x does)"
+        else "no abort file: a 5.x normal start dispatches all but the first of them (only records past the "
+        "consume queues' end, CommitLog.java:349-355: the one at it keeps no unit), 4.9.x all of them"
     )
     # undispatched, one row per queue
     late_rows = sel[late]
