@@ -385,13 +385,14 @@ def check_dispatch_coverage(
 
     The horizon is maxPhyOffsetOfConsumeQueue (largest phy + size of any queue's last unit). A record at or
     after it was never dispatched: `undispatched`, per queue (a warning after a crash - abnormal recovery
-    dispatches it - an error without `abort`: a 5.x normal start dispatches only the records past the
-    horizon, so the one at it never gets its unit, as tests/data/store-controller's classic normal start
-    shows). A record before it without its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and `known_topics` (the topic
-    config: {topic: (readQueueNums, writeQueueNums)}) has neither its topic nor a queue count above its
-    queue id: a deleted topic's or queue's records stay in the commitlog (`deleted_topic`, info, one row
-    per queue; `store.checks.orphans`; with `deleted`, merged into it instead: an audit split's share,
-    reported once for the store by `report_deleted`). `rows` restricts the judged records (an audit split)."""
+    dispatches it - an error without `abort`: a 5.x normal start dispatches only the records past the horizon,
+    so the one at it never gets its unit, as tests/data/store-controller's classic normal start shows). A
+    record before it without its unit is `cq_missing_unit` - unless its queue has no ConsumeQueue and
+    `known_topics` (the topic config: {topic: (readQueueNums, writeQueueNums)}) has neither its topic nor a
+    queue count above its queue id: a deleted topic's or queue's records stay in the commitlog
+    (`deleted_topic`, info, one row per queue; `store.checks.orphans`; with `deleted`, merged into it instead:
+    an audit split's share, reported once for the store by `report_deleted`). `rows` restricts the judged
+    records (an audit split)."""
     horizon = max((q.last_phy_end for q in queues.values()), default=0)
     hit = np.zeros(len(records), dtype=bool)
     hit[hits] = True
