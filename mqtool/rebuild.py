@@ -418,26 +418,37 @@ def _note_orphans(report: RebuildReport) -> None:
 
 
 @dataclass
-class DLedgerIndexReport:
-    """`rebuild dledger-index`: the plan (`store.rebuild.dledger_index`), with execute what was written."""
+class FileRebuildReport:
+    """A rebuild that rewrites the files that differ, one by one: its plan, with execute what was written."""
 
     root: Path
     execute: bool
-    plan: DLedgerIndexPlan
+    plan: Any
     written: list[str] = field(default_factory=list)
 
     @property
     def executed(self) -> bool:
         return bool(self.written)
 
-    def to_json(self) -> dict[str, Any]:
-        p = self.plan
+    def _head(self, target: str) -> dict[str, Any]:
         return {
-            "target": "dledger-index",
+            "target": target,
             "execute": self.execute,
             "executed": self.executed,
-            "changes": p.changes,
+            "changes": self.plan.changes,
             "store": str(self.root),
+        }
+
+
+@dataclass
+class DLedgerIndexReport(FileRebuildReport):
+    """`rebuild dledger-index`: the plan (`store.rebuild.dledger_index`), with execute what was written."""
+
+    plan: DLedgerIndexPlan
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.plan
+        return self._head("dledger-index") | {
             "entries": p.entries,
             "firstIndex": p.first_index,
             "lastIndex": p.last_index,
@@ -478,26 +489,14 @@ def rebuild_dledger_index(
 
 
 @dataclass
-class CompactionCqReport:
+class CompactionCqReport(FileRebuildReport):
     """`rebuild compaction-cq`: the plan (`store.rebuild.compaction_cq`), with execute what was written."""
 
-    root: Path
-    execute: bool
     plan: CompactionCqPlan
-    written: list[str] = field(default_factory=list)
-
-    @property
-    def executed(self) -> bool:
-        return bool(self.written)
 
     def to_json(self) -> dict[str, Any]:
         p = self.plan
-        return {
-            "target": "compaction-cq",
-            "execute": self.execute,
-            "executed": self.executed,
-            "changes": p.changes,
-            "store": str(self.root),
+        return self._head("compaction-cq") | {
             "settings": {"compactionCqFileSize": {"value": p.cq_file_size, "source": p.cq_file_size_source}},
             "queues": [compaction_queue_row(q) for q in p.queues],
             "warnings": p.warnings + [w for q in p.queues for w in q.warnings],

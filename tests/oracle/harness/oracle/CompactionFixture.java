@@ -76,19 +76,39 @@ public final class CompactionFixture {
         return c;
     }
 
+    /** A broker of the fixture's settings over a store root: its configs and its TopicConfigManager (the
+     * harness's BrokerController holder; topics.json not loaded yet). */
+    record Broker(BrokerConfig bc, MessageStoreConfig msc, BrokerController b) {
+        static Broker of(String root, Geometry g) {
+            BrokerConfig bc = new BrokerConfig();
+            bc.setBrokerName(Stores.BROKER_NAME);
+            bc.setBrokerClusterName(CLUSTER);
+            MessageStoreConfig msc = config(root, g);
+            BrokerController b = new BrokerController(bc, msc, null);
+            b.topicConfigManager = new TopicConfigManager(b);
+            return new Broker(bc, msc, b);
+        }
+
+        boolean loadTopics() {
+            return b.topicConfigManager.load();
+        }
+
+        Stores open(Geometry g) throws Exception {
+            return Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc,
+                new BrokerStatsManager(CLUSTER, true));
+        }
+    }
+
     public static void write(String root, long seed) throws Exception {
         if (new File(root).exists()) {
             throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
         }
         Random rnd = new Random(seed);
         Geometry g = new Geometry();
-        BrokerConfig bc = new BrokerConfig();
-        bc.setBrokerName(Stores.BROKER_NAME);
-        bc.setBrokerClusterName(CLUSTER);
-        MessageStoreConfig msc = config(root, g);
-        BrokerController b = new BrokerController(bc, msc, null);
-        b.topicConfigManager = new TopicConfigManager(b);
-        if (!b.topicConfigManager.load()) {
+        Broker broker = Broker.of(root, g);
+        MessageStoreConfig msc = broker.msc();
+        BrokerController b = broker.b();
+        if (!broker.loadTopics()) {
             throw new IllegalStateException("topics.json did not load");
         }
         for (String t : new String[] {TOPIC_A, TOPIC_B}) {
@@ -100,8 +120,7 @@ public final class CompactionFixture {
             b.topicConfigManager.updateTopicConfig(tc);
         }
         b.topicConfigManager.updateTopicConfig(new TopicConfig(PLAIN, 1, 1, 6));
-        Stores s = Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc,
-            new BrokerStatsManager(CLUSTER, true));
+        Stores s = broker.open(g);
         if (!s.loaded) {
             throw new IllegalStateException("fresh store did not load");
         }
@@ -121,8 +140,7 @@ public final class CompactionFixture {
         b.topicConfigManager.persist();
 
         // Reopen: what a broker restart reads from these files (CompactionStore.load -> CompactionLog.load).
-        Stores r = Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc,
-            new BrokerStatsManager(CLUSTER, true));
+        Stores r = broker.open(g);
         Map<String, Object> expect = new LinkedHashMap<>();
         expect.put("rocketmqVersion", "5.3.3 (git tag rocketmq-all-5.3.3)");
         expect.put("profile", "compaction");
@@ -165,16 +183,11 @@ public final class CompactionFixture {
     public static int read(String storeArg, boolean compactFirst, int puts, long seed) throws Exception {
         return Judge.onCopy(storeArg, (root, shown) -> {
             Geometry g = Geometry.of(root, new String[0]);
-            BrokerConfig bc = new BrokerConfig();
-            bc.setBrokerName(Stores.BROKER_NAME);
-            MessageStoreConfig msc = config(root, g);
-            BrokerController b = new BrokerController(bc, msc, null);
-            b.topicConfigManager = new TopicConfigManager(b);
+            Broker broker = Broker.of(root, g);
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("store", shown);
-            out.put("topicsLoaded", b.topicConfigManager.load());
-            Stores r = Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc,
-                new BrokerStatsManager(CLUSTER, true));
+            out.put("topicsLoaded", broker.loadTopics());
+            Stores r = broker.open(g);
             out.put("loaded", r.loaded);
             if (r.loaded) {
                 r.start();
@@ -206,17 +219,11 @@ public final class CompactionFixture {
      * files hold what the compaction wrote. Prints the logs it compacted before halting. */
     public static int crash(String root) throws Exception {
         Geometry g = Geometry.of(root, new String[0]);
-        BrokerConfig bc = new BrokerConfig();
-        bc.setBrokerName(Stores.BROKER_NAME);
-        bc.setBrokerClusterName(CLUSTER);
-        MessageStoreConfig msc = config(root, g);
-        BrokerController b = new BrokerController(bc, msc, null);
-        b.topicConfigManager = new TopicConfigManager(b);
-        if (!b.topicConfigManager.load()) {
+        Broker broker = Broker.of(root, g);
+        if (!broker.loadTopics()) {
             throw new IllegalStateException("topics.json did not load");
         }
-        Stores s = Stores.open(msc, g, b.topicConfigManager.getTopicConfigTable(), bc,
-            new BrokerStatsManager(CLUSTER, true));
+        Stores s = broker.open(g);
         if (!s.loaded) {
             throw new IllegalStateException("the store did not load");
         }
