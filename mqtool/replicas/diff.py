@@ -18,9 +18,9 @@ from formats.errors import MqtoolError
 from mqtool.replicas.configdiff import ConfigDiff, compare_configs
 from mqtool.replicas.harule import HaVerdict, classic_verdict
 from mqtool.replicas.logdiff import LogCompareError, LogDiff, compare_commitlogs
+from store.log.confirm import PART_NAME
 from store.storedir import Store
 
-CONTROLLER_PART = "controller-mode replica"
 
 
 @dataclass
@@ -106,7 +106,7 @@ def identity(store: Store, path: str) -> Identity:
             host = store.commitlog.read_message_at(last.physical_offset, check_crc=False).store_host_str
         except MqtoolError:
             host = None
-    controller = next((p.evidence for p in store.layout.kind.parts if p.name == CONTROLLER_PART), None)
+    controller = next((p.evidence for p in store.layout.kind.parts if p.name == PART_NAME), None)
     return Identity(
         path,
         named("brokerClusterName"),
