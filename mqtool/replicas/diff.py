@@ -22,7 +22,6 @@ from store.log.confirm import PART_NAME
 from store.storedir import Store
 
 
-
 @dataclass
 class Identity:
     """Who a store belongs to: broker.conf's names (None when no broker.conf was given) and the files'."""
