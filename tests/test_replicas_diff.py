@@ -190,3 +190,53 @@ def test_logs_of_different_file_sizes_are_not_compared(tmp_path: Path) -> None:
     assert result.ha == [] and result.exit_status == 1
     done = run_mqtool("replicas", "diff", str(a), str(b))
     assert done.returncode == 1 and "not compared yet" in done.stdout and "Traceback" not in done.stderr
+
+
+# --- audit --replicas: the diff's summary per replica pair, in the Spark audit -----------------------------
+
+
+def test_the_audit_summarises_each_replica_pair(spark, lagging, diverged, tmp_path: Path) -> None:
+    """A lagging pair and a diverged pair in one audit: each row is what `diff_replicas` finds, and each pair
+    adds its problem (info for the lag, warning for the divergence) to its first store."""
+    import pyarrow.parquet as pq
+
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
+
+    master, slave, cut = lagging
+    a, b = diverged
+    out = tmp_path / "out"
+    groups = [[str(master), str(slave)], [str(a), str(b)]]
+    stores = [str(master), str(slave), str(a), str(b)]
+    doc = run_audit(AuditOptions(stores=stores, replicas=groups, output=out), spark=spark).document
+    rows = {(r["storeA"], r["storeB"]): r for r in doc["replicas"]}
+    lag, div = rows[(str(master), str(slave))], rows[(str(a), str(b))]
+    assert (lag["identical"], lag["firstDifference"], lag["commonPrefixEnd"], lag["ahead"]) == (
+        False, None, cut, str(master),
+    )  # fmt: skip
+    assert lag["messagesPastPrefixA"] == sum(1 for x in MESSAGES if x["physicalOffset"] >= cut)
+    assert (lag["maxOffsetA"], lag["maxOffsetB"]) == (END, cut)
+    assert (div["commonPrefixEnd"], div["ahead"], div["messagesPastPrefixA"], div["messagesPastPrefixB"]) == (
+        END, str(a), len(A_TAIL), len(B_TAIL),
+    )  # fmt: skip
+    assert div["firstDifference"] >= END and "diverged" in div["ha"]
+    with Store.open(a) as sa, Store.open(b) as sb:
+        assert div["configRowsDiffering"] == len(diff_replicas(sa, sb).configs.rows)
+    kinds = {
+        (p["store"], p["kind"], p["severity"]) for p in doc["problems"] if p["kind"].startswith("replicas_")
+    }
+    assert kinds == {(str(master), "replicas_lag", "info"), (str(a), "replicas_diverged", "warning")}
+    assert pq.read_table(out / "replicas.parquet").to_pylist() == doc["replicas"]
+    assert "<h2>Replicas</h2>" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_audit_replica_groups_are_checked(spark, tmp_path: Path) -> None:
+    from formats.errors import MqtoolError
+    from mqtool.audit.plan import AuditOptions
+    from mqtool.audit.run import run_audit
+
+    a = _copy(tmp_path, "a")
+    with pytest.raises(MqtoolError, match="two stores or more"):
+        run_audit(AuditOptions(stores=[str(a)], replicas=[[str(a)]]), spark=spark)
+    with pytest.raises(MqtoolError, match="not among the audited stores"):
+        run_audit(AuditOptions(stores=[str(a)], replicas=[[str(a), str(tmp_path / "b")]]), spark=spark)

@@ -23,6 +23,8 @@ from mqtool.audit.schema import STOP, SplitTask, partial_rows
 UNREADABLE = -2  # STOP row key of a range that could not be read (NO_STOP is -1, statuses count from 0)
 # the result's sections with a `store` column that the driver fills for every opened store
 STORE_SECTIONS = ("lag", "delay", "timer", "pop", "transactions", "compaction")
+# a store that failed while scanned leaves the replica pairs it is in (they were compared before the scan)
+PAIR_SECTIONS = ("replicas",)
 
 
 def reading_failed(task: SplitTask, exc: OSError) -> bool:
@@ -66,5 +68,9 @@ def without_stores(document: dict[str, Any], labels: set[str]) -> None:
     for section in STORE_SECTIONS:
         if section in document:
             document[section] = [r for r in document[section] if r.get("store") not in labels]
+    for section in PAIR_SECTIONS:
+        if section in document:
+            document[section] = [r for r in document[section] if not {r["storeA"], r["storeB"]} & labels]
+    document["replicaProblems"] = [p for p in document.get("replicaProblems", []) if p["store"] not in labels]
     notes = document.get("notes", [])
     document["notes"] = [n for n in notes if not any(n.startswith(f"{label}: ") for label in labels)]

@@ -176,7 +176,7 @@ def run_job(
         # transactions): neither waits for the other
         with ThreadPoolExecutor(max_workers=len(queries)) as pool:
             futures = {name: pool.submit(_collect, spark, sql) for name, sql in queries.items()}
-            problems = list(checked)
+            problems = list(checked) + document.pop("replicaProblems", [])
             t_driver = time.monotonic()
             if opts.checks:
                 for plan in plans:

@@ -6,7 +6,7 @@ audited.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,8 @@ class AuditOptions:
     checks: bool = True  # run the verify checks (store/checks/)
     deep: bool = False  # and every message key's reachability through the index (verify --deep)
     max_rows: int = 1000  # per check call, as `verify`
+    # groups of stores that are replicas of one broker (each among `stores`, as given): compared pairwise
+    replicas: list[list[str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,8 @@ class Split:
 # --- planning ---------------------------------------------------------------------------------------
 
 
-def _labels(stores: list[str | Path]) -> list[str]:
+def audit_labels(stores: list[str | Path]) -> list[str]:
+    """Each store's name in the result: as given (a URL without its credentials), `#2`... for a repeat."""
     seen: dict[str, int] = {}
     out = []
     for s in stores:
@@ -155,11 +158,18 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
         raise AuditError("no store to audit")
     if opts.deep and not opts.checks:
         raise AuditError("--deep is part of the checks: it cannot go with --no-checks")
+    given = {str(s) for s in opts.stores}
+    for group in opts.replicas:
+        if len(group) < 2:
+            raise AuditError(f"--replicas {','.join(group)}: a replica group names two stores or more")
+        outside = [m for m in group if m not in given]
+        if outside:
+            raise AuditError(f"--replicas: {', '.join(outside)} is not among the audited stores")
     config = load_broker_config(opts.broker_config) if opts.broker_config else None
     plans: list[StorePlan] = []
     failures: list[StoreFailure] = []
     errors: list[MqtoolError] = []
-    for given, label in zip(opts.stores, _labels(opts.stores), strict=True):
+    for given, label in zip(opts.stores, audit_labels(opts.stores), strict=True):
         try:
             store = Store.open_location(given, config)
             entries = getattr(store.commitlog, "is_dledger_offset", lambda _offset: False)

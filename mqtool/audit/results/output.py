@@ -111,6 +111,23 @@ TABLES = {
         "reviveBacklog",
     ),
     "duplicates": ("store", "by", "topic", "key", "messages", "firstPhyOffset", "lastPhyOffset"),
+    "replicas": (
+        "group",
+        "storeA",
+        "storeB",
+        "identical",
+        "maxOffsetA",
+        "maxOffsetB",
+        "commonPrefixEnd",
+        "firstDifference",
+        "ahead",
+        "messagesPastPrefixA",
+        "messagesPastPrefixB",
+        "ha",
+        "notCompared",
+        "configRowsDiffering",
+        "notes",
+    ),
     "compaction": (
         "store",
         "topic",
@@ -171,6 +188,7 @@ _STRING_COLUMNS = {
     "realTopic",
 }
 _STRING_COLUMNS |= {"producerGroup", "transactionId", "by", "key", "states", "traceType"}
+_STRING_COLUMNS |= {"storeA", "storeB", "ahead", "ha", "notCompared", "notes"}
 
 
 # --- the output directory ----------------------------------------------------------------------------
@@ -280,7 +298,7 @@ def _table(rows: list[dict], columns: tuple[str, ...]):
             kind = pa.string()
         elif c == "share":
             kind = pa.float64()
-        elif c in ("stuck", "orderly", "served"):
+        elif c in ("stuck", "orderly", "served", "identical"):
             kind = pa.bool_()
         else:
             kind = pa.int64()
@@ -332,6 +350,7 @@ def json_document(result: AuditResult) -> dict[str, Any]:
         "pop",
         "transactions",
         "compaction",
+        "replicas",
         "trace",
         "duplicates",
         "retry",

@@ -415,6 +415,27 @@ def render_html(doc: dict[str, Any]) -> str:
             empty="no delay queue",
         )
     )
+    if doc.get("replicas"):
+        parts.append("<h2>Replicas</h2>")
+        parts.append(
+            table(
+                doc["replicas"],
+                [
+                    ("storeA", "store A", "text"),
+                    ("storeB", "store B", "text"),
+                    ("identical", "identical", "text"),
+                    ("commonPrefixEnd", "common prefix ends", "int"),
+                    ("firstDifference", "first difference", "int"),
+                    ("ahead", "ahead", "text"),
+                    ("messagesPastPrefixA", "messages past it (A)", "int"),
+                    ("messagesPastPrefixB", "messages past it (B)", "int"),
+                    ("ha", "classic HA", "text"),
+                    ("notCompared", "not compared", "text"),
+                    ("configRowsDiffering", "config rows differing", "int"),
+                ],
+                empty="no replica group",
+            )
+        )
     if doc.get("compaction"):
         parts.append("<h2>Compaction topics (5.x)</h2>")
         parts.append(

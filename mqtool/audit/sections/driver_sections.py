@@ -53,6 +53,14 @@ def driver_sections(plans: list[StorePlan], opts: AuditOptions, document: dict) 
     document["pop"] = pop
     document["transactions"] = txns
     document["compaction"] = compaction
+    if opts.replicas:
+        from mqtool.audit.plan import audit_labels
+        from mqtool.audit.sections.replicas import replica_rows
+
+        label_of = dict(zip((str(s) for s in opts.stores), audit_labels(opts.stores), strict=True))
+        groups = [[label_of[m] for m in group] for group in opts.replicas]
+        document["replicas"], document["replicaProblems"], more = replica_rows(plans, groups)
+        notes.extend(more)
     from mqtool.audit.sections.trace_stats import trace_rows
 
     document["trace"], more = trace_rows([(plan.label, plan.store) for plan in plans])

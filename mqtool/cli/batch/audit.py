@@ -142,6 +142,17 @@ def audit(
         ),
     ] = False,
     top: Annotated[int, typer.Option("--top", help="Duplicate keys to name per store and kind.")] = 20,
+    replicas: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replicas",
+            metavar="A,B[,...]",
+            help="Stores that are replicas of one broker (comma-separated; repeat for more groups; added to "
+            "the audited stores): the first is compared with each other as `replicas diff` does, one row per "
+            "pair (Replicas table, replicas.parquet) and a problem where they differ.",
+            show_default=False,
+        ),
+    ] = None,
     fail_on: FailOnOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
@@ -168,11 +179,17 @@ def audit(
 
     threshold = fail_on_level(fail_on)
     s = session(store, fmt, tz, wide, record, csv=False)
-    chosen = list(stores) if stores else [s.store_path]
+    groups = [[m for m in g.split(",") if m] for g in replicas or []]
+    chosen = list(stores) if stores else [] if groups else [s.store_path]
     if chosen == [None]:
         from store.storedir import resolve_store_root
 
         chosen = [resolve_store_root(None)]
+    given = {str(c) for c in chosen}
+    for member in (m for g in groups for m in g):
+        if member not in given:
+            chosen.append(member)
+            given.add(member)
     opts = AuditOptions(
         stores=chosen,
         master=master,
@@ -183,6 +200,7 @@ def audit(
         broker_config=broker_config,
         checks=not no_checks,
         deep=deep,
+        replicas=groups,
     )
     with _Bar() as bar:
         result = run_audit(opts, progress=bar)

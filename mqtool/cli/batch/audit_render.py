@@ -175,6 +175,27 @@ def render_audit(result: AuditResult, ctx) -> None:
                 ctx,
                 title="Timer wheel (5.x)",
             )
+        if doc.get("replicas"):
+            emit_table(
+                [
+                    r | {k: labels.get(r[k], r[k]) for k in ("storeA", "storeB", "ahead")}
+                    for r in doc["replicas"]
+                ],  # fmt: skip
+                [
+                    Column("storeA", "A", "name"),
+                    Column("storeB", "B", "name"),
+                    Column("identical", kind="bool"),
+                    Column("commonPrefixEnd", "common prefix ends", "int"),
+                    Column("firstDifference", "first difference", "int"),
+                    Column("ahead", kind="name"),
+                    Column("messagesPastPrefixA", "past it (A)", "int"),
+                    Column("messagesPastPrefixB", "past it (B)", "int"),
+                    Column("ha", "classic HA", max_width=50),
+                    Column("configRowsDiffering", "config rows differing", "int"),
+                ],
+                ctx,
+                title="Replicas",
+            )
         if doc.get("compaction"):
             emit_table(
                 labelled(doc["compaction"]),

@@ -314,6 +314,10 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "mqtool audit /data/broker-a /data/broker-b --master 'local[4]' -f json",
             "Audit two stores in one run, as one JSON document.",
         ),
+        E(
+            "mqtool audit --replicas /data/broker-a,/data/broker-a-slave",
+            "Audit a master and its slave, and compare them as `replicas diff` does (the Replicas table).",
+        ),
     ),
 }
 
