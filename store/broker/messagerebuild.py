@@ -222,13 +222,15 @@ class StoreWriter:
 
         return append_targets(self.store, ((r.topic, r.queue_id) for r in records))
 
-    def append(self, records: list[Message]) -> list[Message]:
-        """Append `records` in order; returns them as written (queue offset, physical offset, store time)."""
+    def append(self, records: list[Message], *, own_store_host: bool = False) -> list[Message]:
+        """Append `records` in order; returns them as written (queue offset, physical offset, store time).
+        The records' store host is kept when they share one (the broker re-puts its own records), unless
+        `own_store_host` (records from another store: this store's host is written)."""
         if not records:
             return []
         hosts = {(r.store_host, r.store_port) for r in records}
-        host = next(iter(hosts)) if len(hosts) == 1 else None
-        if host is None:
+        host = next(iter(hosts)) if len(hosts) == 1 and not own_store_host else None
+        if host is None and not own_store_host:
             self.warnings.append("records with different store hosts: the store's own host is written")
         from store.appender import CommitLogAppender, NewMessage
 

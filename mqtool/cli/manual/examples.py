@@ -305,6 +305,16 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "The same as one JSON document (exit status 0: identical, 1: they differ).",
         ),
     ),
+    "replicas salvage": (
+        E(
+            "mqtool replicas salvage --from /data/broker-a-slave --into /data/broker-a",
+            "Plan: the messages only the slave holds, each to copy or skip (UNIQ_KEY already on the master).",
+        ),
+        E(
+            "mqtool replicas salvage --from /data/broker-a-slave --into /data/broker-a --execute",
+            "Append them to the master, with both brokers stopped; a second run copies nothing.",
+        ),
+    ),
     "sample create": (
         E("mqtool sample create demo-store --count 2000 --seed 7", "A realistic store to try mqtool on."),
     ),

@@ -8,6 +8,7 @@ from typing import Any
 
 from mqtool.render.output import Column, RenderContext, emit_document, emit_table, to_json_text
 from mqtool.replicas.diff import ReplicaDiff
+from mqtool.replicas.salvage import SalvagePlan
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -126,3 +127,44 @@ def _human(result: ReplicaDiff, ctx: RenderContext) -> None:
         empty="(none: every config table is the same)",
     )
     out.write("\nIdentical.\n" if result.identical else "\nThe replicas differ.\n")
+
+
+SALVAGE_COLUMNS = [
+    Column("physicalOffset", "from offset", "int"),
+    Column("topic", kind="name", max_width=40),
+    Column("queueId", "queue", "int"),
+    Column("queueOffset", "queue offset", "int"),
+    Column("uniqKey", kind="id"),
+    Column("keys", max_width=30),
+    Column("action"),
+    Column("reason", max_width=60),
+]
+
+
+def render_salvage(plan: SalvagePlan, ctx: RenderContext) -> None:
+    doc = plan.to_json()
+
+    def human() -> None:
+        from mqtool.render.output import emit_fields
+
+        counts = ", ".join(f"{n} {action}" for action, n in sorted(doc["counts"].items())) or "nothing"
+        verdict = (
+            f"appended {len(plan.to_copy)} message(s)"
+            if plan.executed
+            else ("dry run: " if not plan.execute else "") + counts
+        )
+        pairs = [
+            ("into", doc["into"], "text"),
+            ("from", doc["from"], "text"),
+            ("result", verdict, "text"),
+            ("common prefix ends", doc["commonPrefixEnd"], "int"),
+            ("ends (into / from)", f"{doc['intoEnd']} / {doc['fromEnd']}", "text"),
+        ]
+        pairs += [("note", n, "text") for n in doc["notes"]]
+        emit_fields(pairs, ctx, title="Salvage plan" if not plan.executed else "Salvage")
+        rows = [
+            m | {"reason": m["reason"] or ("no UNIQ_KEY" if m["unkeyed"] else None)} for m in doc["messages"]
+        ]
+        emit_table(rows, SALVAGE_COLUMNS, ctx, title="Messages past the common prefix")
+
+    emit_document(doc, ctx, human, csv_rows=(doc["messages"], SALVAGE_COLUMNS))
