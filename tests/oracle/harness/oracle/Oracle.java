@@ -24,6 +24,7 @@
  *   compaction-read STORE    on a copy: the compaction queues as the real CompactionStore reads them (CompactionFixture)
  *   compaction-run STORE [PUTS [SEED]]  on a copy: the same after PUTS more puts and one doCompaction of every
  *                            compaction log (CompactionFixture)
+ *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
@@ -115,6 +116,9 @@ public final class Oracle {
             case "compaction-run":
                 rc = CompactionFixture.read(args[1], true, args.length > 2 ? Integer.parseInt(args[2]) : 0,
                     args.length > 3 ? Long.parseLong(args[3]) : 20261128L);
+                break;
+            case "ha-pair":
+                rc = HaPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
                 break;
             case "compaction-crash":
                 rc = CompactionFixture.crash(args[1]);
