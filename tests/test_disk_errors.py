@@ -47,6 +47,8 @@ CONFIG_WRITERS = {
     "offsets reset": "consumerOffset.json",
     "offsets clone": "consumerOffset.json",
     "consume-mode set": "messageRequestMode.json",
+    "topic update": "topics.json",
+    "group update": "subscriptionGroup.json",
 }
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -223,6 +225,9 @@ def _config_digest(root: Path, name: str) -> bytes | None:
     [
         "offsets reset",
         "consume-mode set",
+        "topic update",
+        "topic delete",
+        "group delete",
         "rebuild",
         "delay replay",
         "txn commit",

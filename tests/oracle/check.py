@@ -18,7 +18,8 @@ commands only and is judged by `queue-offsets` alone: it must load, and the real
 offsets mqtool reads and expects.
 
 `offsets clone` and `offsets prune` are judged as the other writes: the store loads, and the real
-manager reads the offsets mqtool reads.
+manager reads the offsets mqtool reads. So are the topic and group edits (`topic update|delete`, `group
+update|delete`); their files are compared byte for byte with the real managers' by tests/test_configedit.py.
 
 Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer` against the real
 TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
@@ -155,6 +156,17 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
             ["consume-mode", "set", "--topic", topic, "--group", group, "--mode", "PULL"],
             None,
         ),
+        # topic and group edits (mqtool.configedit): a new topic and group, a topic's write queues lowered,
+        # and both deleted again (the topic's offsets and consume queues with it)
+        (
+            "topic update CheckTopic",
+            ["topic", "update", "CheckTopic", "--read-queues", "2", "--write-queues", "2"],
+            None,
+        ),
+        ("topic update --write-queues 1", ["topic", "update", topic, "--write-queues", "1"], None),
+        ("group update GID_check", ["group", "update", "GID_check", "--retry-max-times", "3"], None),
+        ("group delete GID_check", ["group", "delete", "GID_check", "--clean-offset"], None),
+        ("topic delete CheckTopic", ["topic", "delete", "CheckTopic"], None),
         ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"], None),
         ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"], None),
         ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"], None),
@@ -163,6 +175,8 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
         ("rebuild index", ["rebuild", "index"], None),
         ("rebuild all", ["rebuild", "all"], None),
         *([(FROM_SCRATCH, ["rebuild", "all"], None)] if store in DLEDGER else []),
+        # last: the store's own topic deleted (its offsets and consume queues go; its records stay in the log)
+        (f"topic delete {topic}", ["topic", "delete", topic], None),
     ]
 
 
