@@ -38,6 +38,7 @@ and lists the others as what the broker would also remove; no offsets are remove
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -317,6 +318,12 @@ def plan_topic_delete(
         for t in doomed:
             for name in QUEUE_DIRS:
                 directory = store.root / name / t
+                if os.path.lexists(directory) and (directory.is_symlink() or not directory.is_dir()):
+                    raise ConfigEditError(
+                        "not a directory where the topic's consume queues belong: mqtool does not know what "
+                        "the broker would make of it",
+                        str(directory),
+                    )
                 if directory.is_dir():
                     edit.queue_dirs.append(directory)
                     edit.rows.append(EditRow("remove-queue", f"{name}/", t))
@@ -388,7 +395,13 @@ def _plan_unused_queues(store: Store, edit: ConfigEdit, topic: str, kept: set[st
         t = topic_dir.name
         if t in kept or t in (SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC) or t.startswith(LMQ_PREFIX):
             continue
-        if not topic_dir.is_dir():
+        if topic_dir.is_symlink() or not topic_dir.is_dir():
+            if t == topic:
+                raise ConfigEditError(
+                    "not a directory where the topic's consume queues belong: mqtool does not know what "
+                    "the broker would make of it",
+                    str(topic_dir),
+                )
             continue
         for queue_dir in sorted(topic_dir.iterdir(), key=lambda p: p.name):
             if not queue_dir.is_dir():
