@@ -156,3 +156,26 @@ def test_cli_json_and_csv(tmp_path, capsys):
     assert code == 0 and "NewTopic" in (root / "config" / "topics.json").read_text()
     code, _, err = run_main(["-s", str(root), "topic", "delete", "SCHEDULE_TOPIC_XXXX", "--execute"], capsys)
     assert code != 0 and "conflict with system topic" in err and "Traceback" not in err
+
+
+def test_a_parked_directory_of_an_interrupted_delete_goes_with_the_next_edit(tmp_path):
+    root = copy_store("store-a", tmp_path / "s")
+    parked = root / ".mqtool-tmp-deleted-1-2"
+    (parked / "0").mkdir(parents=True)
+    (parked / "0" / "00000000000000000000").write_bytes(b"x" * 20)
+    with Store.open(root) as store:
+        apply_edit(store, plan_group_update(store, "GID_X", retry_max_times=1), True)
+    assert not parked.exists()
+
+
+def test_delete_on_49_removes_the_topics_queues_and_lists_what_cleanunusedtopic_also_would(tmp_path):
+    root = copy_store("store-49a", tmp_path / "s")
+    with Store.open(root) as store:
+        edit = plan_topic_delete(store, "OrderTopic")
+        also = {r.name for r in edit.rows if r.action == "broker-also" and r.file == "consumequeue/"}
+        assert "RMQ_SYS_TRANS_HALF_TOPIC" in also  # no topic config on 4.9: 4.9.8's clean would destroy it
+        assert not [r for r in edit.rows if r.action == "remove-offsets"]  # 4.9.8 keeps the offsets
+        apply_edit(store, edit, True)
+    assert (root / "consumequeue" / "OrderTopic").is_dir()  # 4.9.8 keeps the topic directory
+    assert not list((root / "consumequeue" / "OrderTopic").iterdir())
+    assert (root / "consumequeue" / "RMQ_SYS_TRANS_HALF_TOPIC").is_dir()

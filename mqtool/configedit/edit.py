@@ -36,6 +36,7 @@ from store.version import BrokerVersion
 # ConcurrentHashMap(1024): JDK 17 sizes the table for 1024 / 0.75 + 1 entries, 2048 buckets
 TABLE_BUCKETS = 2048
 
+PARKED_PREFIX = f"{TMP_PREFIX}deleted-"  # a consume queue directory on its way out (`remove_directory`)
 ACTIONS = ("create", "update", "delete", "remove-offsets", "remove-queue", "broker-also")
 
 
@@ -192,6 +193,7 @@ def apply_edit(
         if not may_write or not edit.changed:
             return edit
         crash_point("locked")
+        remove_parked(store.root)
         for config, planned in zip(configs, edit.files, strict=True):
             loaded = config.load()
             check_writable(loaded)
@@ -217,13 +219,20 @@ def _written(done: list[str]) -> str:
     return "wrote " + ", ".join(done) if done else "nothing written"
 
 
+def remove_parked(root: Path) -> None:
+    """Delete the directories an interrupted `remove_directory` left parked in the store root."""
+    for entry in os.scandir(root):
+        if entry.name.startswith(PARKED_PREFIX) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def remove_directory(root: Path, directory: Path) -> None:
     """Remove a consume queue directory so that a crash leaves it whole or gone: renamed out of its parent
-    into a temporary name in the store root (one rename), then deleted (what is left of an interrupted
-    delete is removed by the next mqtool write, `store.io.filewrites.remove_leftovers`)."""
+    into a temporary name in the store root (one rename), then deleted (what an interrupted delete left
+    there is removed by the next edit, `remove_parked`, or by `rebuild`'s `remove_leftovers`)."""
     if not directory.exists():
         return
-    parked = root / f"{TMP_PREFIX}deleted-{os.getpid()}-{time.monotonic_ns()}"
+    parked = root / f"{PARKED_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     os.rename(directory, parked)
     fsync_dir(directory.parent)
     fsync_dir(root)
@@ -242,6 +251,7 @@ __all__ = [
     "planned_text",
     "refuse_layout",
     "remove_directory",
+    "remove_parked",
     "loaded_order",
     "table_order",
 ]

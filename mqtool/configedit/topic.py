@@ -61,6 +61,7 @@ from mqtool.configedit.attributes import (
     parse_modifications,
 )
 from mqtool.configedit.edit import (
+    PARKED_PREFIX,
     ConfigEdit,
     ConfigEditError,
     EditRow,
@@ -331,6 +332,10 @@ def plan_topic_delete(
         _plan_unused_queues(store, edit, topic, set(entries))
     for t in doomed:
         edit.rows.append(EditRow("broker-also", "(memory)", t, "popInflightMessageCounter, timerMetrics"))
+    for parked in sorted(store.root.glob(PARKED_PREFIX + "*")):
+        if parked.is_dir() and not parked.is_symlink():  # an interrupted delete's: finished here
+            edit.queue_dirs.append(parked)
+            edit.rows.append(EditRow("remove-queue", ".", parked.name, "left by an interrupted delete"))
     if not edit.changed:
         raise ConfigEditError(
             f"topic {escaped_name(topic)} is not in topics.json and has no offsets or queues: nothing to "
