@@ -14,7 +14,10 @@ import re
 import pytest
 from config_edit_cases import CASES
 from golden import GOLDEN, copy_store, run_main, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from formats.errors import MqtoolError
 from mqtool.configedit.edit import ConfigEditError, apply_edit
 from mqtool.configedit.group import plan_group_delete, plan_group_update
 from mqtool.configedit.topic import plan_topic_delete, plan_topic_update
@@ -179,3 +182,38 @@ def test_delete_on_49_removes_the_topics_queues_and_lists_what_cleanunusedtopic_
     assert (root / "consumequeue" / "OrderTopic").is_dir()  # 4.9.8 keeps the topic directory
     assert not list((root / "consumequeue" / "OrderTopic").iterdir())
     assert (root / "consumequeue" / "RMQ_SYS_TRANS_HALF_TOPIC").is_dir()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.text(min_size=0, max_size=140),
+    attrs=st.lists(st.text(alphabet="+-=,.abcdeqmpstuyBCQSMIXDFLNORT0123456789 ", max_size=24), max_size=4),
+    queues=st.one_of(st.none(), st.integers(-(2**40), 2**40)),
+    perm=st.one_of(st.none(), st.integers(-10, 10)),
+)
+def test_any_input_is_planned_or_refused_in_one_line(tmp_path_factory, name, attrs, queues, perm):
+    """Names, attribute strings and numbers as a user may type them: a plan, or a MqtoolError (the CLI's
+    one-line refusal) - never another exception."""
+    root = GOLDEN / "store-a"  # planning only reads
+    with Store.open(root) as store:
+        for plan, kwargs in (
+            (plan_topic_update, {"attributes": attrs, "read_queues": queues, "perm": perm}),
+            (plan_topic_delete, {}),
+            (plan_group_update, {"attributes": attrs, "retry_max_times": queues}),
+            (plan_group_delete, {"clean_offset": True}),
+        ):
+            try:
+                plan(store, name, **kwargs)
+            except MqtoolError as exc:
+                assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../config", "a/../../x", "TopicTest/0"])
+def test_delete_never_reaches_outside_the_queue_directories(tmp_path, name):
+    root = copy_store("store-a", tmp_path / "s")
+    with Store.open(root) as store:
+        try:
+            edit = plan_topic_delete(store, name)
+        except ConfigEditError:
+            return
+    assert not edit.queue_dirs

@@ -76,6 +76,7 @@ from mqtool.configedit.edit import (
 )
 from mqtool.offsets.apply import check_writable
 from mqtool.timeparse import now_ms
+from store.io.pathnames import component_problem
 from store.storedir import Store
 
 TOPICS_FILE = "topics.json"
@@ -317,6 +318,8 @@ def plan_topic_delete(
     if v5:
         _plan_offsets(store, edit, offsets_loaded, doomed)
         for t in doomed:
+            if component_problem(t) is not None:  # no directory has that name ("..", "a/b", ...)
+                continue
             for name in QUEUE_DIRS:
                 directory = store.root / name / t
                 if os.path.lexists(directory) and (directory.is_symlink() or not directory.is_dir()):
