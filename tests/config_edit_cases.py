@@ -90,6 +90,9 @@ CASES = (
             Op("group-delete", "GID_TEMP"),
         ),  # fmt: skip
     ),
+    # topics with attributes the edit leaves (queue.type=BatchCQ): written in the broker's HashMap order
+    Case("create-topic-batchcq-store", "store-batchcq", (topic("NewTopic", 2, 2),)),
+    Case("delete-batchcq-topic", "store-batchcq", (Op("topic-delete", "BatchTopicA"),)),
     Case("delete-pop-topic", "store-pop", (Op("topic-delete", "PopTopicB"),)),
     Case("delete-pop-group", "store-pop", (Op("group-delete", "GID_REVIVE_V2", {"clean_offset": True}),)),
     Case("create-topic-49", "store-49a", (topic("NewTopic", 4, 4, order=None),)),

@@ -3,7 +3,7 @@ tests/data/config-edits/expect.json.
 
 Each case's ops become the requests mqadmin would send (`oracle_op`) and run through the oracle's
 `config-edit` command: the real TopicConfigManager / SubscriptionGroupManager / ConsumerOffsetManager of
-5.3.3 (store-a, store-pop) or 4.9.8 (store-49a) load a copy of the store's config/ and make the edits as
+5.3.3 (store-a, store-pop, store-batchcq) or 4.9.8 (store-49a) load a copy of the store's config/ and make the edits as
 AdminBrokerProcessor does; the persisted topics.json, subscriptionGroup.json and consumerOffset.json are kept.
 
 Run: PYTHONPATH=. .venv/bin/python tests/oracle/config_edit_cases.py (both oracles built; with
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from config_edit_cases import CASES, oracle_op  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "config-edits" / "expect.json"
-VERSIONS = {"store-a": "5.3.3", "store-pop": "5.3.3", "store-49a": "4.9.8"}
+VERSIONS = {"store-a": "5.3.3", "store-pop": "5.3.3", "store-batchcq": "5.3.3", "store-49a": "4.9.8"}
 
 
 def main() -> None:
@@ -36,9 +36,12 @@ def main() -> None:
             if VERSIONS[case.store] != version:
                 continue
             store = ROOT / "tests" / "data" / case.store
-            spec.append(
-                {"name": case.name, "store": str(store), "ops": [oracle_op(store, op) for op in case.ops]}
-            )
+            entry = {"name": case.name, "store": str(store), "ops": [oracle_op(store, op) for op in case.ops]}
+            if version == "5.3.3":  # the store's broker ran the timer wheel if it has the timer's topic
+                entry["timerWheelEnable"] = (
+                    "rmq_sys_wheel_timer" in (store / "config" / "topics.json").read_text()
+                )
+            spec.append(entry)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(spec, f)
         try:

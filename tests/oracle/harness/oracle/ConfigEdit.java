@@ -17,8 +17,9 @@
  *    (RemotingSerializable.decode), SubscriptionGroupManager.updateSubscriptionGroupConfig;
  *   {"op": "group-delete", "group", "cleanOffset"}: deleteSubscriptionGroupConfig, and removeOffset + persist
  *    when cleanOffset (and rows went).
- * The managers are loaded without their built-in entries being told apart: the constructors add the broker's
- * topics and groups for a BrokerConfig with brokerName broker-a, as the fixture stores' brokers had.
+ * The managers' constructors add the broker's built-in topics and groups for a BrokerConfig with brokerName
+ * broker-a, as the fixture stores' brokers had (and, 5.x, the timer topic when the case says timerWheelEnable,
+ * as the store's broker had it).
  * Prints {case name: {file name: text}} for topics.json, subscriptionGroup.json and consumerOffset.json.
  * Version differences (5.x-only methods: attributes, KeyBuilder, cleanOffsetByTopic) are reached by
  * reflection so that the one source compiles against both releases.
@@ -81,6 +82,10 @@ public final class ConfigEdit {
             bc.setBrokerName(Stores.BROKER_NAME);
             MessageStoreConfig msc = new MessageStoreConfig();
             msc.setStorePathRootDir(root.toString());
+            if (c.containsKey("timerWheelEnable")) {  // 5.x: the timer topic is a built-in topic only with it
+                MessageStoreConfig.class.getMethod("setTimerWheelEnable", boolean.class)
+                    .invoke(msc, c.getBooleanValue("timerWheelEnable"));
+            }
             BrokerController b = new BrokerController(bc, msc, null);
             TopicConfigManager topics = new TopicConfigManager(b);
             b.topicConfigManager = topics;
