@@ -217,3 +217,12 @@ def test_delete_never_reaches_outside_the_queue_directories(tmp_path, name):
         except ConfigEditError:
             return
     assert not edit.queue_dirs
+
+
+def test_an_update_that_changes_nothing_but_the_version_says_so(tmp_path):
+    """AdminBrokerProcessor's idempotence check compares the request's attribute changes with the stored
+    attributes: a topic with attributes is updated (dataVersion moved) even when nothing else changes."""
+    root = copy_store("store-batchcq", tmp_path / "s")
+    with Store.open(root) as st:
+        edit = plan_topic_update(st, "BatchTopicA")
+    assert edit.changed and not edit.rows and "nothing changes but dataVersion" in edit.notes[-1]

@@ -234,8 +234,11 @@ def plan_topic_update(
         {k: entries[k] for k in order}, next_version(before, now or now_ms()), dict(table.extra)
     )
     edit.files.append(FileEdit(TOPICS_FILE, text, written, before, written.data_version))
-    if not v5 and not create and not edit.rows:
-        edit.notes.append("nothing changes but dataVersion: 4.9.8's updateTopic moves it on every update")
+    if not create and not edit.rows:
+        edit.notes.append(
+            "nothing changes but dataVersion: the broker moves it for this update too ("
+            + ("4.9.8's updateTopic does on every update)" if not v5 else "the topic has attributes)")
+        )
     return edit
 
 

@@ -3,8 +3,9 @@ tests/data/config-edits/expect.json.
 
 Each case's ops become the requests mqadmin would send (`oracle_op`) and run through the oracle's
 `config-edit` command: the real TopicConfigManager / SubscriptionGroupManager / ConsumerOffsetManager of
-5.3.3 (store-a, store-pop, store-batchcq) or 4.9.8 (store-49a) load a copy of the store's config/ and make the edits as
-AdminBrokerProcessor does; the persisted topics.json, subscriptionGroup.json and consumerOffset.json are kept.
+5.3.3 (store-a, store-pop, store-batchcq) or 4.9.8 (store-49a) load a copy of the store's config/ and make
+the edits as AdminBrokerProcessor does; the persisted topics.json, subscriptionGroup.json and
+consumerOffset.json are kept.
 
 Run: PYTHONPATH=. .venv/bin/python tests/oracle/config_edit_cases.py (both oracles built; with
 MQTOOL_ORACLE_CACHE for a private build).
