@@ -223,6 +223,7 @@ WRITERS = [
     ("txn commit", "write"),
     ("offsets reset", "replace"),
     ("consume-mode set", "replace"),
+    ("topic update", "replace"),
 ]
 
 

@@ -59,7 +59,7 @@ def test_every_command_that_writes_takes_dry_run() -> None:
         by_command.setdefault(use.command, set()).update(use.names)
     writers = {c for c, names in by_command.items() if "--execute" in names}
     assert writers == {c for c, names in by_command.items() if "--dry-run" in names}
-    assert len(writers) == 10
+    assert len(writers) == 14  # 10 and topic update|delete, group update|delete
 
 
 # --- Kafka's spellings ------------------------------------------------------------------------------
@@ -78,6 +78,8 @@ def test_dry_run_is_the_explicit_default_and_excludes_execute(tmp_path: Path) ->
     for command in (
         ["offsets", "reset", *base],
         ["consume-mode", "set", "-t", "OrderTopic", "-g", "groupA", "--mode", "POP"],
+        ["topic", "update", "NewTopic"],
+        ["group", "delete", "groupB"],
         ["delay", "replay", "--now", "2026-11-21T12:00:00Z"],
         ["txn", "rollback", "2"],
         ["txn", "resolve", "--policy", "commit"],

@@ -135,6 +135,14 @@ CASES = [
         "dir",
     ),
     (["rebuild", "all", "--execute"], "store-a", "checkpoint", "dir"),
+    (["topic", "update", "NewTopic", "--execute"], "store-a", "config/topics.json.bak", "dir"),
+    (["topic", "delete", "TopicTest", "--execute"], "store-a", "consumequeue/TopicTest", "fifo"),
+    (
+        ["group", "delete", "groupB", "--clean-offset", "--execute"],
+        "store-a",
+        "config/consumerOffset.json",
+        "fifo",
+    ),
     (
         ["delay", "replay", "--timer", "--now", NOW, "--execute"],
         "store-timer-states",

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 INT_MIN = -(2**31)
 
 
@@ -85,3 +87,112 @@ def java_hashmap_order(keys, initial_capacity: int = 16, *, exact: bool = True) 
         if len(present) > threshold:
             resize()
     return [key for bucket in buckets for _, key in bucket]
+
+
+def _table_size_for(n: int) -> int:
+    """`HashMap.tableSizeFor`: the power of two at or above `n` (1 for n <= 1)."""
+    size = 1
+    while size < n:
+        size <<= 1
+    return size
+
+
+class JavaHashMapKeys:
+    """The keys of a `java.util.HashMap` (JDK 17) in its iteration order, through the calls that size it:
+    `HashMap()`, `HashMap(Map)` and `putAll` (both pre-size from the other map's size: `putMapEntries`),
+    `put` and `remove`. A resize doubles the table and keeps each bucket's order (`HashMap.resize`); tree
+    bins (9 keys in one bucket of 64+) are not modelled: the small maps this serves never reach them."""
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        """`new HashMap<>()` followed by putAll(keys) - or `new HashMap<>(m)` for m's keys in order."""
+        self.capacity = 0  # table == null
+        self.threshold = 0
+        self.keys: list[str] = []
+        self.put_all(list(keys))
+
+    def _resize(self) -> None:
+        if self.capacity > 0:
+            new_cap = self.capacity * 2
+            new_thr = self.threshold * 2 if self.capacity >= 16 else int(new_cap * 0.75)
+        elif self.threshold > 0:
+            new_cap, new_thr = self.threshold, int(self.threshold * 0.75)
+        else:
+            new_cap, new_thr = 16, 12
+        self.capacity, self.threshold = new_cap, new_thr
+
+    def put_all(self, keys: list[str]) -> None:
+        if keys:
+            if self.capacity == 0:  # pre-size
+                t = int(len(keys) / 0.75 + 1.0)
+                if t > self.threshold:
+                    self.threshold = _table_size_for(t)
+            else:
+                while len(keys) > self.threshold:
+                    self._resize()
+        for key in keys:
+            self.put(key)
+
+    def put(self, key: str) -> None:
+        if self.capacity == 0:
+            self._resize()
+        if key in self.keys:
+            return
+        self.keys.append(key)  # insertion order; the bucket order is applied by `order`
+        if len(self.keys) > self.threshold:
+            self._resize()
+
+    def remove(self, key: str) -> None:
+        if key in self.keys:
+            self.keys.remove(key)
+
+    def order(self) -> list[str]:
+        """Iteration order: buckets by index, each in insertion order (resizes keep it)."""
+        mask = max(1, self.capacity) - 1
+        return sorted(self.keys, key=lambda k: _hashmap_spread(k) & mask)
+
+
+def java_concurrent_hashmap_order(keys: Iterable[str], initial_table: int = 16) -> list[str]:
+    """Iteration order of a `java.util.concurrent.ConcurrentHashMap` with a first table of `initial_table`
+    buckets (16: `new ConcurrentHashMap<>()`, what fastjson fills for a `ConcurrentMap` property) after
+    `put`ting `keys` in this order (a key put again keeps its node).
+
+    A bin appends at its tail; the table doubles once the count reaches 3/4 of it (`addCount`,
+    `sizeCtl`), and `transfer` splits each bin as it does: the last run of nodes bound for the same half
+    is moved whole, the nodes before it are prepended to their half one by one (so their order reverses).
+    Tree bins (8 nodes in one bin of a table of 64+) are not modelled.
+    """
+    n = _table_size_for(max(1, initial_table))
+    bins: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+    present: set[str] = set()
+    size_ctl = n - (n >> 2)
+
+    def transfer() -> None:
+        nonlocal n, bins, size_ctl
+        new: list[list[tuple[int, str]]] = [[] for _ in range(2 * n)]
+        for i, chain in enumerate(bins):
+            if not chain:
+                continue
+            last = len(chain) - 1
+            run_bit = chain[last][0] & n
+            while last > 0 and chain[last - 1][0] & n == run_bit:
+                last -= 1
+            low: list[tuple[int, str]] = chain[last:] if run_bit == 0 else []
+            high: list[tuple[int, str]] = chain[last:] if run_bit != 0 else []
+            for node in chain[:last]:
+                if node[0] & n == 0:
+                    low.insert(0, node)
+                else:
+                    high.insert(0, node)
+            new[i], new[i + n] = low, high
+        bins, size_ctl, n = new, (n << 1) - (n >> 1), 2 * n
+
+    for key in keys:
+        if key in present:
+            continue
+        present.add(key)
+        h = (java_string_hash(key) & 0xFFFFFFFF) ^ ((java_string_hash(key) & 0xFFFFFFFF) >> 16)
+        h &= 0x7FFFFFFF  # ConcurrentHashMap.spread: HASH_BITS
+        bins[h & (n - 1)].append((h, key))
+        if len(present) >= size_ctl:
+            transfer()
+    return [key for chain in bins for _, key in chain]

@@ -25,6 +25,7 @@ from typer.core import TyperGroup
 from formats.errors import MqtoolError, UsageError
 from mqtool import exitstatus
 from mqtool.cli.batch.audit import audit
+from mqtool.cli.configure.topic import group_app, topic_app
 from mqtool.cli.consumers.consume_mode import consume_mode_app
 from mqtool.cli.consumers.dlq import dlq_app
 from mqtool.cli.consumers.offsets import offsets_app
@@ -80,6 +81,8 @@ app.add_typer(dump_app, name="dump")
 app.add_typer(query_app, name="query")
 app.add_typer(offsets_app, name="offsets")
 app.add_typer(consume_mode_app, name="consume-mode")
+app.add_typer(topic_app, name="topic")
+app.add_typer(group_app, name="group")
 app.command()(rebuild)
 app.add_typer(sample_app, name="sample")
 app.add_typer(delay_app, name="delay")

@@ -396,6 +396,24 @@ COMMANDS: tuple[Command, ...] = (
         ],
     ),
     Command("offsets prune (dry run)", frozenset({CQ, CFG, LAY}), lambda t, k, f: ["offsets", "prune"]),
+    Command(
+        "topic update (dry run)",
+        frozenset({CQ, CFG, LAY}),
+        lambda t, k, f: ["topic", "update", t.topic, "--write-queues", "1"],
+    ),
+    Command(
+        "topic delete (dry run)", frozenset({CQ, CFG, LAY}), lambda t, k, f: ["topic", "delete", t.topic]
+    ),
+    Command(
+        "group update (dry run)",
+        frozenset({CFG, LAY}),
+        lambda t, k, f: ["group", "update", t.group, "--retry-max-times", "3"],
+    ),
+    Command(
+        "group delete (dry run)",
+        frozenset({CFG, LAY}),
+        lambda t, k, f: ["group", "delete", t.group, "--clean-offset"],
+    ),
     Command("dlq list", frozenset({CL, CQ, LAY}), lambda t, k, f: ["dlq", "list"]),
     Command("dlq stats", frozenset({CL, CQ, LAY}), lambda t, k, f: ["dlq", "stats", "--now", str(t.end)]),
     Command(
@@ -470,6 +488,10 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
             "rebuild --prune-orphans",
             ["rebuild", "all", "--prune-orphans", "--max-index-num", "35", "--execute"],
         ),
+        ("topic update", ["topic", "update", "FuzzTopic", "--read-queues", "2", "--execute"]),
+        ("topic delete", ["topic", "delete", t.topic, "--execute"]),
+        ("group update", ["group", "update", "GID_fuzz", "--retry-max-times", "3", "--execute"]),
+        ("group delete", ["group", "delete", t.group, "--clean-offset", "--execute"]),
         ("delay replay", ["delay", "replay", "--now", later, "--execute"]),
         ("txn commit", ["txn", "commit", halves[0], "--now", later, "--execute"]),
         ("txn rollback", ["txn", "rollback", halves[0], "--now", later, "--execute"]),

@@ -363,6 +363,10 @@ WRITE_TARGETS: dict[str, tuple[str, ...]] = {
     "consume-mode set": ("config/messageRequestMode.json", "config/messageRequestMode.json.bak", "config"),
     "rebuild": (".", "consumequeue", "index", "checkpoint", "index/LAST"),
     "rebuild --prune-orphans": (".", "consumequeue", "checkpoint", "cq/TopicTest", "config/topics.json"),
+    "topic update": ("config/topics.json", "config/topics.json.bak", "config"),
+    "topic delete": (".", "consumequeue", "cq/TopicTest", "config/topics.json", "config/consumerOffset.json"),
+    "group update": ("config/subscriptionGroup.json", "config/subscriptionGroup.json.bak", "config"),
+    "group delete": ("config/subscriptionGroup.json", "config/consumerOffset.json", "config"),
     "delay replay": (
         *APPEND_TARGETS,
         "cq/TopicTest",

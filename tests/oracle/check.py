@@ -18,7 +18,10 @@ commands only and is judged by `queue-offsets` alone: it must load, and the real
 offsets mqtool reads and expects.
 
 `offsets clone` and `offsets prune` are judged as the other writes: the store loads, and the real
-manager reads the offsets mqtool reads.
+manager reads the offsets mqtool reads. So are the topic and group edits (`topic update|delete`, `group
+update|delete`); their files are compared byte for byte with the real managers' by tests/test_configedit.py.
+After `topic delete T` the store is judged as the broker's deleteTopics leaves one: T's records stay in the
+log and its queues are gone, so T's units, and only those, are missing (`deleted_topic_only`).
 
 Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer` against the real
 TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
@@ -155,6 +158,17 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
             ["consume-mode", "set", "--topic", topic, "--group", group, "--mode", "PULL"],
             None,
         ),
+        # topic and group edits (mqtool.configedit): a new topic and group, a topic's write queues lowered,
+        # and both deleted again (the topic's offsets and consume queues with it)
+        (
+            "topic update CheckTopic",
+            ["topic", "update", "CheckTopic", "--read-queues", "2", "--write-queues", "2"],
+            None,
+        ),
+        ("topic update --write-queues 1", ["topic", "update", topic, "--write-queues", "1"], None),
+        ("group update GID_check", ["group", "update", "GID_check", "--retry-max-times", "3"], None),
+        ("group delete GID_check", ["group", "delete", "GID_check", "--clean-offset"], None),
+        ("topic delete CheckTopic", ["topic", "delete", "CheckTopic"], None),
         ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"], None),
         ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"], None),
         ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"], None),
@@ -163,6 +177,8 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
         ("rebuild index", ["rebuild", "index"], None),
         ("rebuild all", ["rebuild", "all"], None),
         *([(FROM_SCRATCH, ["rebuild", "all"], None)] if store in DLEDGER else []),
+        # last: the store's own topic deleted (its offsets and consume queues go; its records stay in the log)
+        (f"topic delete {topic}", ["topic", "delete", topic], None),
     ]
 
 
@@ -240,10 +256,27 @@ def broker_offsets(cfg: dict) -> tuple[str, dict]:
     return "lmqConsumerOffset.json", {**lmq, "offsetTable": table}
 
 
+def deleted_topic_only(cq: dict, deleted: tuple[str, int] | None) -> bool:
+    """After `topic delete T` the broker's store lacks T's queues while the log keeps T's records (what
+    deleteTopics leaves): the judge's only mismatches are then T's units, every one missing (none differing,
+    none extra), as many as the queues held before (`deleted`: T and the units the store had before)."""
+    if deleted is None or cq["differing"] or cq["extra"]:
+        return False
+    topic, units_before = deleted
+    live = cq["units"] - cq["belowCommitLogMin"]  # units into deleted commitlog files: the broker drops them
+    return cq["missing"] == units_before - live and all(s.startswith(topic + "/") for s in cq["samples"])
+
+
 def judge(
-    root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False, version: str = "5.3.3"
+    root: Path,
+    geometry: tuple[int, int],
+    label: str,
+    torn_before: bool = False,
+    version: str = "5.3.3",
+    deleted: tuple[str, int] | None = None,
 ) -> tuple[bool, list[str], dict]:
-    """`torn_before`: the store already had a torn tail the broker ignores (store-c after its recovery)."""
+    """`torn_before`: the store already had a torn tail the broker ignores (store-c after its recovery);
+    `deleted`: a topic just deleted and the store's units before (`deleted_topic_only`)."""
     run = subprocess.run(
         [str(LOAD), "load", str(root), *map(str, geometry)],
         capture_output=True,
@@ -265,7 +298,7 @@ def judge(
         problems.append(f"{got['crcErrors']} CRC errors")
     for when in ("beforeLoad", "afterLoad"):
         cq = got["consumeQueues"][when]
-        if cq["mismatches"]:
+        if cq["mismatches"] and not deleted_topic_only(cq, deleted):
             problems.append(f"ConsumeQueue {when}: {cq['mismatches']} mismatches {cq['samples'][:2]}")
     if got["index"]["notFound"]:
         problems.append(f"{got['index']['notFound']} index keys not found {got['index']['samples'][:2]}")
@@ -387,22 +420,32 @@ def judge_offsets_only(root: Path, geometry: tuple[int, int], label: str) -> tup
 
 
 def judge_all(
-    store: str, root: Path, geometry: tuple[int, int], label: str, torn_before: bool = False
+    store: str,
+    root: Path,
+    geometry: tuple[int, int],
+    label: str,
+    torn_before: bool = False,
+    deleted: tuple[str, int] | None = None,
 ) -> tuple[bool, list[str], dict]:
     """`judge` by every oracle of the store; problems carry the version when there are several."""
-    results = [(v, *judge(root, geometry, label, torn_before, v)) for v in oracles(store)]
+    results = [(v, *judge(root, geometry, label, torn_before, v, deleted)) for v in oracles(store)]
     several = len(results) > 1
     problems = [f"{v}: {p}" if several else p for v, _, ps, _ in results for p in ps]
     return all(ok for _, ok, _, _ in results), problems, results[-1][3]
 
 
 def judge_step(
-    store: str, root: Path, geometry: tuple[int, int], label: str, torn: bool = False
+    store: str,
+    root: Path,
+    geometry: tuple[int, int],
+    label: str,
+    torn: bool = False,
+    deleted: tuple[str, int] | None = None,
 ) -> tuple[bool, list[str], dict]:
     """`judge_all`, or for a store `load` cannot open `judge_offsets_only`."""
     if store in OFFSETS_ONLY:
         return judge_offsets_only(root, geometry, label)
-    return judge_all(store, root, geometry, label, torn)
+    return judge_all(store, root, geometry, label, torn, deleted)
 
 
 def main(argv: list[str]) -> int:
@@ -437,13 +480,17 @@ def main(argv: list[str]) -> int:
                     copy_golden(store, Path(tmp) / "replica")
                 replica = Path(tmp) / "replica" / store
                 args = [a.replace(ROOT, str(root)).replace(REPLICA, str(replica)) for a in args]
+                units_before = (got or {}).get("consumeQueues", {}).get("afterLoad", {}).get("units")
+                deleted = (
+                    (args[2], units_before) if args[:2] == ["topic", "delete"] and units_before else None
+                )
                 res = mqtool(root, *args, "--execute")
                 if res.returncode != 0:
                     why = (res.stderr.strip().splitlines() or ["?"])[-1][:150]
                     lines.append(f"{store:13} {name:32} refused (exit {res.returncode}): {why}")
                     continue
                 label = f"{store}-{i:02d}"
-                ok, problems, got = judge_step(store, root, geometry, label, torn)
+                ok, problems, got = judge_step(store, root, geometry, label, torn, deleted)
                 values = ""
                 if request is not None:
                     value_problems, answers, n = judge_values(

@@ -186,6 +186,35 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         ),
     ),
     "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),
+    "topic update": (
+        E(
+            "mqtool topic update NewTopic --read-queues 4 --write-queues 4 --attr +message.type=NORMAL",
+            "The topic mqadmin updateTopic would create (a dry run; --execute writes topics.json).",
+        ),
+        E(
+            "mqtool topic update TopicTest --write-queues 2",
+            "Stop producers writing queues 2 and 3, before --read-queues can drop them (updateTopic -w).",
+        ),
+    ),
+    "topic delete": (
+        E(
+            "mqtool topic delete OrderTopic",
+            "What mqadmin deleteTopic would remove: the config, the offsets on it, its consume queues.",
+        ),
+    ),
+    "group update": (
+        E(
+            "mqtool group update groupA --retry-max-times 3",
+            "Change a group's retries as mqadmin updateSubGroup -q would (a dry run; --execute writes it).",
+        ),
+        E("mqtool group update GID_NEW --no-consume-enable", "Create a group that may not consume yet."),
+    ),
+    "group delete": (
+        E(
+            "mqtool group delete groupB --clean-offset",
+            "What mqadmin deleteSubGroup -r would remove: the group and its consumer offsets.",
+        ),
+    ),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),

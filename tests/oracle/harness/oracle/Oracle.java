@@ -12,6 +12,7 @@
  *   clean STORE [KEY=VALUE...] [rounds=N]  on a copy: the real retention services' next runs (Clean)
  *   load STORE [SLOTS NUM]   open STORE with the real DefaultMessageStore, recover, print one JSON object
  *   queue-offsets STORE SLOTS NUM SPEC...  the real min/max/by-time answers of queues TOPIC/QID at times @T (QueueOffsets)
+ *   config-edit SPEC                   topic and group edits by the real managers, on copies (ConfigEdit)
  *   timer-run STORE [SINCE_PHY]  one broker run of a timer store in place until the timer caught up (TimerRun)
  *   batchcq-store DIR [SEED] a 5.x store with BatchCQ topics (inner-batch records) and an ordinary one (BatchStore)
  *   batchcq-load STORE       on a copy: load and start with topics.json, print every BatchConsumeQueue (BatchStore)
@@ -165,6 +166,9 @@ public final class Oracle {
                 break;
             case "queue-offsets":
                 rc = QueueOffsets.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "config-edit":
+                rc = ConfigEdit.run(args[1]);
                 break;
             default:
                 System.err.println("unknown command " + args[0]);

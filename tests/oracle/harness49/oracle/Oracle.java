@@ -8,6 +8,7 @@
  *   dledger-store DIR [SEED]   a store of a 4.9.8 DLedger broker (DLedgerFixture49; DLedgerFixture's plain shape)
  *   dledger-read STORE         what the real 4.9.8 and DLedger classes read from a copy of STORE (DLedgerFixture49)
  *   trace-bodies SEED [COUNT], trace-decode FILE  the real 4.9.8 TraceDataEncoder (harness/oracle/TraceBodies)
+ *   config-edit SPEC           topic and group edits by the real 4.9.8 managers (harness/oracle/ConfigEdit)
  */
 package oracle;
 
@@ -41,6 +42,9 @@ public final class Oracle {
             case "queue-offsets":
                 rc = QueueOffsets.run(args[1], extra);
                 break;
+            case "config-edit":
+                rc = ConfigEdit.run(args[1]);
+                break;
             case "dledger-store": {
                 long seed = 20261126L;
                 for (int i = 2; i < args.length; i++) {
@@ -61,7 +65,7 @@ public final class Oracle {
                 break;
             default:
                 System.err.println("unknown command " + args[0]
-                    + " (the 4.9.8 oracle has load, recover, queue-offsets, dledger-store, dledger-read,"
+                    + " (the 4.9.8 oracle has load, recover, queue-offsets, dledger-store, dledger-read, config-edit,"
                     + " trace-bodies, trace-decode)");
                 rc = 2;
         }
