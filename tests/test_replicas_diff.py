@@ -14,6 +14,7 @@ mqtool's answer.
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -142,15 +143,35 @@ def test_roles_from_broker_conf_and_config_drift(diverged, tmp_path: Path) -> No
     assert len(rows) == 3
 
 
-def test_controller_mode_is_not_compared_yet(tmp_path: Path) -> None:
+def test_controller_mode_without_both_epoch_files_is_not_compared(tmp_path: Path) -> None:
     a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
     (b / "epochFileCheckpoint").write_text("1\n0-0\n")
     with Store.open(a) as sa, Store.open(b) as sb:
         result = diff_replicas(sa, sb)
     assert result.log is not None and result.log.identical
-    assert result.ha == [] and "not compared yet" in result.ha_not_compared
-    assert "epochFileCheckpoint" in result.ha_not_compared
+    assert result.ha == [] and "A has no epochFileCheckpoint" in result.ha_not_compared
     assert not result.identical and result.exit_status == 1
+
+
+def test_controller_mode_truncates_by_the_real_epoch_rule(tmp_path: Path) -> None:
+    """Epoch files the real EpochFileCache wrote (tests/data/epochs, case diverged-epochs) on a pair: the
+    slave truncates to the real findConsistentPoint's answer, which depends on the epochs only here (the
+    newest shared epoch is not the last one on either side)."""
+    case = Path(__file__).parent / "data" / "epochs"
+    real = json.loads((case / "expect.json").read_text())["diverged-epochs"]
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    for root, side in ((a, "slave"), (b, "master")):
+        shutil.copy(case / "cases" / "diverged-epochs" / side / "epochFileCheckpoint", root)
+    conf_a, conf_b = tmp_path / "a.conf", tmp_path / "b.conf"
+    conf_a.write_text("brokerName=broker-a\nbrokerId=1\nbrokerRole=SLAVE\nenableControllerMode=true\n")
+    conf_b.write_text("brokerName=broker-a\nbrokerId=0\nbrokerRole=SYNC_MASTER\nenableControllerMode=true\n")
+    with Store.open(a, load_broker_config(conf_a)) as sa, Store.open(b, load_broker_config(conf_b)) as sb:
+        result = diff_replicas(sa, sb)
+    (verdict,) = result.ha
+    point = real["consistentPoint"]
+    assert (verdict.master, verdict.outcome, verdict.truncates) == ("B", "truncate", True)
+    assert f"truncates its commitlog to {point}, dropping [{point}, {END})" in verdict.text
+    assert result.ha_not_compared is None
 
 
 def test_cli_exit_status_and_formats(diverged, tmp_path: Path) -> None:

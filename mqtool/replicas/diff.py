@@ -4,9 +4,11 @@ Identity (broker.conf's brokerClusterName/brokerName/brokerId/brokerRole when gi
 the newest record from the files), the layouts, the commitlogs compared byte for byte
 (`mqtool.replicas.logdiff`), what the classic HA rule makes of the pair (`mqtool.replicas.harule`) and
 the config tables compared row by row (`mqtool.replicas.configdiff`). A pair in controller mode
-(epochFileCheckpoint, brokerIdentity or enableControllerMode) is synchronised by the epoch rule of
-`AutoSwitchHAService`, which is not evaluated yet: the HA verdict says so and the pair is never reported
-identical (fail closed); a DLedger commitlog is not compared yet either.
+(epochFileCheckpoint, brokerIdentity or enableControllerMode) is judged by the epoch rule of
+`AutoSwitchHAService` (`harule.controller_verdict`) when both sides have their epoch file; otherwise the HA
+verdict says why not and the pair is never reported identical (fail closed). Note: in controller mode only
+what the broker serves - up to its confirm offset - is consumers' (`store.log.confirm`); the comparison is of
+the whole logs, as the HA reads them. A DLedger commitlog is not compared yet.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from formats.epoch import EPOCH_FILE
 from formats.errors import MqtoolError
 from mqtool.replicas.configdiff import ConfigDiff, compare_configs
-from mqtool.replicas.harule import HaVerdict, classic_verdict
+from mqtool.replicas.harule import HaVerdict, classic_verdict, controller_verdict
 from mqtool.replicas.logdiff import LogCompareError, LogDiff, compare_commitlogs
+from store.ha.epochcache import load_epochs
 from store.log.confirm import PART_NAME
 from store.storedir import Store
 
@@ -132,6 +136,28 @@ def _masters(ids: tuple[Identity, Identity], notes: list[str]) -> list[str]:
     return ["A", "B"]
 
 
+def _controller_verdicts(
+    stores: tuple[Store, Store], log: LogDiff | None, ids, notes: list[str], evidence: list[str]
+) -> tuple[list[HaVerdict], str | None]:
+    """The epoch rule for each side that may be the master, from both epoch files (`store.ha.epochcache`)
+    and the valid ends; (verdicts, why not) where a side has none or its file fails the broker's start."""
+    if log is None:
+        return [], f"controller mode ({'; '.join(evidence)}): the commitlogs were not compared"
+    epochs = []
+    for store, end, label in zip(stores, log.max_offsets, "AB", strict=True):
+        if not (store.root / EPOCH_FILE).exists() and not (store.root / f"{EPOCH_FILE}.bak").exists():
+            return [], f"controller mode ({'; '.join(evidence)}): {label} has no {EPOCH_FILE}"
+        try:
+            epochs.append(load_epochs(store.root, end))
+        except MqtoolError as exc:
+            return [], f"controller mode: {label}'s epoch file fails the broker's start: {exc}"
+    out = []
+    for master in _masters(ids, notes):
+        m, s = (0, 1) if master == "A" else (1, 0)
+        out.append(controller_verdict(epochs[s], epochs[m], (log.max_offsets[m], log.max_offsets[s]), master))
+    return out, None
+
+
 def diff_replicas(a: Store, b: Store, labels: tuple[str, str] = ("A", "B")) -> ReplicaDiff:
     """Compare replica stores `a` and `b` (see the module docstring)."""
     ids = (identity(a, labels[0]), identity(b, labels[1]))
@@ -152,13 +178,11 @@ def diff_replicas(a: Store, b: Store, labels: tuple[str, str] = ("A", "B")) -> R
             log_why = str(exc)
     ha_why = None
     controller = [f"{lab}: {i.controller}" for lab, i in zip("AB", ids, strict=True) if i.controller]
+    verdicts: list[HaVerdict] = []
     if controller:
-        ha_why = (
-            f"controller mode ({'; '.join(controller)}): AutoSwitchHAService truncates a slave by the epochs "
-            "both sides share (epochFileCheckpoint) and serves only up to confirmPhyOffset; mqtool does not "
-            "evaluate that rule yet - not compared yet"
-        )
+        verdicts, ha_why = _controller_verdicts((a, b), log, ids, notes, controller)
     elif log is None:
         ha_why = log_why
-    verdicts = [] if ha_why or log is None else [classic_verdict(log, m) for m in _masters(ids, notes)]
+    else:
+        verdicts = [classic_verdict(log, m) for m in _masters(ids, notes)]
     return ReplicaDiff(ids, log, log_why, verdicts, ha_why, compare_configs(a, b), notes)

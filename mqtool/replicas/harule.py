@@ -1,5 +1,7 @@
-"""What the classic HA of RocketMQ 5.3.3 (`DefaultHAService`, brokers not in controller mode) does with a
-slave whose commitlog is not a byte prefix of its master's, when the pair is started as it is now.
+"""What the HA of RocketMQ 5.3.3 does with a slave whose commitlog is not a byte prefix of its master's, when
+the pair is started as it is now: the classic `DefaultHAService` (`classic_verdict`, below) and, in
+controller mode, `AutoSwitchHAService`'s epoch rule (`controller_verdict`: the slave truncates to the end of
+the newest epoch both hold with the same start offset, `store.ha.epochcache`).
 
 The rule, read in rocketmq-all-5.3.3 store/src/main/java/org/apache/rocketmq/store/ha/:
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqtool.replicas.logdiff import LogDiff
+from store.ha.epochcache import Epochs, consistent_point
 
 SOURCE = "rocketmq-all-5.3.3 store/src/main/java/org/apache/rocketmq/store/ha/"
 WHERE = {
@@ -110,4 +113,60 @@ def classic_verdict(diff: LogDiff, master: str) -> HaVerdict:
         f"slave {slave}: it keeps [{d}, {s_end}) as it is and {tail} - a log no broker wrote (stop both, "
         "decide which side's tail to keep, and salvage the other's messages)",
         f"{WHERE['report']}; {WHERE['beyond']}; {WHERE['check']}",
+    )
+
+
+CONTROLLER_WHERE = (
+    "autoswitch/AutoSwitchHAClient.java:435-474 (doTruncate); autoswitch/EpochFileCache.java:123-135, 227-245"
+)
+
+
+def controller_verdict(
+    slave_epochs: Epochs, master_epochs: Epochs, ends: tuple[int, int], master: str
+) -> HaVerdict:
+    """The controller mode's rule (AutoSwitchHAClient.doTruncate) with `master` ("A"/"B") as the master:
+    `ends` are (master's, slave's) max physical offsets, which end their last epochs."""
+    slave = "B" if master == "A" else "A"
+    m_end, s_end = ends
+    if not slave_epochs.entries:
+        return HaVerdict(
+            master,
+            "new-replica",
+            False,
+            False,
+            f"the slave {slave} has no epoch entries: AutoSwitchHAClient takes it for a new replica, "
+            "truncates nothing and reports offset 0",
+            CONTROLLER_WHERE,
+        )
+    point = consistent_point(slave_epochs, master_epochs)
+    if point < 0:
+        return HaVerdict(
+            master,
+            "no-consistent-point",
+            False,
+            True,
+            f"no epoch of the slave {slave} is the master's with the same start offset: doTruncate finds no "
+            "consistent point and the slave does not sync (stop both; decide which side's log to keep)",
+            CONTROLLER_WHERE,
+        )
+    if point < s_end:
+        return HaVerdict(
+            master,
+            "truncate",
+            True,
+            False,
+            f"the newest epoch both hold with the same start ends at {point}: the slave {slave} truncates "
+            f"its commitlog to {point}, dropping [{point}, {s_end}), then receives the master's bytes from "
+            "there (salvage the dropped messages first)",
+            CONTROLLER_WHERE,
+        )
+    outcome = "in-sync" if s_end == m_end else "catch-up"
+    return HaVerdict(
+        master,
+        outcome,
+        False,
+        False,
+        f"the slave {slave}'s log ends at the consistent point {point}: nothing is truncated"
+        + ("" if outcome == "in-sync" else f"; the master ships {m_end - s_end} bytes from there"),
+        CONTROLLER_WHERE,
     )

@@ -25,6 +25,8 @@
  *   compaction-read STORE    on a copy: the compaction queues as the real CompactionStore reads them (CompactionFixture)
  *   compaction-run STORE [PUTS [SEED]]  on a copy: the same after PUTS more puts and one doCompaction of every
  *                            compaction log (CompactionFixture)
+ *   epoch-write FILE E-S[,E-S...]  an epoch file as the real EpochFileCache flushes it (EpochCases)
+ *   epoch-consistent SLAVE_FILE SLAVE_END MASTER_FILE MASTER_END  the real findConsistentPoint (EpochCases)
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
@@ -117,6 +119,12 @@ public final class Oracle {
             case "compaction-run":
                 rc = CompactionFixture.read(args[1], true, args.length > 2 ? Integer.parseInt(args[2]) : 0,
                     args.length > 3 ? Long.parseLong(args[3]) : 20261128L);
+                break;
+            case "epoch-write":
+                rc = EpochCases.write(args[1], args[2]);
+                break;
+            case "epoch-consistent":
+                rc = EpochCases.consistent(args[1], Long.parseLong(args[2]), args[3], Long.parseLong(args[4]));
                 break;
             case "ha-pair":
                 rc = HaPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
