@@ -180,6 +180,27 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         ),
     ),
     "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),
+    "dlq export": (
+        E("mqtool dlq export -o dead.jsonl", "Every dead letter (fields of dlq list and properties) as JSONL."),
+        E(
+            "mqtool dlq export --group GID_retry --since -1d --bodies -o dead.parquet",
+            "One group's dead letters of the last day, with bodies, to Parquet (format from the suffix).",
+        ),
+    ),
+    "dlq resend": (
+        E(
+            "mqtool dlq resend --group GID_retry",
+            "What resending the group's dead letters into %RETRY%GID_retry writes (a dry run).",
+        ),
+        E(
+            "mqtool dlq resend --group GID_retry --key order-2 --execute",
+            "Resend the dead letters with key order-2; a second run finds them resent and writes nothing.",
+        ),
+        E(
+            "mqtool dlq resend --group GID_retry --origin-topic TraceTopic --to origin",
+            "Plan putting them back into their original queues of TraceTopic (every group gets them).",
+        ),
+    ),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),
