@@ -28,6 +28,7 @@
  *                            real managers and filters make of them (Subscriptions)
  *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
  *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
+ *   group-pull STORE GROUP [TOPIC...]  what a push consumer of GROUP pulls from its committed offsets (GroupPull)
  *   trace-store DIR_A DIR_B [SEED]  two broker stores with traced messages and their trace messages (TraceStore)
  */
 package oracle;
@@ -139,6 +140,9 @@ public final class Oracle {
                 break;
             case "clean-unused-topic":
                 rc = CleanUnusedTopic.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "group-pull":
+                rc = GroupPull.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "queue-offsets":
                 rc = QueueOffsets.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
