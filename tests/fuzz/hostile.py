@@ -374,6 +374,7 @@ WRITE_TARGETS: dict[str, tuple[str, ...]] = {
     "txn rollback": (*APPEND_TARGETS, "cq/RMQ_SYS_TRANS_OP_HALF_TOPIC"),
     "txn resolve": (*APPEND_TARGETS, "cq/TopicTest", "cq/RMQ_SYS_TRANS_OP_HALF_TOPIC"),
     "delay replay --timer": (*APPEND_TARGETS, "cq/TimerTopic", "config/timercheck", "config"),
+    "dlq resend": (*APPEND_TARGETS, "cq/%RETRY%groupA"),
 }
 
 
