@@ -181,7 +181,7 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
     ),
     "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),
     "dlq export": (
-        E("mqtool dlq export -o dead.jsonl", "Every dead letter (fields of dlq list and properties) as JSONL."),
+        E("mqtool dlq export -o dead.jsonl", "Every dead letter (dlq list's fields, properties) as JSONL."),
         E(
             "mqtool dlq export --group GID_retry --since -1d --bodies -o dead.parquet",
             "One group's dead letters of the last day, with bodies, to Parquet (format from the suffix).",
