@@ -65,6 +65,8 @@ OTHER_STORES = {
     "offsets prune": "store-trace-b",
     "dlq list": "store-trace-b",
     "dlq stats": "store-trace-b",
+    "dlq export": "store-trace-b",
+    "dlq resend": "store-trace-b",
 }
 TIMER_EXAMPLE = "mqtool delay list --timer"
 # the replica commands' two stores (master, slave): two copies of the sample store
