@@ -320,3 +320,20 @@ def test_a_later_messages_own_retries_do_not_mark_an_earlier_dead_letter(trace_b
         (h["uniqKey"], "resend"),
         ("B" * 32, "resend"),
     ]
+
+
+def test_layouts_and_states_the_write_refuses(trace_b: Path, tmp_path: Path) -> None:
+    """Fail closed: a DLedger store is refused before any plan; `abort` (an unclean stop) before any byte."""
+    import tarfile
+
+    with tarfile.open(store_path("store-dledger") / "store.tar.gz") as tar:
+        tar.extractall(tmp_path / "dl", filter="data")
+    with Store.open(tmp_path / "dl" / "store-dledger") as st, pytest.raises(MqtoolError, match="DLedger"):
+        plan_resend(st, GROUP, DlqSelector())
+    (trace_b / "abort").touch()
+    before = snapshot(trace_b)
+    with Store.open(trace_b) as st:
+        plan = plan_resend(st, GROUP, DlqSelector())
+        with pytest.raises(MqtoolError, match="abort"):
+            execute_resend(st, plan, True)
+    assert snapshot(trace_b) == before

@@ -59,7 +59,6 @@ from formats.message.properties import (
     encode_properties,
 )
 from formats.names import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC
-from mqtool.delay.replay import destination_notes
 from mqtool.dlq.listing import ORIGIN_MESSAGE_ID, DlqRow
 from mqtool.dlq.selection import DlqSelector, select_dead_letters
 from mqtool.offsets.reset import StoreCatalog
@@ -272,7 +271,6 @@ def plan_resend(
         latest[item.marker] = item
     _recognise_resent(store, group, plan.to_resend)
     _assign_queue_offsets(store, plan)
-    plan.notes.extend(destination_notes(store, [r.record for r in plan.to_resend]))
     plan.notes.extend(_consumer_notes(store, catalog, plan))
     return plan
 
