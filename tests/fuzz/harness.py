@@ -394,7 +394,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "dlq resend (dry run)",
         frozenset({CL, CQ, CFG, LAY}),
-        lambda t, k, f: ["dlq", "resend", "-g", t.group, "--key", t.key, "--since", str(t.begin)],
+        lambda t, k, f: ["dlq", "resend", "-g", t.group, "--key", t.key, "--begin", str(t.begin)],
     ),
     Command(
         "dlq resend --to origin (dry run)",

@@ -34,7 +34,6 @@ BeginOpt = Annotated[
     str | None,
     typer.Option(
         "--begin",
-        "--since",
         "-b",
         metavar="TIME",
         help="Only messages that died (were stored in the DLQ) at or after this time (epoch ms, ISO-8601, "
@@ -46,7 +45,6 @@ EndOpt = Annotated[
     str | None,
     typer.Option(
         "--end",
-        "--until",
         "-e",
         metavar="TIME",
         help="Only messages that died at or before this time.",

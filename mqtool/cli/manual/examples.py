@@ -183,7 +183,7 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
     "dlq export": (
         E("mqtool dlq export -o dead.jsonl", "Every dead letter (dlq list's fields, properties) as JSONL."),
         E(
-            "mqtool dlq export --group GID_retry --since -1d --bodies -o dead.parquet",
+            "mqtool dlq export --group GID_retry --begin -1d --bodies -o dead.parquet",
             "One group's dead letters of the last day, with bodies, to Parquet (format from the suffix).",
         ),
     ),
