@@ -59,7 +59,7 @@ from formats.message.properties import (
     encode_properties,
 )
 from formats.names import DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC
-from mqtool.dlq.listing import ORIGIN_MESSAGE_ID, DlqRow
+from mqtool.dlq.listing import ORIGIN_MESSAGE_ID, DlqRow, dlq_groups
 from mqtool.dlq.selection import DlqSelector, select_dead_letters
 from mqtool.offsets.reset import StoreCatalog
 from mqtool.safety import refuse_unsupported_layout
@@ -227,6 +227,11 @@ def plan_resend(
         raise ResendError(f"--to must be retry or origin, not {target!r}")
     refuse_unsupported_layout(store)
     broker = broker_major(store, broker_version)
+    if group not in dlq_groups(store):
+        note = (
+            f"group {group} has no dead-letter queue ({DLQ_PREFIX}{group}) in this store: nothing to resend"
+        )
+        return ResendPlan(broker, group, target, [], notes=[note])
     listing = select_dead_letters(store, group, selector)
     plan = ResendPlan(broker, group, target, [], notes=list(listing.warnings))
     catalog = StoreCatalog.load(store)
