@@ -28,6 +28,7 @@
  *                            real managers and filters make of them (Subscriptions)
  *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
  *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
+ *   dlq-store DIR [SEED]     a store whose consumers sent messages to %DLQ% through the real send-back (DlqStore)
  *   group-pull STORE GROUP [TOPIC...]  what a push consumer of GROUP pulls from its committed offsets (GroupPull)
  *   trace-store DIR_A DIR_B [SEED]  two broker stores with traced messages and their trace messages (TraceStore)
  */
@@ -140,6 +141,10 @@ public final class Oracle {
                 break;
             case "clean-unused-topic":
                 rc = CleanUnusedTopic.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "dlq-store":
+                DlqStore.run(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
+                rc = 0;
                 break;
             case "group-pull":
                 rc = GroupPull.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
