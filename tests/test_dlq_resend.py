@@ -337,3 +337,69 @@ def test_layouts_and_states_the_write_refuses(trace_b: Path, tmp_path: Path) -> 
         with pytest.raises(MqtoolError, match="abort"):
             execute_resend(st, plan, True)
     assert snapshot(trace_b) == before
+
+
+# --- store-dlq: dead letters of the real consumerSendMsgBack, a deleted group and a deleted topic -----------
+
+
+def dlq_fixture_history() -> dict[str, dict]:
+    return {h["name"]: h for h in expect("store-dlq")["history"]}
+
+
+def test_store_dlq_retry_records_are_the_brokers_retry_copies() -> None:
+    """Each planned %RETRY%GID_dlq record equals the first retry copy the real send-back and
+    ScheduleMessageService wrote for that message, but for DELAY: the harness's listener asked delay level
+    1, the plan writes 3 (the level of a first failure with none asked: 3 + reconsumeTimes 0)."""
+    history = dlq_fixture_history()
+    with Store.open(store_path("store-dlq")) as st:
+        plan = plan_resend(st, "GID_dlq", DlqSelector())
+        assert {r.row.uniq_key: r.action for r in plan.resends} == {
+            history[n]["uniqKey"]: "resend" for n in ("order-1", "order-2", "legacy-1")
+        }
+        for item in plan.resends:
+            [name] = [n for n, h in history.items() if h["uniqKey"] == item.row.uniq_key]
+            first = next(e for e in history[name]["events"] if e["event"] == "delivered")
+            assert first["reconsumeTimes"] == 1
+            real = read_message_or_none(st, first["physicalOffset"], None)
+            rec = item.record
+            assert real.properties["DELAY"] == "1" and rec.properties["DELAY"] == "3"
+            assert rec.properties_raw == real.properties_raw.replace(b"DELAY\x011\x02", b"DELAY\x013\x02")
+            for field_ in ("topic", "queue_id", "body", "flag", "sys_flag", "born_timestamp", "born_host"):
+                assert getattr(rec, field_) == getattr(real, field_), field_
+            assert (rec.store_host, rec.reconsume_times) == (real.store_host, real.reconsume_times)
+
+
+def test_store_dlq_deleted_group_and_topic() -> None:
+    history = dlq_fixture_history()
+    with Store.open(store_path("store-dlq")) as st:
+        [gone] = plan_resend(st, "GID_gone", DlqSelector()).resends
+        assert (
+            gone.action == "refuse" and "GID_gone is not in subscriptionGroup.json (deleted)" in gone.reason
+        )
+        origin = {r.row.uniq_key: r for r in plan_resend(st, "GID_dlq", DlqSelector(), "origin").resends}
+    legacy = origin[history["legacy-1"]["uniqKey"]]
+    assert legacy.action == "refuse" and "LegacyTopic is not in topics.json (deleted)" in legacy.reason
+    for name in ("order-1", "order-2"):
+        sent = history[name]["events"][0]
+        item = origin[history[name]["uniqKey"]]
+        assert item.action == "resend" and (item.record.topic, item.record.queue_id) == (
+            sent["topic"],
+            sent["queueId"],
+        )
+        assert item.record.properties["ORIGIN_MESSAGE_ID"] == sent["offsetMsgId"]
+
+
+def test_store_dlq_resend_by_key_then_all(tmp_path: Path) -> None:
+    """Resend one message by key, then all: the second run resends only the other two."""
+    root = copy_store("store-dlq", tmp_path / "s")
+    with Store.open(root) as st:
+        first = plan_resend(st, "GID_dlq", DlqSelector(key="order-2"))
+        assert [r.row.keys for r in first.to_resend] == ["order-2"]
+        execute_resend(st, first, True)
+    with Store.open(root) as st:
+        rest = plan_resend(st, "GID_dlq", DlqSelector())
+    assert sorted((r.row.keys, r.action) for r in rest.resends) == [
+        ("legacy-1", "resend"),
+        ("order-1 vip", "resend"),
+        ("order-2", "skip"),
+    ]

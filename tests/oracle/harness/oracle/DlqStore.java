@@ -262,6 +262,9 @@ public final class DlqStore {
         config.put("deletedGroup", GONE_GROUP);
         config.put("deletedTopic", GONE_TOPIC);
         expect.put("config", config);
+        Geometry g = new Geometry();  // the geometry TraceStore.start opened the store with
+        g.timer = false;
+        expect.put("geometry", g.json());
         List<Object> hist = new ArrayList<>();
         for (String u : order) {
             hist.add(history.get(u));
