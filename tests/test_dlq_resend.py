@@ -403,3 +403,39 @@ def test_store_dlq_resend_by_key_then_all(tmp_path: Path) -> None:
         ("order-1 vip", "resend"),
         ("order-2", "skip"),
     ]
+
+
+def test_a_crc_broker_drops_the_copys_trailer(trace_b: Path) -> None:
+    """A broker with enabledAppendPropCRC deletes a message's `__CRC32#` property before each put and
+    appends its own (CommitLog.java:930-933): the resent record carries one trailer, its own. The dead
+    letter with a trailer is made here by mqtool's appender (no real-code fixture has one)."""
+    from formats.message.properties import split_crc32_trailer
+    from store.appender import CommitLogAppender, NewMessage
+    from store.config.brokerconf import BrokerConfig
+
+    crc = BrokerConfig(enabledAppendPropCRC=True)
+    with Store.open(trace_b) as st:
+        [row] = list_dlq(st).rows
+        dlq = read_message_or_none(st, row.physical_offset, None)
+    with CommitLogAppender(trace_b, broker_config=crc) as app:
+        app.append(
+            NewMessage(
+                topic=dlq.topic,
+                body=dlq.body,
+                properties=dlq.properties_raw,
+                born_timestamp=dlq.born_timestamp,
+                born_host=(dlq.born_host, dlq.born_port),
+                reconsume_times=dlq.reconsume_times,
+            )
+        )
+    with Store.open(trace_b, crc) as st:
+        plan = plan_resend(st, GROUP, DlqSelector())
+        [first, second] = plan.resends  # the same message twice: the later one is resent
+        assert first.action == "skip" and second.action == "resend"
+        assert "__CRC32#" in read_message_or_none(st, second.row.physical_offset, None).properties
+        assert "__CRC32#" not in second.record.properties
+        [written] = execute_resend(st, plan, True).written
+    with Store.open(trace_b, crc) as st:
+        raw = read_message_or_none(st, written.physical_offset, None).properties_raw
+    body, value = split_crc32_trailer(raw)
+    assert value is not None and b"__CRC32#" not in body

@@ -51,6 +51,7 @@ from typing import Any, Literal
 from formats.errors import FormatError, MqtoolError
 from formats.message.commitlog import Message, build_message
 from formats.message.properties import (
+    PROPERTY_CRC32,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -169,19 +170,25 @@ class ResendPlan:
 # --- building the records ---------------------------------------------------------------------------
 
 
-def _send_back_properties(msg: Message) -> dict[str, str]:
-    """The DLQ copy's properties as consumerSendMsgBack leaves them in memory (:165-169, :230-232)."""
+def _send_back_properties(msg: Message, drop_crc: bool) -> dict[str, str]:
+    """The DLQ copy's properties as consumerSendMsgBack leaves them in memory (:165-169, :230-232); with
+    `drop_crc` (the store's broker runs enabledAppendPropCRC) without the `__CRC32#` trailer of the copy,
+    which every put of that broker deletes before it appends its own (store/.../CommitLog.java:930-933)."""
     props = dict(msg.properties)
+    if drop_crc:
+        props.pop(PROPERTY_CRC32, None)
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
     if not props.get(ORIGIN_MESSAGE_ID, "").strip():  # UtilAll.isBlank
         props[ORIGIN_MESSAGE_ID] = msg.offset_msg_id
     return props
 
 
-def retry_record(msg: Message, group: str, queue_id: int, major: int, max_level: int) -> Message:
+def retry_record(
+    msg: Message, group: str, queue_id: int, major: int, max_level: int, drop_crc: bool = False
+) -> Message:
     """The record the send-back + put hook + messageTimeUp leave in `%RETRY%<group>` for `msg`, sent back
     as a first failure (reconsumeTimes 0 -> 1, delay level 3)."""
-    props = _send_back_properties(msg)
+    props = _send_back_properties(msg, drop_crc)
     level = min(FIRST_RETRY_DELAY_LEVEL, max_level) if max_level > 0 else FIRST_RETRY_DELAY_LEVEL
     props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
     props[PROPERTY_REAL_TOPIC] = RETRY_PREFIX + group  # transformDelayLevelMessage
@@ -201,10 +208,10 @@ def retry_record(msg: Message, group: str, queue_id: int, major: int, max_level:
     return message_time_up(scheduled, major)
 
 
-def origin_record(msg: Message, topic: str, queue_id: int, major: int) -> Message:
+def origin_record(msg: Message, topic: str, queue_id: int, major: int, drop_crc: bool = False) -> Message:
     """The DLQ copy put back into the original queue: properties as the send-back re-serialises them, no
     delay, reconsumeTimes 0."""
-    props = _send_back_properties(msg)
+    props = _send_back_properties(msg, drop_crc)
     raw = rebuild_properties(encode_properties(props.items(), trailing_separator=major >= 5), major)
     return replace(copied_record(msg, topic=topic, queue_id=queue_id, properties=raw), reconsume_times=0)
 
@@ -238,6 +245,7 @@ def plan_resend(
     plan.notes.extend(catalog.notes)
     refusal, retry_queues = _retry_refusal(catalog, group) if target == "retry" else (None, 0)
     max_level = delay_levels(store).max_level
+    drop_crc = bool(store.broker_config.enabledAppendPropCRC)
     latest: dict[tuple[str, str | None], Resend] = {}
     for row in listing.rows:
         item = Resend(row, "refuse", refusal)
@@ -256,13 +264,15 @@ def plan_resend(
                 queue_id = row.real_queue_id if row.real_topic == RETRY_PREFIX + group else None
                 if queue_id is None or not 0 <= queue_id < retry_queues:
                     queue_id = 0
-                item.record = retry_record(msg, group, queue_id, broker.major, max_level)
+                item.record = retry_record(msg, group, queue_id, broker.major, max_level, drop_crc)
             else:
                 why = _origin_refusal(catalog, row)
                 if why is not None:
                     item.reason = why
                     continue
-                item.record = origin_record(msg, row.origin_topic, row.origin_queue_id, broker.major)
+                item.record = origin_record(
+                    msg, row.origin_topic, row.origin_queue_id, broker.major, drop_crc
+                )
         except (DelayError, FormatError) as exc:
             item.reason = exc.message
             continue
