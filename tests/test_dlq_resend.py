@@ -439,3 +439,14 @@ def test_a_crc_broker_drops_the_copys_trailer(trace_b: Path) -> None:
         raw = read_message_or_none(st, written.physical_offset, None).properties_raw
     body, value = split_crc32_trailer(raw)
     assert value is not None and b"__CRC32#" not in body
+
+
+@pytest.mark.parametrize("name", ["store-a", "store-49a"])
+def test_real_put_stores_resend_once(tmp_path: Path, name: str) -> None:
+    """On a 4.9 store too (its last property has no separator after it), the resent copy is recognised."""
+    root = copy_store(name, tmp_path / "s")
+    with Store.open(root) as st:
+        assert len(execute_resend(st, plan_resend(st, "groupA", DlqSelector()), True).written) == 1
+    with Store.open(root) as st:
+        [again] = plan_resend(st, "groupA", DlqSelector()).resends
+    assert again.action == "skip" and "already resent" in again.reason

@@ -344,13 +344,14 @@ def _recognise_resent(store: Store, group: str, items: list[Resend]) -> None:
     for topic, todo in by_topic.items():
         low = min(i.row.physical_offset for i in todo)
         wanted = {i.marker: i for i in todo}
+        origins = {m[0].encode() for m in wanted}
         tags = {codes[id(i)] for i in todo}
         for queue_id in store.consume_queues.queue_ids(topic):
             units = units_after(store, topic, queue_id, low)
             for phy, size, code in zip(
                 units["phyOffset"].tolist(), units["size"].tolist(), units["tagsCode"].tolist(), strict=True
             ):
-                if code not in tags:
+                if code not in tags or not _may_carry(store, phy, size, origins):
                     continue
                 found = read_message_or_none(store, phy, size)
                 if found is None:
@@ -365,6 +366,25 @@ def _recognise_resent(store: Store, group: str, items: list[Resend]) -> None:
                     f"(phy {found.physical_offset}) carries its ORIGIN_MESSAGE_ID and UNIQ_KEY"
                 )
                 item.record = None
+
+
+_ORIGIN_MARK = ORIGIN_MESSAGE_ID.encode() + b"\x01"
+
+
+def _may_carry(store: Store, phy: int, size: int, origins: set[bytes]) -> bool:
+    """A byte test before the full decode: does the record at `phy` hold `ORIGIN_MESSAGE_ID` = one of
+    `origins`? The last mark is taken (properties follow the body and topic), so a body holding the mark
+    cannot hide the property; a record that cannot be read here is left to the decode."""
+    try:
+        raw = store.commitlog.read_raw(phy, size)
+    except (MqtoolError, OSError):
+        return True
+    at = raw.rfind(_ORIGIN_MARK)
+    if at < 0:
+        return False
+    start = at + len(_ORIGIN_MARK)
+    end = raw.find(b"\x02", start)
+    return raw[start : end if end >= 0 else len(raw)] in origins
 
 
 def _assign_queue_offsets(store: Store, plan: ResendPlan) -> None:
