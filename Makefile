@@ -102,6 +102,10 @@ oracle-fixtures: oracle-build
 	for s in store-trace-a store-trace-b; do \
 		find tests/data/$$s -mindepth 1 ! -name README.md -delete 2>/dev/null || true; \
 		mkdir -p tests/data/$$s && cp -r build/oracle/$$s/. tests/data/$$s/; done
+	rm -rf build/oracle/store-dlq
+	tests/oracle/run.sh dlq-store build/oracle/store-dlq 20261127
+	find tests/data/store-dlq -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-dlq && cp -r build/oracle/store-dlq/. tests/data/store-dlq/
 
 # The DLedger fixtures (tests/oracle/DLEDGER.md): store-dledger, -mixed, -multipath, -crash (5.3.3) and
 # store-dledger-49 (4.9.8), each packed as tests/data/<name>/store.tar.gz with expect.json and write.json.

@@ -3,8 +3,9 @@
 Another process holds the store lock exactly as the JVM does: `RandomAccessFile(lock, "rw")` and
 `FileChannel.tryLock(0, 1, false)`, i.e. an exclusive POSIX record lock (fcntl F_SETLK) on byte 0 of
 `lock` - here `fcntl.lockf(fd, LOCK_EX | LOCK_NB, 1, 0)`. Every write command (offsets reset,
-consume-mode set, rebuild, delay replay, txn commit/rollback/resolve) is then run through the CLI: exit 1,
-one error line naming `lock` and the holder's pid, and the whole store tree byte- and mtime-identical.
+consume-mode set, rebuild, delay replay, txn commit/rollback/resolve, dlq resend on store-a) is then run
+through the CLI: exit 1, one error line naming `lock` and the holder's pid, and the whole store tree byte-
+and mtime-identical.
 The same commands without --execute plan as usual, say the write would be refused, and change nothing.
 """
 
@@ -28,20 +29,26 @@ sys.stdin.read()
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    return prepare_bases(tmp_path_factory.mktemp("lock"), ["tiny5"])[0]
+def bases(tmp_path_factory):
+    """tiny5 for every write; store-a (a %DLQ%groupA record the real put wrote) for dlq resend."""
+    return prepare_bases(tmp_path_factory.mktemp("lock"), ["tiny5", "store-a"])
 
 
 @pytest.fixture(scope="module")
-def commands(base):
-    return write_commands(base)
+def commands(bases):
+    return write_commands(bases[0]) + [c for c in write_commands(bases[1]) if c[0] == "dlq resend"]
+
+
+def base_path(bases, which: str) -> Path:
+    return bases[1].path if which == "dlq resend" else bases[0].path
 
 
 @pytest.fixture
-def held_store(base, tmp_path):
+def held_store(bases, tmp_path, request):
     """A copy of the store with its lock held by another process, as a running broker holds it."""
+    which = getattr(request, "param", "offsets reset")
     root = tmp_path / "store"
-    shutil.copytree(base.path, root)
+    shutil.copytree(base_path(bases, which), root)
     holder = subprocess.Popen(
         [sys.executable, "-c", JVM_LIKE_HOLDER, str(root / "lock")],
         stdin=subprocess.PIPE,
@@ -74,11 +81,13 @@ WRITERS = [
     "txn commit",
     "txn rollback",
     "txn resolve",
+    "dlq resend",
 ]
 
 
-@pytest.mark.parametrize("which", WRITERS)
-def test_every_execute_refuses_and_changes_nothing(held_store, commands, which: str) -> None:
+@pytest.mark.parametrize("held_store", WRITERS, indirect=True)
+def test_every_execute_refuses_and_changes_nothing(held_store, commands, request) -> None:
+    which = request.node.callspec.params["held_store"]
     root, pid = held_store
     argv = dict(commands)[which]
     before = snapshot(root)
@@ -91,10 +100,14 @@ def test_every_execute_refuses_and_changes_nothing(held_store, commands, which: 
     assert not [p for p in root.iterdir() if p.name.startswith(".mqtool")]
 
 
-def test_dry_runs_still_work(held_store, commands) -> None:
+@pytest.mark.parametrize("held_store", ["offsets reset", "dlq resend"], indirect=True)
+def test_dry_runs_still_work(held_store, commands, request) -> None:
     root, _pid = held_store
+    on_dlq_store = request.node.callspec.params["held_store"] == "dlq resend"
     before = snapshot(root)
     for name, argv in commands:
+        if (name == "dlq resend") != on_dlq_store:
+            continue
         dry = [a for a in argv if a != "--execute"]
         outcome = run_cli(["-s", str(root), "-f", "json", *dry], name=name)
         assert outcome.code == 0, (name, outcome.stderr)
@@ -102,12 +115,12 @@ def test_dry_runs_still_work(held_store, commands) -> None:
     assert snapshot(root) == before
 
 
-def test_the_commands_do_write_without_the_lock(base, commands, tmp_path: Path) -> None:
+def test_the_commands_do_write_without_the_lock(bases, commands, tmp_path: Path) -> None:
     """The refusals above mean something: with the lock free, each command changes the store."""
     assert _names(commands) == WRITERS
     for name, argv in commands:
         root = tmp_path / name.replace(" ", "-")
-        shutil.copytree(base.path, root)
+        shutil.copytree(base_path(bases, name), root)
         before = snapshot(root)
         outcome = run_cli(["-s", str(root), "-f", "json", *argv], name=name)
         assert outcome.code == 0, (name, outcome.stderr)

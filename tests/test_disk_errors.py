@@ -1,10 +1,10 @@
 """Disk full, read-only file systems and kills during `--execute`: clean errors, no partial files.
 
 * Injected faults: every write-side system call of each `--execute` path (offsets reset, consume-mode set,
-  rebuild, delay replay, txn commit/rollback/resolve) is counted; a run is then repeated with the k-th
-  call failing with ENOSPC (and with EROFS) for a spread of k. The command must end with one error line
-  naming a file and exit 1, and leave no temporary file behind; the store must be the old one, or -
-  for commitlog appends, which keep `abort` while they write - one the broker's recovery accepts
+  rebuild, delay replay, txn commit/rollback/resolve, dlq resend on store-a) is counted; a run is then
+  repeated with the k-th call failing with ENOSPC (and with EROFS) for a spread of k. The command must end
+  with one error line naming a file and exit 1, and leave no temporary file behind; the store must be the
+  old one, or - for commitlog appends, which keep `abort` while they write - one the broker's recovery accepts
   (`recovery_problems`). Running the command again afterwards works (or is refused because of `abort`).
 * A real full file system (a tmpfs filled to the last byte) and a real read-only mount (root only, in a
   private mount namespace; skipped otherwise).
@@ -54,13 +54,29 @@ WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    return prepare_bases(tmp_path_factory.mktemp("disk"), ["tiny5"])[0]
+def bases(tmp_path_factory):
+    """tiny5 for every write; store-a (a %DLQ%groupA record the real put wrote) for dlq resend."""
+    return prepare_bases(tmp_path_factory.mktemp("disk"), ["tiny5", "store-a"])
+
+
+@pytest.fixture(scope="module")
+def base(bases):
+    return bases[0]
+
+
+@pytest.fixture(scope="module")
+def dlq_base(bases):
+    return bases[1]
 
 
 @pytest.fixture(scope="module")
 def commands(base):
     return dict(write_commands(base))
+
+
+@pytest.fixture(scope="module")
+def dlq_commands(dlq_base):
+    return {name: argv for name, argv in write_commands(dlq_base) if name == "dlq resend"}
 
 
 # --- what the broker's recovery accepts ------------------------------------------------------------
@@ -233,10 +249,14 @@ def _config_digest(root: Path, name: str) -> bytes | None:
         "txn commit",
         "txn rollback",
         "txn resolve",
+        "dlq resend",
     ],
 )
-def test_a_failing_write_call_gives_a_clean_error(base, commands, tmp_path, monkeypatch, which, err) -> None:
-    argv = commands[which]
+def test_a_failing_write_call_gives_a_clean_error(
+    bases, commands, dlq_commands, tmp_path, monkeypatch, which, err
+) -> None:
+    base = bases[1] if which == "dlq resend" else bases[0]
+    argv = {**commands, **dlq_commands}[which]
     total = _count(base, argv, tmp_path, monkeypatch)
     assert total > 0
     new_root = tmp_path / "new"
@@ -281,14 +301,14 @@ def test_a_failing_write_call_gives_a_clean_error(base, commands, tmp_path, monk
 
 
 def _run_on_tmpfs(
-    source: str, mountpoint: str, commands: list[tuple[str, list[str]]], mode: str
+    source: str, mountpoint: str, commands: list[tuple[str, list[str]]], mode: str, size: str = "8m"
 ) -> list[dict]:
     """Each command on a fresh copy of the store on a tmpfs, full (`mode` = "full") or read-only."""
     results = []
     for i, (name, argv) in enumerate(commands):
         mnt = os.path.join(mountpoint, str(i))
         os.makedirs(mnt)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt], check=True)
         root = Path(mnt) / "store"
         shutil.copytree(source, root)
         if mode == "full":
@@ -323,11 +343,21 @@ def _run_on_tmpfs(
 needs_mount = pytest.mark.skipif(not can_mount(), reason="needs root to mount a tmpfs in a private namespace")
 
 
+def _on_tmpfs(base, commands, dlq_base, dlq_commands, tmp_path, mode: str) -> list[dict]:
+    """`_run_on_tmpfs` of tiny5's commands, and of dlq resend on store-a (a larger tmpfs: it holds 11 MB)."""
+    results = []
+    for i, (source, todo, size) in enumerate(((base, commands, "8m"), (dlq_base, dlq_commands, "32m"))):
+        mnt = tmp_path / f"mnt{i}"
+        mnt.mkdir()
+        results += in_private_mounts(
+            _run_on_tmpfs, str(source.path), str(mnt), list(todo.items()), mode, size
+        )
+    return results
+
+
 @needs_mount
-def test_a_full_file_system(base, commands, tmp_path) -> None:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    results = in_private_mounts(_run_on_tmpfs, str(base.path), str(mnt), list(commands.items()), "full")
+def test_a_full_file_system(base, commands, dlq_base, dlq_commands, tmp_path) -> None:
+    results = _on_tmpfs(base, commands, dlq_base, dlq_commands, tmp_path, "full")
     for r in results:
         assert r["failure"] is None, r
         assert not r["leftovers"] and not r["recovery"], r
@@ -340,10 +370,9 @@ def test_a_full_file_system(base, commands, tmp_path) -> None:
 
 
 @needs_mount
-def test_a_read_only_file_system(base, commands, tmp_path) -> None:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    results = in_private_mounts(_run_on_tmpfs, str(base.path), str(mnt), list(commands.items()), "ro")
+def test_a_read_only_file_system(base, commands, dlq_base, dlq_commands, tmp_path) -> None:
+    results = _on_tmpfs(base, commands, dlq_base, dlq_commands, tmp_path, "ro")
+    assert "dlq resend" in [r["name"] for r in results]
     for r in results:
         assert r["failure"] is None and r["code"] == 1, r
         assert "read-only" in r["stderr"].lower() and r["unchanged"], r

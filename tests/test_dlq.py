@@ -58,7 +58,7 @@ def test_list_filters_by_group_and_death_time() -> None:
             list_dlq(st, group="GID_ok")
 
 
-@pytest.mark.parametrize("name", ["store-a", "store-49a", "store-c", "store-trace-b"])
+@pytest.mark.parametrize("name", ["store-a", "store-49a", "store-c", "store-trace-b", "store-dlq"])
 def test_every_dead_letter_record_is_listed_with_its_fields(name: str) -> None:
     """Each %DLQ% record of expect.json (what the real MessageDecoder read back) is a row, with its
     position, reconsume times, death time and the origin properties as stored."""

@@ -66,6 +66,8 @@ OTHER_STORES = {
     "dlq list": "store-trace-b",
     "dlq stats": "store-trace-b",
     "dump compactionlog": "store-compaction",
+    "dlq export": "store-trace-b",
+    "dlq resend": "store-trace-b",
 }
 TIMER_EXAMPLE = "mqtool delay list --timer"
 COMPACTION_EXAMPLE = "mqtool rebuild compaction-cq --execute"

@@ -59,7 +59,7 @@ def test_every_command_that_writes_takes_dry_run() -> None:
         by_command.setdefault(use.command, set()).update(use.names)
     writers = {c for c, names in by_command.items() if "--execute" in names}
     assert writers == {c for c, names in by_command.items() if "--dry-run" in names}
-    assert len(writers) == 15  # 10, topic update|delete, group update|delete, replicas salvage
+    assert len(writers) == 16  # 10, topic update|delete, group update|delete, replicas salvage, dlq resend
 
 
 # --- Kafka's spellings ------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "offsets prune": ("store-trace-b", []),
     "dlq list": ("store-trace-b", []),
     "dlq stats": ("store-trace-b", ["--now", NOW]),
+    "dlq export": ("store-trace-b", ["-o", "{tmp}.jsonl"]),
+    "dlq resend": ("store-trace-b", ["-g", "GID_retry"]),
     "consume-mode show": ("store-a", []),
     "consume-mode set": ("store-a", ["-t", "OrderTopic", "-g", "groupA", "--mode", "POP"]),
     "delay list": ("store-a", ["--now", NOW]),
@@ -87,6 +89,7 @@ CSV_REFUSED = {
     "txn resolve",
     "trace",
     "replicas diff",
+    "dlq resend",
 }
 
 

@@ -99,7 +99,7 @@ FORMATS = ("json", "plain", "table", "jsonl", "csv", "markdown", "record")
 # commands that print several tables refuse --format csv before reading anything (a usage error, tested
 # in tests/test_output_formats.py): a task drawn with csv runs them in json, so the corruption is still read
 CSV_REFUSED = ("info", "rebuild", "delay stats", "delay replay", "pop stats", "txn commit", "txn rollback",
-               "txn resolve", "audit", "trace")  # fmt: skip
+               "txn resolve", "audit", "trace", "dlq resend")  # fmt: skip
 
 
 def format_for(fmt: str, argv: list[str]) -> str:
@@ -417,6 +417,16 @@ COMMANDS: tuple[Command, ...] = (
     Command("dlq list", frozenset({CL, CQ, LAY}), lambda t, k, f: ["dlq", "list"]),
     Command("dlq stats", frozenset({CL, CQ, LAY}), lambda t, k, f: ["dlq", "stats", "--now", str(t.end)]),
     Command(
+        "dlq resend (dry run)",
+        frozenset({CL, CQ, CFG, LAY}),
+        lambda t, k, f: ["dlq", "resend", "-g", t.group, "--key", t.key, "--begin", str(t.begin)],
+    ),
+    Command(
+        "dlq resend --to origin (dry run)",
+        frozenset({CL, CQ, CFG, LAY}),
+        lambda t, k, f: ["dlq", "resend", "-g", t.group, "--msg-id", t.uniq, "--to", "origin"],
+    ),
+    Command(
         "consume-mode set (dry run)",
         frozenset({CQ, CFG, LAY}),
         lambda t, k, f: ["consume-mode", "set", "-t", t.topic, "-g", t.group, "--mode", "POP"],
@@ -454,7 +464,8 @@ def read_commands(targets: Targets, kind: str, focus: str = "") -> list[tuple[st
 
 def write_commands(base: Base) -> list[tuple[str, list[str]]]:
     """Every `--execute` path, with arguments that change the pristine sample store (dry run: drop the
-    trailing --execute)."""
+    trailing --execute); `dlq resend` only on a store with a dead-letter queue (store-a, store-trace-b:
+    the samples' few messages rarely die)."""
     t = base.targets
     later = str(t.end + 10**8)
     listing = run_cli(
@@ -463,6 +474,10 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
     import json
 
     halves = [str(row["halfQueueOffset"]) for row in json.loads(listing.stdout or "[]")] or ["0"]
+    queues = base.path / "consumequeue"
+    dlq_groups = (
+        sorted(p.name[5:] for p in queues.iterdir() if p.name.startswith("%DLQ%")) if queues.is_dir() else []
+    )
     return [
         ("offsets reset", ["offsets", "reset", "-g", t.group, "-t", t.topic, "--to-earliest", "--execute"]),
         (
@@ -496,6 +511,7 @@ def write_commands(base: Base) -> list[tuple[str, list[str]]]:
         ("txn commit", ["txn", "commit", halves[0], "--now", later, "--execute"]),
         ("txn rollback", ["txn", "rollback", halves[0], "--now", later, "--execute"]),
         ("txn resolve", ["txn", "resolve", "--policy", "commit", "--now", later, "--execute"]),
+        *([("dlq resend", ["dlq", "resend", "-g", dlq_groups[0], "--execute"])] if dlq_groups else []),
         *(
             [("delay replay --timer", ["delay", "replay", "--timer", "--now", later, "--execute"])]
             if base.layout.timer_units

@@ -378,6 +378,7 @@ WRITE_TARGETS: dict[str, tuple[str, ...]] = {
     "txn rollback": (*APPEND_TARGETS, "cq/RMQ_SYS_TRANS_OP_HALF_TOPIC"),
     "txn resolve": (*APPEND_TARGETS, "cq/TopicTest", "cq/RMQ_SYS_TRANS_OP_HALF_TOPIC"),
     "delay replay --timer": (*APPEND_TARGETS, "cq/TimerTopic", "config/timercheck", "config"),
+    "dlq resend": APPEND_TARGETS,  # only on a store with a %DLQ% queue (harness.write_commands)
 }
 
 
@@ -398,7 +399,10 @@ def _resolve_target(layout: StoreLayout, target: str, rng: random.Random) -> str
 
 def uw_target(layout: StoreLayout, rng: random.Random) -> Corruption | None:
     timer = bool(layout.timer_units)  # the timer replay runs on a store where the timer wheel ran
-    command = rng.choice([c for c in WRITE_TARGETS if timer or c != "delay replay --timer"])
+    dlq = any(p.split("/")[1].startswith("%DLQ%") for p, _ in layout.cq_files)
+    command = rng.choice(
+        [c for c in WRITE_TARGETS if (timer or c != "delay replay --timer") and (dlq or c != "dlq resend")]
+    )
     rel = _resolve_target(layout, rng.choice(WRITE_TARGETS[command]), rng)
     if rel is None:
         return None

@@ -23,6 +23,11 @@ update|delete`); their files are compared byte for byte with the real managers' 
 After `topic delete T` the store is judged as the broker's deleteTopics leaves one: T's records stay in the
 log and its queues are gone, so T's units, and only those, are missing (`deleted_topic_only`).
 
+`dlq resend` is also judged by what a consumer receives (`check_dlq_pull`, on store-trace-b and store-dlq,
+whose dead letters the real retry path wrote): after `--execute` the real store, pulled by the real
+getMessage from the group's committed offsets (`run.sh group-pull`), hands the group exactly the resent
+messages, once, and a second run adds nothing.
+
 Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer` against the real
 TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
 
@@ -66,6 +71,7 @@ TOPICS = {
 GROUPS = {"store-lmq": "GID_plain", "store-batchcq": "GID_batch", **{name: "GID_dledger" for name in DLEDGER}}
 NEW_GROUP_STORES = ("store-timer5", "store-timer-states", "store-c", "store-batchcq")
 OFFSETS_ONLY = ("store-batchcq",)  # `load` cannot open it: judged by `queue-offsets` alone
+DLQ_STORES = ("store-a", "store-49a", "store-c")  # with a %DLQ%groupA record: `dlq resend` runs on them
 CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
 
 
@@ -170,6 +176,11 @@ def commands(store: str, mid_time: int) -> list[tuple[str, list[str], dict | Non
         ("group delete GID_check", ["group", "delete", "GID_check", "--clean-offset"], None),
         ("topic delete CheckTopic", ["topic", "delete", "CheckTopic"], None),
         ("delay replay", ["delay", "replay", "--now", "2100-01-01T00:00:00Z"], None),
+        *(
+            [("dlq resend --to retry", ["dlq", "resend", "--group", group], None)]
+            if store in DLQ_STORES
+            else []
+        ),
         ("txn resolve --policy commit", ["txn", "resolve", "--policy", "commit"], None),
         ("txn resolve --policy rollback", ["txn", "resolve", "--policy", "rollback"], None),
         ("rebuild cq", ["rebuild", "cq"], None),
@@ -448,13 +459,98 @@ def judge_step(
     return judge_all(store, root, geometry, label, torn, deleted)
 
 
+# the stores whose dead letters the real retry path wrote, and the group `check_dlq_pull` resends for
+DLQ_PULL = {"store-trace-b": "GID_retry", "store-dlq": "GID_dlq"}
+
+
+def group_pull(root: Path, group: str, *topics: str) -> dict:
+    """`run.sh group-pull`: what a push consumer of `group` receives (the real store's getMessage from the
+    real ConsumerOffsetManager's committed offsets; %RETRY%group and `topics`)."""
+    run = subprocess.run([str(LOAD), "group-pull", str(root), group, *topics], capture_output=True, text=True)
+    try:
+        return json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return {"loaded": False, "error": (run.stderr.strip().splitlines() or ["?"])[-1]}
+
+
+def check_dlq_pull(store: str) -> tuple[int, list[str]]:
+    """`dlq resend --execute` twice on copies of `store` (DLQ_PULL), per target: the store loads clean, and
+    the group receives exactly the resent dead letters (their UNIQ_KEY, ORIGIN_MESSAGE_ID, the original topic
+    after the client's retry-topic reset, the reconsume times the plan wrote), once; the second run
+    resends nothing and the group receives nothing more."""
+    failed, lines = 0, []
+    group = DLQ_PULL[store]
+    geometry = geometry_of(store)
+    for target in ("retry", "origin"):
+        name = f"dlq resend --to {target} (pull)"
+        with tempfile.TemporaryDirectory(prefix="oracle-dlq-") as tmp:
+            root = copy_golden(store, Path(tmp))
+            origin_topics = sorted({r["originTopic"] for r in json.loads(mqtool(root, "dlq", "list").stdout)})
+            before = group_pull(root, group, *origin_topics)
+            # store-dlq as committed: the deleted topic's record has no ConsumeQueue unit (deleteTopics),
+            # which `load` reports; only what the resend adds counts
+            _, as_committed, _ = judge(root, geometry, f"{store}-dlq-{target}-as-committed")
+            first = mqtool(root, "dlq", "resend", "--group", group, "--to", target, "--execute")
+            second = mqtool(root, "dlq", "resend", "--group", group, "--to", target, "--execute")
+            problems = []
+            if first.returncode or second.returncode:
+                problems.append(f"exit {first.returncode}/{second.returncode}: {first.stderr.strip()[-150:]}")
+            else:
+                plan1, plan2 = json.loads(first.stdout), json.loads(second.stdout)
+                resent = [m for m in plan1["messages"] if m["action"] == "resend"]
+                if not resent:
+                    problems.append("the first run resent nothing")
+                if any(m["action"] == "resend" for m in plan2["messages"]) or plan2["executed"]:
+                    problems.append("the second run resent again")
+                ok, load_problems, _ = judge(root, geometry, f"{store}-dlq-{target}")
+                problems += [p for p in load_problems if p not in as_committed]
+                after = group_pull(root, group, *origin_topics)
+                new = [p for p in after.get("pulled", []) if p not in before.get("pulled", [])]
+                got = sorted(
+                    (
+                        p["queueTopic"],
+                        p["queueId"],
+                        p["queueOffset"],
+                        p["uniqKey"],
+                        p["originMessageId"],
+                        p["topic"],
+                        p["reconsumeTimes"],
+                    )
+                    for p in new
+                )
+                want = sorted(
+                    (
+                        m["topic"],
+                        m["queueId"],
+                        m["newQueueOffset"],
+                        m["uniqKey"],
+                        m["record"]["properties"]["ORIGIN_MESSAGE_ID"],
+                        m["originTopic"],
+                        m["reconsumeTimes"],
+                    )
+                    for m in resent
+                )
+                if not after.get("loaded"):
+                    problems.append(f"group-pull did not load: {after.get('error')}")
+                elif got != want:
+                    problems.append(f"the group received {got}, not the resent {want}")
+            failed += bool(problems)
+            status = (
+                "FAILED: " + "; ".join(problems)
+                if problems
+                else (f"clean: the group receives exactly the {len(want)} resent message(s), once")
+            )
+            lines.append(f"{store:13} {name:32} {status}")
+    return failed, lines
+
+
 def main(argv: list[str]) -> int:
     """`check.py [STORE ...]`: the named golden stores (default: all of STORES)."""
     OUT.mkdir(parents=True, exist_ok=True)
     lines = []
     failed = 0
     judged_values = 0
-    for store in argv or STORES:
+    for store in [s for s in argv if s not in DLQ_PULL] if argv else STORES:
         geometry = geometry_of(store)
         offsets_only = store in OFFSETS_ONLY
         with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
@@ -517,6 +613,11 @@ def main(argv: list[str]) -> int:
                 failed += not ok
                 lines.append(f"{store:13} {name:32} {summary}")
             print("\n".join(line for line in lines if line.startswith(store)), flush=True)
+    for store in [s for s in argv if s in DLQ_PULL] if argv else DLQ_PULL:
+        dlq_failed, dlq_lines = check_dlq_pull(store)
+        failed += dlq_failed
+        lines += dlq_lines
+        print("\n".join(dlq_lines), flush=True)
     (OUT / "summary.txt").write_text("\n".join(lines) + "\n")
     print(f"\n{failed} executed command(s) left a store the real broker code does not read back cleanly")
     print(f"{judged_values} written offsets judged against the real classes' answers")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from mqtool.dlq.export import DlqExportSummary
 from mqtool.dlq.listing import AGE_BUCKETS, DlqListing, DlqStatsRow
-from mqtool.render.output import Column, RenderContext, emit_rows
+from mqtool.dlq.resend import ResendPlan, ResendResult
+from mqtool.render.output import Column, RenderContext, emit_document, emit_fields, emit_rows
 from mqtool.timeparse import format_time
 
 LIST_COLUMNS = [
@@ -53,3 +55,66 @@ def render_stats(rows: list[DlqStatsRow], listing: DlqListing, now: int, ctx: Re
         title=None if ctx.machine else title,
         empty="(no dead letter)",
     )
+
+
+def render_export(summary: DlqExportSummary, ctx: RenderContext) -> None:
+    doc = summary.to_json()
+
+    def human() -> None:
+        emit_fields(
+            [
+                ("output", summary.output, "text"),
+                ("file format", summary.format, "text"),
+                ("dead letters", summary.messages, "int"),
+                ("groups", ", ".join(summary.groups) or "none", "text"),
+            ],
+            ctx,
+            title="Dead-letter export",
+        )
+
+    emit_document(doc, ctx, human, csv_rows=([doc], []))
+
+
+RESEND_COLUMNS = [
+    Column("dlqQueueOffset", "dlq offset", kind="int", priority=0),
+    Column("action", priority=0),
+    Column("originTopic", "original topic", kind="name", priority=1),
+    Column("keys", max_width=30, priority=1),
+    Column("uniqKey", "uniq key", kind="id", priority=2),
+    Column("topic", "written to", kind="name", priority=0),
+    Column("queueId", "queue", kind="int", priority=0),
+    Column("newQueueOffset", "new qOffset", kind="int", priority=1),
+    Column("newPhyOffset", "new phy", kind="int", priority=3),
+    Column("reconsumeTimes", "reconsume", kind="int", priority=2),
+    Column("reason", max_width=60, priority=0),
+]
+
+
+def render_resend(plan: ResendPlan, result: ResendResult, ctx: RenderContext, execute: bool) -> None:
+    document = plan.to_json()
+    document["executed"] = result.executed
+
+    def human() -> None:
+        out = ctx.out
+        out.write(f"{plan.broker.describe()}; %DLQ%{plan.group} -> {plan.target}\n")
+        emit_rows(
+            [r.to_json() for r in plan.resends],
+            RESEND_COLUMNS,
+            ctx,
+            title="Dead-letter resend",
+            empty="(no dead letter selected)",
+        )
+        for note in plan.notes + result.notes:
+            out.write(f"note: {note}\n")
+        counts = plan.counts()
+        tally = f"{counts['skip']} already resent or superseded, {counts['refuse']} refused"
+        if result.executed:
+            out.write(f"resent {len(result.written)} message(s); {tally}\n")
+        elif not plan.changes_anything:
+            out.write(f"nothing to resend; {tally}\n")
+        elif not execute:
+            out.write(
+                f"dry run: {counts['resend']} message(s) would be resent ({tally}); add --execute to write\n"
+            )
+
+    emit_document(document, ctx, human)

@@ -215,6 +215,27 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "What mqadmin deleteSubGroup -r would remove: the group and its consumer offsets.",
         ),
     ),
+    "dlq export": (
+        E("mqtool dlq export -o dead.jsonl", "Every dead letter (dlq list's fields, properties) as JSONL."),
+        E(
+            "mqtool dlq export --group GID_retry --begin -1d --bodies -o dead.parquet",
+            "One group's dead letters of the last day, with bodies, to Parquet (format from the suffix).",
+        ),
+    ),
+    "dlq resend": (
+        E(
+            "mqtool dlq resend --group GID_retry",
+            "What resending the group's dead letters into %RETRY%GID_retry writes (a dry run).",
+        ),
+        E(
+            "mqtool dlq resend --group GID_retry --key order-2 --execute",
+            "Resend the dead letters with key order-2; a second run finds them resent and writes nothing.",
+        ),
+        E(
+            "mqtool dlq resend --group GID_retry --origin-topic TraceTopic --to origin",
+            "Plan putting them back into their original queues of TraceTopic (every group gets them).",
+        ),
+    ),
     "consume-mode show": (
         E("mqtool consume-mode show", "PULL or POP per group, and what waits in its retry topics."),
     ),

@@ -35,6 +35,8 @@
  *                            real managers and filters make of them (Subscriptions)
  *   trace-bodies SEED [COUNT]  trace bodies written and read by the real TraceDataEncoder (TraceBodies)
  *   trace-decode FILE        the real trace decoder on each base64 body of FILE (TraceBodies)
+ *   dlq-store DIR [SEED]     a store whose consumers sent messages to %DLQ% through the real send-back (DlqStore)
+ *   group-pull STORE GROUP [TOPIC...]  what a push consumer of GROUP pulls from its committed offsets (GroupPull)
  *   trace-store DIR_A DIR_B [SEED]  two broker stores with traced messages and their trace messages (TraceStore)
  *   controller-store DIR [SEED] [--lone]  a controller-mode master's store with a confirm offset below the log end (ControllerStore)
  *   controller-read STORE    on copies: what the real store serves after four starts (ControllerStore)
@@ -171,6 +173,13 @@ public final class Oracle {
                 break;
             case "clean-unused-topic":
                 rc = CleanUnusedTopic.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
+                break;
+            case "dlq-store":
+                DlqStore.run(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
+                rc = 0;
+                break;
+            case "group-pull":
+                rc = GroupPull.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));
                 break;
             case "queue-offsets":
                 rc = QueueOffsets.run(args[1], java.util.Arrays.copyOfRange(args, 2, args.length));

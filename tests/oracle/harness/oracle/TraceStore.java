@@ -206,8 +206,13 @@ public final class TraceStore {
     }
 
     static Broker start(String root, String name, String ip) throws Exception {
+        return start(root, name, ip, true);
+    }
+
+    /** `timer`: with the 5.x timer store (timerWheelEnable), as the trace brokers run; DlqStore runs without. */
+    static Broker start(String root, String name, String ip, boolean timer) throws Exception {
         Geometry g = new Geometry();
-        g.timer = true;
+        g.timer = timer;
         BrokerConfig bc = new BrokerConfig();
         bc.setBrokerName(name);
         bc.setBrokerClusterName(CLUSTER);

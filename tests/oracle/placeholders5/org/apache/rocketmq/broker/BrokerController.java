@@ -156,6 +156,11 @@ public class BrokerController {
     public synchronized void registerIncrementBrokerData(TopicConfig topicConfig, DataVersion dataVersion) {
     }
 
+    /** As the real one (5.3.3 BrokerController.java:1650-1652): brokerIP1 and the listen port. */
+    public String getBrokerAddr() {
+        return brokerConfig.getBrokerIP1() + ":" + nettyServerConfig.getListenPort();
+    }
+
     public InetSocketAddress getStoreHost() {
         return storeHost;
     }

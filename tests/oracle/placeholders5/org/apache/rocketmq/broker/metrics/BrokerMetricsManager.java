@@ -28,4 +28,10 @@ public class BrokerMetricsManager {
     public static AttributesBuilder newAttributesBuilder() {
         return Attributes.builder();
     }
+
+    /** A label of the send-back's DLQ counter (no-op here); the real test is TopicValidator.isSystemTopic or a
+     * system group (5.3.3 BrokerMetricsManager.java:218-220): only a label, so a system topic suffices. */
+    public static boolean isSystem(String topic, String group) {
+        return org.apache.rocketmq.common.topic.TopicValidator.isSystemTopic(topic);
+    }
 }
