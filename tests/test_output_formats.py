@@ -35,6 +35,11 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "dump timerwheel": ("store-timer5", []),
     "dump timercheck": ("store-timer5", []),
     "dump config": ("store-a", ["consumerOffset"]),
+    "dump compactionlog": ("store-compaction", ["CompactTopicA", "0"]),
+    "topic update": ("store-a", ["NewTopic"]),
+    "topic delete": ("store-a", ["OrderTopic"]),
+    "group update": ("store-a", ["groupA", "--retry-max-times", "3"]),
+    "group delete": ("store-a", ["groupB"]),
     "query key": ("store-a", ["TopicTest", "Aa"]),
     "query id": ("store-a", ["C0A8010100002A9F000000000000010E"]),
     "query offset": ("store-a", ["TopicTest", "0", "0", "-n", "2"]),
@@ -72,6 +77,7 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     # two-store commands: their store arguments name the copies ({stores}), the same store twice
     "offsets merge": ("", ["{stores}/store-a", "{stores}/store-a", "--into", "{stores}/store-a"]),
     "replicas diff": ("", ["{stores}/store-a", "{stores}/store-a"]),
+    "replicas salvage": ("", ["--from", "{stores}/store-a", "--into", "{stores}/store-a"]),
 }
 ELSEWHERE = {"audit"}  # tests/test_audit.py: test_every_format_is_honoured_or_refused
 
