@@ -92,6 +92,11 @@ def _load(store: Store, label: str, name: str, rows_of, notes: list[str]) -> dic
     return rows_of(loaded.model)
 
 
+def _key_order(key: Any) -> tuple[bool, str]:
+    """Names in order, then what a damaged file made a key of (a number: fastjson reads `{1: ...}`)."""
+    return (not isinstance(key, str), str(key))
+
+
 def compare_configs(a: Store, b: Store) -> ConfigDiff:
     """Every row of the config tables that is on one side only or differs."""
     rows: list[ConfigRow] = []
@@ -100,7 +105,7 @@ def compare_configs(a: Store, b: Store) -> ConfigDiff:
     for (table, name_a, rows_of), (_, name_b, _) in zip(_tables(a), _tables(b), strict=True):
         left = _load(a, "A", name_a, rows_of, notes)
         right = _load(b, "B", name_b, rows_of, notes)
-        keys = sorted(set(left) | set(right))
+        keys = sorted(set(left) | set(right), key=_key_order)
         compared[table] = len(keys)
         for key in keys:
             if key not in right:
@@ -110,7 +115,7 @@ def compare_configs(a: Store, b: Store) -> ConfigDiff:
             elif left[key] != right[key]:
                 x, y = left[key], right[key]
                 fields = (
-                    sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+                    sorted((k for k in set(x) | set(y) if x.get(k) != y.get(k)), key=_key_order)
                     if isinstance(x, dict) and isinstance(y, dict)
                     else []
                 )

@@ -219,8 +219,8 @@ def compare_commitlogs(a: CommitLog, b: CommitLog, *, block: int = BLOCK) -> Log
     size_a, size_b = a.file_size, b.file_size
     if size_a and size_b and size_a != size_b:
         raise LogCompareError(
-            f"the commitlog files are {size_a} bytes on one side and {size_b} on the other: replicas of one "
-            "broker have the same mappedFileSizeCommitLog; not compared",
+            f"the commitlog files are {size_a} bytes in {a.directory} and {size_b} in {b.directory}: "
+            "replicas of one broker have the same mappedFileSizeCommitLog; not compared",
             str(b.directory),
         )
     mins, maxs = (a.min_offset, b.min_offset), (a.max_offset, b.max_offset)

@@ -124,10 +124,11 @@ class SalvagePlan:
 
 def _refuse_pair(into: Store, source: Store) -> None:
     for store, what in ((into, "--into"), (source, "--from")):
-        if store.layout.kind.commitlog != "classic":
+        kind = store.layout.kind.commitlog
+        if kind != "classic":
+            named = "DLedger" if kind.startswith("dledger") else kind
             raise SalvageRefused(
-                f"{what} has a {store.layout.kind.commitlog} commitlog: only classic commitlogs are salvaged",
-                str(store.root),
+                f"{what} has a {named} commitlog: only classic commitlogs are salvaged", str(store.root)
             )
     a, b = identity(into, "A"), identity(source, "B")
     for x, y in ((a.broker_name, b.broker_name), (a.cluster, b.cluster)):

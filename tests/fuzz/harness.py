@@ -275,6 +275,20 @@ COMMANDS: tuple[Command, ...] = (
     ),
     # the dry run plans from every compaction log, damaged ones included, and must write nothing
     Command("rebuild compaction-cq", frozenset({COMP}), lambda t, k, f: ["rebuild", "compaction-cq"]),
+    # the two-store commands: the corrupted copy beside the pristine base ("<base>"), both read only
+    Command(
+        "replicas diff", frozenset({CL, CFG, LAY}), lambda t, k, f: ["replicas", "diff", "<store>", "<base>"]
+    ),
+    Command(
+        "replicas salvage",
+        frozenset({CL, CFG, LAY}),
+        lambda t, k, f: ["replicas", "salvage", "--from", "<base>", "--into", "<store>"],
+    ),
+    Command(
+        "offsets merge",
+        frozenset({CL, CFG, LAY}),
+        lambda t, k, f: ["offsets", "merge", "<store>", "<base>", "--into", "<store>"],
+    ),
     Command("dump index", frozenset({IX, LAY}), lambda t, k, f: ["dump", "index"]),
     Command(
         "dump index --entries",
@@ -718,7 +732,7 @@ ARGUMENT_ERRORS = re.compile(
     r"not exist|no half message|unknown topic|no such topic|not in topics\.json|not in subscriptionGroup"
     r"|no ConsumeQueue|has no queue|no queue|group .* (unknown|not found)|no committed offsets"
     r"|retry topic|4\.9\.x|no index file|not an index file|no message|queue offset -?\d+ of .* (below|above)"
-    r"|half -?\d+ (already|is)"
+    r"|half -?\d+ (already|is)|conflict with system topic|the broker defines or creates itself"
 )
 POSITION = re.compile(
     r"offset -?\d+|line \d+|column \d+|position \d+|byte \d+|char(acter)? \d+|\bat \d+|@\d+"
@@ -746,8 +760,8 @@ def judge(o: Outcome, root: str) -> Verdict:
         return Verdict(f"stray stderr line(s): {stray[:3]}")
     if o.code == 0:
         return Verdict("an error line but exit 0" if errors else None)
-    if o.code == 1 and not errors and o.name == "verify":
-        return Verdict(None)  # verify's report found errors: its exit status says so
+    if o.code == 1 and not errors and o.name in ("verify", "replicas diff"):
+        return Verdict(None)  # verify's report found errors, the replicas differ: the exit status says so
     if o.code == 70 or any("internal error" in e for e in errors):
         return Verdict("internal error (exit 70)", errors[0] if errors else None)
     if o.code == 2 and len(errors) == 1 and "--format csv:" in errors[0]:
@@ -815,6 +829,12 @@ class Result:
 
 def _sanitise(text: str, root: str) -> str:
     return text.replace(root, "<store>")
+
+
+def fill_paths(argv: list[str], store: Path | str, base: Path | str) -> list[str]:
+    """A command's arguments with "<store>" (the input's copy; a --broker-config the corruption wrote into
+    it) and "<base>" (the pristine base: the other store of a two-store command) made paths."""
+    return [a.replace("<store>", str(store)).replace("<base>", str(base)) for a in argv]
 
 
 # --- an input's store: the base's files hard-linked, a file of its own where the corruption changes it --
@@ -905,11 +925,10 @@ def execute(task: Task, base_path: Path, scratch: Path, timeout: float, link: bo
         corrupt(task.corruption, root)
         names_before = _entries(root)
         for name, argv in task.commands:
-            # "<store>" in an argument: the copy's root (a --broker-config the corruption wrote into it)
-            fmt = format_for(task.fmt, argv)
-            full = ["-s", str(root), "-f", fmt, *(a.replace("<store>", str(root)) for a in argv)]
+            full = ["-s", str(root), "-f", format_for(task.fmt, argv), *fill_paths(argv, root, base_path)]
             outcome = run_cli(full, timeout=timeout, name=name)
-            _judge_into(result, task, name, full, outcome, str(root))
+            shown = [a.replace(str(base_path), "<base>") for a in full]  # a replay has a base of its own
+            _judge_into(result, task, name, shown, outcome, str(root))
             created = sorted(_entries(root) - names_before)
             if created:
                 shown = [c.replace(str(root), "<store>") for c in created[:3]]
@@ -1051,7 +1070,7 @@ def reproduce(
         shutil.rmtree(root)
     shutil.copytree(base_path, root, symlinks=True)
     failure.corruption.apply(root)
-    argv = [a.replace("<store>", str(root)) for a in failure.argv]
+    argv = fill_paths(failure.argv, root, base_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("MQTOOL_DEBUG", None)
     if debug:
@@ -1124,7 +1143,15 @@ def warm_up(bases: list[Base]) -> None:
             for fmt in formats:
                 with contextlib.suppress(BaseException):
                     run_cli(
-                        ["-s", str(base.path), "-f", format_for(fmt, argv), *argv], timeout=300, name=name
+                        [
+                            "-s",
+                            str(base.path),
+                            "-f",
+                            format_for(fmt, argv),
+                            *fill_paths(argv, base.path, base.path),
+                        ],
+                        timeout=300,
+                        name=name,
                     )
 
 

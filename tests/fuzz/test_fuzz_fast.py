@@ -49,6 +49,7 @@ from .harness import (
     Outcome,
     Task,
     click_command,
+    fill_paths,
     judge,
     prepare_bases,
     read_commands,
@@ -188,7 +189,10 @@ def test_through_the_console_script(bases, tmp_path) -> None:
         corruption.apply(root)
         for name, argv in read_commands(base.targets, kind, corruption.focus)[:1]:
             outcome = run_subprocess(
-                ["-s", str(root), "-f", "json", *argv], timeout=60, memory_mb=3072, name=name
+                ["-s", str(root), "-f", "json", *fill_paths(argv, root, base.path)],
+                timeout=60,
+                memory_mb=3072,
+                name=name,
             )
             verdict = judge(outcome, str(root))
             if verdict.failure:
@@ -197,7 +201,9 @@ def test_through_the_console_script(bases, tmp_path) -> None:
     assert not failures, "\n".join(failures)
 
 
-def _takes_broker_config(argv: list[str]) -> bool:
+def _broker_config_times(argv: list[str]) -> int:
+    """How many --broker-config files the command takes: 0, 1, or 2 (the two-store commands: one per
+    store, given in order)."""
     import click
 
     command = click_command()
@@ -205,15 +211,17 @@ def _takes_broker_config(argv: list[str]) -> bool:
         if not isinstance(command, click.Group) or word not in command.commands:
             break
         command = command.commands[word]
-    return any(p.name == "broker_config" for p in command.params)
+    option = next((p for p in command.params if p.name == "broker_config"), None)
+    return 0 if option is None else 2 if option.multiple else 1
 
 
 def _broker_conf_commands(base: Base) -> list[tuple[str, list[str]]]:
-    """Every read command (and dry run) that takes --broker-config, pointed at <store>/broker.conf."""
+    """Every read command (and dry run) that takes --broker-config, pointed at <store>/broker.conf (both
+    stores' of a two-store command)."""
     return [
-        (name, [*argv, "--broker-config", f"<store>/{BROKER_CONF}"])
+        (name, [*argv, *["--broker-config", f"<store>/{BROKER_CONF}"] * _broker_config_times(argv)])
         for name, argv in read_commands(base.targets, "layout")
-        if _takes_broker_config(argv)
+        if _broker_config_times(argv)
     ]
 
 
@@ -313,11 +321,17 @@ def test_pristine_stores_pass_every_command(bases) -> None:
         if base.golden:
             continue
         for name, argv in read_commands(base.targets, "layout"):
-            outcome = run_cli(["-s", str(base.path), "-f", "json", *argv], name=name)
+            outcome = run_cli(
+                ["-s", str(base.path), "-f", "json", *fill_paths(argv, base.path, base.path)], name=name
+            )
             assert judge(outcome, str(base.path)).failure is None, (name, outcome.stderr)
             refused = name == "consume-mode set (dry run)" and "4.9.x" in outcome.stderr  # 5.x only
             # an append to a DLedger commitlog refuses, dry run included (issue 27: store/kind.py)
             refused = refused or (base.name in DLEDGER_BASES and "has a DLedger commitlog" in outcome.stderr)
+            # a DLedger pair is "not compared yet": never identical, exit 1 with no error line
+            refused = refused or (
+                name == "replicas diff" and base.name in DLEDGER_BASES and "error:" not in outcome.stderr
+            )
             assert outcome.code == 0 or refused, (name, outcome.stderr)
 
 
