@@ -261,3 +261,15 @@ def test_audit_replica_groups_are_checked(spark, tmp_path: Path) -> None:
         run_audit(AuditOptions(stores=[str(a)], replicas=[[str(a)]]), spark=spark)
     with pytest.raises(MqtoolError, match="not among the audited stores"):
         run_audit(AuditOptions(stores=[str(a)], replicas=[[str(a), str(tmp_path / "b")]]), spark=spark)
+
+
+def test_a_config_key_fastjson_reads_as_a_number_is_a_row_not_a_crash(tmp_path: Path) -> None:
+    """fastjson reads an unquoted number as a key (`-1:"x"`): one side's row then has an int key beside the
+    other's names (found by the two-store fuzz: exit 70 sorting them)."""
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    modes = b / "config" / "messageRequestMode.json"
+    modes.write_text(modes.read_text().replace('"topic":"TopicTest"', '-1:"TopicTest"'))
+    with Store.open(a) as sa, Store.open(b) as sb:
+        result = diff_replicas(sa, sb)
+    (row,) = [r for r in result.configs.rows if r.table == "consumeModes"]
+    assert row.state == "differs" and row.fields == ["topic", -1]
