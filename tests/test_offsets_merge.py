@@ -75,7 +75,7 @@ def test_the_max_of_each_queue_clamped_to_the_targets_queue(pair) -> None:
     only_a = rows[("groupA", "%RETRY%groupA", 0)]
     assert (only_a.sides, only_a.reset.changed) == ([1, None], False)
     assert ("groupA", "Ghost", 0) not in rows
-    assert any("topic Ghost is neither in topics.json" in w for w in plan.warnings)
+    assert any("topic 'Ghost' is neither in topics.json" in w for w in plan.warnings)
     assert {r.reset.topic for r in plan.changes} == {"TopicTest", "OrderTopic"}
     assert len(plan.changes) == 4  # TopicTest/0, /3, OrderTopic@groupB 0 and 1
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formats.errors import UsageError
+from formats.names import escaped_name
 from mqtool.offsets.plan import ResetPlan, ResetRow, reset_row
 from mqtool.offsets.progress import is_system_group, store_time_of
 from mqtool.offsets.reset import StoreCatalog
@@ -157,8 +158,8 @@ def plan_offsets_merge(
         plan.rows.append(MergeRow(sides, side, why, row))
     for topic in sorted(missing_topics):
         plan.warnings.append(
-            f"{labels[into]}: topic {topic} is neither in topics.json nor a queue directory there: its "
-            "offsets are left out (the broker would not serve them)"
+            f"{labels[into]}: topic {escaped_name(topic)} is neither in topics.json nor a queue directory "
+            "there: its offsets are left out (the broker would not serve them)"
         )
     plan.warnings.extend(reset.warnings)
     if any(r.reset.clamped_to for r in plan.rows):
