@@ -28,6 +28,7 @@ from fuzz.harness import (
     Fuzzer,
     Task,
     can_mount,
+    fill_paths,
     in_private_mounts,
     judge,
     prepare_bases,
@@ -150,7 +151,7 @@ def test_no_read_command_opens_a_file_for_writing(stores, name: str) -> None:
             _AUDIT.events = []
             _AUDIT.active = True
             try:
-                outcome = run_cli(["-s", root, "-f", fmt, *argv], name=command)
+                outcome = run_cli(["-s", root, "-f", fmt, *fill_paths(argv, root, root)], name=command)
             finally:
                 _AUDIT.active = False
             assert judge(outcome, root).failure is None, (command, outcome.stderr)
@@ -189,7 +190,8 @@ def _baseline(base) -> dict[str, int | None]:
     if base.name not in _BASELINES:
         codes = {}
         for command, argv in _all_commands(base):
-            codes[command] = run_cli(["-s", str(base.path), "-f", "json", *argv], name=command).code
+            full = ["-s", str(base.path), "-f", "json", *fill_paths(argv, base.path, base.path)]
+            codes[command] = run_cli(full, name=command).code
         _BASELINES[base.name] = codes
     return _BASELINES[base.name]
 
@@ -234,7 +236,7 @@ def _on_read_only_mount(
         pass
     problems = []
     for name, argv in commands:
-        outcome = run_cli(["-s", root, "-f", "json", *argv], name=name)
+        outcome = run_cli(["-s", root, "-f", "json", *fill_paths(argv, root, source)], name=name)
         if outcome.code != expected[name]:
             problems.append(f"{name}: exit {outcome.code}: {outcome.stderr.strip()[-300:]}")
     return problems
