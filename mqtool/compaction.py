@@ -67,6 +67,19 @@ def _queue_row(store: Store, topic: str, queue_id: int, checkpoint) -> dict[str,
     return row
 
 
+def served_log(store: Store, topic: str, queue_id: int, error: type[MqtoolError] = MqtoolError):
+    """The queue's `CompactionLog` (`store.kv.compaction`), or `error` where the broker's start opens none
+    for it: every pull of the queue is then NO_MATCHED_LOGIC_QUEUE."""
+    cs = store.compaction
+    if not cs.has_log(topic, queue_id):
+        raise error(
+            f"compaction topic {escaped_name(topic)} has no compaction log for queue {queue_id}: the broker "
+            "serves nothing of it (NO_MATCHED_LOGIC_QUEUE)",
+            str(cs.directory),
+        )
+    return cs.log(topic, queue_id)
+
+
 def compacted_cq_units(
     store: Store, topic: str, queue_id: int, *, from_offset: int | None = None, count: int | None = None
 ) -> dict[str, Any]:
@@ -74,14 +87,7 @@ def compacted_cq_units(
     units and invalid ones too, `state` says which), each live unit with the KEYS and body length of the
     record it points at in the compaction log (`tombstone`: an empty body); from the first unit at or after
     `from_offset`, `count` units at most. `units` is an iterator of rows."""
-    cs = store.compaction
-    if not cs.has_log(topic, queue_id):
-        raise MqtoolError(
-            f"compaction topic {escaped_name(topic)} has no compaction log for queue {queue_id}: the broker "
-            "serves nothing of it (NO_MATCHED_LOGIC_QUEUE)",
-            str(cs.directory),
-        )
-    log = cs.log(topic, queue_id)
+    log = served_log(store, topic, queue_id)
 
     def rows():
         emitted = 0
@@ -131,16 +137,10 @@ def compaction_log_records(
     what the next compaction would do with it (`nextCompaction`: keep, drop, or null where it would not
     touch it: the last file, or no compaction due; `CompactionLog.next_compaction`). Messages from the first
     at or after queue offset `from_offset`, `count` at most. `records` is an iterator of rows."""
-    cs = store.compaction
-    if not cs.has_log(topic, queue_id):
-        raise MqtoolError(
-            f"{escaped_name(topic)} has no compaction log for queue {queue_id} (a compactionLog directory "
-            "with its compactionCq directory)",
-            str(cs.directory),
-        )
     if count is not None and count < 0:
         raise UsageError("--count must not be negative")
-    log = cs.log(topic, queue_id)
+    cs = store.compaction
+    log = served_log(store, topic, queue_id)
     checkpoint = cs.position_checkpoint
     done_to = checkpoint.offset(topic, queue_id) if checkpoint else -1
     upcoming = log.next_compaction(done_to)
@@ -238,4 +238,5 @@ __all__ = [
     "compaction_log_records",
     "compaction_summary",
     "is_served_compacted",
+    "served_log",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from formats.errors import UsageError
 from formats.names import escaped_name
+from mqtool.compaction import served_log
 from mqtool.query.queue import QueueOffsetError, QueueQueryResult
 from store.storedir import Store
 
@@ -22,14 +23,7 @@ def query_compacted_by_queue_offset(
         raise UsageError("--count must be positive")
     if offset < 0:
         raise QueueOffsetError(f"queue offset {offset} is negative")
-    cs = store.compaction
-    if not cs.has_log(topic, queue_id):
-        raise QueueOffsetError(
-            f"compaction topic {escaped_name(topic)} has no compaction log for queue {queue_id}: the broker "
-            "serves nothing of it (NO_MATCHED_LOGIC_QUEUE)",
-            str(cs.directory),
-        )
-    log = cs.log(topic, queue_id)
+    log = served_log(store, topic, queue_id, QueueOffsetError)
     lo, hi = log.min_offset, log.max_offset
     result = QueueQueryResult(topic, queue_id, lo, hi, [])
     result.problems.append(
