@@ -28,6 +28,8 @@
  *   epoch-write FILE E-S[,E-S...]  an epoch file as the real EpochFileCache flushes it (EpochCases)
  *   epoch-consistent SLAVE_FILE SLAVE_END MASTER_FILE MASTER_END  the real findConsistentPoint (EpochCases)
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
+ *   autoswitch-pair DIR [SEED]  a controller-mode pair under the real AutoSwitchHAService: a failover at epoch 2
+ *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
@@ -127,6 +129,9 @@ public final class Oracle {
                 break;
             case "epoch-consistent":
                 rc = EpochCases.consistent(args[1], Long.parseLong(args[2]), args[3], Long.parseLong(args[4]));
+                break;
+            case "autoswitch-pair":
+                rc = AutoSwitchPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261128L);
                 break;
             case "ha-pair":
                 rc = HaPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
