@@ -1,0 +1,152 @@
+"""`mqtool replicas diff`, `info` and `verify` on a controller-mode pair the real AutoSwitchHAService of 5.3.3
+made (tests/data/autoswitch-pair): A master at epoch 1 with an unconfirmed tail when it crashed, B master at
+epoch 2 with puts of its own (`diverged`), then A rejoined as B's slave and truncated by the real
+AutoSwitchHAClient (`rejoined`). Every expected value comes from the fixture's expect.json (what the real
+client truncated, what a real controller-mode load serves), never from mqtool's answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mqtool.replicas.diff import diff_replicas
+from mqtool.verify import verify_store
+from store.config.brokerconf import load_broker_config
+from store.ha.epochcache import load_epochs
+from store.storedir import Store
+
+PAIR = Path(__file__).parent / "data" / "autoswitch-pair"
+EXPECT = json.loads((PAIR / "expect.json").read_text())
+EVENTS = EXPECT["events"]
+READS = EXPECT["reads"]
+REJOIN = EXPECT["rejoin"]
+SNAPSHOTS = ("diverged/a", "diverged/b", "rejoined/a", "rejoined/b")
+
+
+def _truncation() -> int:
+    """The offset the real client truncated A to (AutoSwitchHAClient.doTruncate -> truncateFiles)."""
+    (call,) = [t for t in REJOIN["truncationsA"] if t["via"] == "truncateFiles"]
+    assert call["thread"] == "AutoSwitchHAClient"
+    assert REJOIN["slaveRequestOffset"] == call["offset"]  # what A then reported to B
+    return call["offset"]
+
+
+def _conf(tmp_path: Path) -> Path:
+    """What both brokers ran with (no role: in controller mode the controller decides it)."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-a\nenableControllerMode=true\n")
+    return conf
+
+
+def _open(name: str, conf: Path | None = None) -> Store:
+    return Store.open(PAIR / name, load_broker_config(conf) if conf else None)
+
+
+def _diff(a: str, b: str, conf: Path):
+    with _open(a, conf) as sa, _open(b, conf) as sb:
+        return diff_replicas(sa, sb)
+
+
+def test_the_fixture_is_the_story_the_issue_asks_for() -> None:
+    """Two epochs, a confirm offset below A's end, and the real client truncated A (not B) below A's end."""
+    point = _truncation()
+    div = EXPECT["diverged"]
+    assert div["checkpointA"]["confirmPhyOffset"] == div["syncedEnd"] == point < div["aEnd"]
+    assert READS["diverged/a"]["recovery"] == "abnormal"
+    (call,) = [t for t in REJOIN["truncationsA"] if t["via"] == "truncateFiles"]
+    assert call["maxPhyOffsetBefore"] == div["aEnd"]
+    # B's only truncation is changeToMaster's truncateInvalidMsg at its own end: nothing cut
+    assert all(t["offset"] == t["maxPhyOffsetBefore"] for t in REJOIN["truncationsB"])
+    assert [e[:2] for e in READS["diverged/b"]["epochEntries[epoch,start,end]"]] == [[1, 0], [2, point]]
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_epoch_files_read_as_the_real_cache_holds_them(name: str) -> None:
+    real = READS[name]["epochEntries[epoch,start,end]"]
+    with _open(name) as store:
+        epochs = load_epochs(store.root, store.commitlog.max_offset)
+    assert [[e.epoch, e.start_offset] for e in epochs.entries] == [r[:2] for r in real]
+    assert list(epochs.ends[:-1]) == [r[2] for r in real[:-1]]
+    assert epochs.ends[-1] == READS[name]["maxPhyOffset"]  # doTruncate's setLastEpochEntryEndOffset
+
+
+def test_diff_names_the_divergence_and_the_truncation_the_real_client_made(tmp_path: Path) -> None:
+    point = _truncation()
+    div = EXPECT["diverged"]
+    result = _diff("diverged/a", "diverged/b", _conf(tmp_path))
+    log = result.log
+    assert log.max_offsets == (div["aEnd"], div["b"]["maxPhyOffset"])
+    assert log.record_start == point
+    first_a = next(e for e in EVENTS if e["store"] == "a" and e["physicalOffset"] >= point)
+    first_b = next(e for e in EVENTS if e["store"] == "b")
+    ra, rb = log.records
+    assert (ra.physical_offset, ra.uniq_key) == (point, first_a["uniqKey"])
+    assert (rb.physical_offset, rb.uniq_key) == (point, first_b["uniqKey"])
+    verdict = next(v for v in result.ha if v.master == "B")  # the controller elected B at epoch 2
+    assert (verdict.outcome, verdict.truncates, verdict.refuses) == ("truncate", True, False)
+    dropped = f"[{point}, {div['aEnd']})"
+    assert f"the slave A truncates its commitlog to {point}, dropping {dropped}" in verdict.text
+    assert result.ha_not_compared is None
+
+
+def test_the_rejoined_pair_agrees(tmp_path: Path) -> None:
+    """After the real truncation and transfer A holds B's log: the same bytes, the same epochs, in sync."""
+    result = _diff("rejoined/a", "rejoined/b", _conf(tmp_path))
+    assert result.log.identical and result.identical and not result.configs.rows
+    assert result.log.max_offsets == (REJOIN["b"]["maxPhyOffset"],) * 2
+    assert {v.master: v.outcome for v in result.ha} == {"A": "in-sync", "B": "in-sync"}
+    # what A kept is its own prefix: the bytes before the truncation did not change
+    point = _truncation()
+    for name in ("00000000000000000000",):
+        kept = (PAIR / "diverged/a/commitlog" / name).read_bytes()[:point]
+        assert (PAIR / "rejoined/a/commitlog" / name).read_bytes()[:point] == kept
+
+
+def _served_end(name: str) -> int:
+    """Where what the real store serves after a controller-mode load and start ends: the end of the last
+    record of any queue below the queue's real max offset (`reads`)."""
+    queues = READS[name]["queuesAfterStart[min,max]"]
+    point = _truncation()
+    side = "a" if name == "diverged/a" else "b"
+    log = [e for e in EVENTS if e["physicalOffset"] < point and e["store"] == "a"]
+    log += [e for e in EVENTS if e["physicalOffset"] >= point and e["store"] == side]
+    served = [e for e in log if e["queueOffset"] < queues[f"{e['topic']}/{e['queueId']}"][1]]
+    return max(e["physicalOffset"] + e["size"] for e in served)
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_confirm_offset_and_served_queues_are_the_real_loads(name: str, tmp_path: Path) -> None:
+    real = READS[name]
+    with _open(name, _conf(tmp_path)) as store:
+        state = store.confirm
+        assert state.recovery == real["recovery"]
+        assert state.confirm_offset == real["confirmOffsetAfterLoad"]
+        assert (state.min_offset, state.max_offset) == (real["minPhyOffset"], real["maxPhyOffset"])
+        assert store.served_end == _served_end(name)
+        for key, (lo, hi) in real["queuesAfterStart[min,max]"].items():
+            topic, queue_id = key.split("/")
+            cq = store.consume_queue(topic, int(queue_id))
+            assert (cq.min_offset, cq.max_offset) == (lo, hi), key
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_verify_with_the_brokers_config(name: str, tmp_path: Path) -> None:
+    """Clean as the brokers ran them; the crashed A's tail is named unconfirmed (not dispatched errors), and
+    what B dispatched past its checkpoint's confirm offset is named served."""
+    real = READS[name]
+    with _open(name, _conf(tmp_path)) as store:
+        report = verify_store(store)
+    rows = {r["kind"]: r for r in report.problem_rows()}
+    assert report.clean, report.problem_rows()
+    assert report.summary["controller"]["confirmOffset"] == real["confirmOffsetAfterLoad"]
+    past = real["maxPhyOffset"] - real["confirmOffsetAfterLoad"]
+    if name == "diverged/a":
+        tail = [e for e in EVENTS if e["store"] == "a" and e["physicalOffset"] >= _truncation()]
+        assert rows["unconfirmed"]["offset"] == real["confirmOffsetAfterLoad"]
+        assert f"{len(tail)} record(s)" in rows["unconfirmed"]["detail"]
+    elif past:
+        assert rows["past_confirm"]["severity"] == "info" and "unconfirmed" not in rows
+    else:
+        assert "past_confirm" not in rows and "unconfirmed" not in rows
