@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from golden import run_mqtool
 
 from mqtool.replicas.diff import diff_replicas
 from mqtool.verify import verify_store
@@ -102,6 +103,16 @@ def test_the_rejoined_pair_agrees(tmp_path: Path) -> None:
     for name in ("00000000000000000000",):
         kept = (PAIR / "diverged/a/commitlog" / name).read_bytes()[:point]
         assert (PAIR / "rejoined/a/commitlog" / name).read_bytes()[:point] == kept
+
+
+def test_the_cli_names_the_controller_rule(tmp_path: Path) -> None:
+    """The text said `HA (classic DefaultHAService)` above the controller mode's epoch verdicts."""
+    conf = str(_conf(tmp_path))
+    pair = (str(PAIR / "diverged/a"), str(PAIR / "diverged/b"))
+    done = run_mqtool("replicas", "diff", *pair, "--broker-config", conf, "--broker-config", conf)
+    assert done.returncode == 1, done.stderr
+    assert "HA (controller mode: AutoSwitchHAService's epoch rule) if the pair is started now:" in done.stdout
+    assert "classic DefaultHAService" not in done.stdout
 
 
 def _served_end(name: str) -> int:
