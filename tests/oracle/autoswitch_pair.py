@@ -1,7 +1,10 @@
 """tests/data/autoswitch-pair: a controller-mode pair under the real AutoSwitchHAService of 5.3.3, a failover at
 epoch 2 and the old master's rejoin, truncated by the real AutoSwitchHAClient (`run.sh autoswitch-pair`, class
-AutoSwitchPair). Run from the repository root: `PYTHONPATH=. .venv/bin/python tests/oracle/autoswitch_pair.py`
-(needs the oracle built; rewrites the fixture, keeps its README)."""
+AutoSwitchPair); then `restarts.json`: the diverged pair restarted by the real code (`run.sh autoswitch-restart`
+on copies of diverged/{b,a}), B elected at a new epoch (4: the controller's epoch after it saw the master down
+and none to elect, 3, then B's election) and at its same epoch 2 (a restart the controller did not notice).
+Run from the repository root: `PYTHONPATH=. .venv/bin/python tests/oracle/autoswitch_pair.py [restarts]`
+(needs the oracle built; without `restarts` it rewrites the whole fixture, keeping its README)."""
 
 from __future__ import annotations
 
@@ -9,25 +12,57 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE.parent / "data" / "autoswitch-pair"
 SEED = 20261128
+RESTARTS = {"newEpoch": 4, "sameEpoch": 2}
+
+
+def _log_bytes(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted((root / "commitlog").iterdir()))
+
+
+def restart(epoch: int) -> dict:
+    """The real restart of copies of diverged/{b,a}: B master at `epoch`, A its slave; where A's log differs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for side in ("a", "b"):
+            shutil.copytree(FIXTURE / "diverged" / side, work / side)
+            (work / side / "lock").unlink()
+        done = subprocess.run(
+            [str(HERE / "run.sh"), "autoswitch-restart", str(work / "b"), str(work / "a"), str(epoch)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        out = done.stdout
+        result = json.loads(out[out.index("{") if out.startswith("{") else out.index("\n{") + 1 :])
+        end = result["master"]["maxPhyOffset"]
+        a, b = _log_bytes(work / "a")[:end], _log_bytes(work / "b")[:end]
+        result["slaveFirstDifferingByte"] = next((i for i in range(end) if a[i] != b[i]), None)
+    return result
 
 
 def main() -> int:
-    readme = (FIXTURE / "README.md").read_text() if (FIXTURE / "README.md").exists() else None
-    shutil.rmtree(FIXTURE, ignore_errors=True)
-    subprocess.run(
-        [str(HERE / "run.sh"), "autoswitch-pair", str(FIXTURE), str(SEED)],
-        check=True,
-        capture_output=True,
-    )
-    if readme is not None:
-        (FIXTURE / "README.md").write_text(readme)
-    expect = json.loads((FIXTURE / "expect.json").read_text())
-    print(json.dumps(expect["rejoin"]["truncationsA"]))
+    if sys.argv[1:] != ["restarts"]:
+        readme = (FIXTURE / "README.md").read_text() if (FIXTURE / "README.md").exists() else None
+        shutil.rmtree(FIXTURE, ignore_errors=True)
+        subprocess.run(
+            [str(HERE / "run.sh"), "autoswitch-pair", str(FIXTURE), str(SEED)],
+            check=True,
+            capture_output=True,
+        )
+        if readme is not None:
+            (FIXTURE / "README.md").write_text(readme)
+        expect = json.loads((FIXTURE / "expect.json").read_text())
+        print(json.dumps(expect["rejoin"]["truncationsA"]))
+    restarts = {name: restart(epoch) for name, epoch in RESTARTS.items()}
+    (FIXTURE / "restarts.json").write_text(json.dumps(restarts, indent=1) + "\n")
+    for name, r in restarts.items():
+        print(name, json.dumps(r["truncationsSlave"]), r["slaveFirstDifferingByte"])
     return 0
 
 

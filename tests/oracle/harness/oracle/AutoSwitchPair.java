@@ -329,6 +329,44 @@ public final class AutoSwitchPair {
         return -2;
     }
 
+    /**
+     * `autoswitch-restart MASTER SLAVE EPOCH`, in place (pass copies): MASTER (broker B, controller id 2) restarted
+     * and elected at EPOCH with the sync state set {2}, then SLAVE (broker A, id 1) restarted as its slave at
+     * EPOCH, as ReplicasManager does when the controller answers; waits up to 30 s for the slave to reach the
+     * master's end, stops both cleanly. One JSON object: both states, every truncation on each store, the
+     * slave's first reported offset, and whether the slave reached the master's end.
+     */
+    public static int restart(String masterDir, String slaveDir, int epoch) throws Exception {
+        List<Map<String, Object>> truncationsSlave = new ArrayList<>();
+        List<Map<String, Object>> truncationsMaster = new ArrayList<>();
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("epoch", epoch);
+        Node master = new Node("b", masterDir, "192.168.0.11", 2, truncationsMaster);
+        out.put("masterAfterLoad", state(master));
+        master.changeToMaster(epoch, Set.of(2L));
+        Node slave = new Node("a", slaveDir, "192.168.0.10", 1, truncationsSlave);
+        out.put("slaveAfterLoad", state(slave));
+        slave.changeToSlave(master, epoch);
+        boolean reached = false;
+        for (int i = 0; i < 600 && !reached; i++) {
+            Thread.sleep(50);
+            reached = slave.store.getMaxPhyOffset() == master.store.getMaxPhyOffset()
+                && truncationsSlave.stream().anyMatch(t -> "truncateFiles".equals(t.get("via")));
+        }
+        Thread.sleep(1500);
+        out.put("slaveReachedMasterEnd", reached);
+        out.put("slaveRequestOffset", slaveRequestOffset(master.ha()));
+        out.put("truncationsSlave", truncationsSlave);
+        out.put("truncationsMaster", truncationsMaster);
+        out.put("master", state(master));
+        out.put("slave", state(slave));
+        slave.shutdown();
+        master.shutdown();
+        System.out.println(Json.write(out));
+        Runtime.getRuntime().halt(0);
+        return 0;
+    }
+
     public static int write(String dir, long seed) throws Exception {
         if (new File(dir).exists()) {
             throw new IllegalStateException(dir + " exists; the pair is written into a new directory");
