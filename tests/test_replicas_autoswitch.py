@@ -15,7 +15,7 @@ from golden import run_mqtool
 from mqtool.replicas.diff import diff_replicas
 from mqtool.verify import verify_store
 from store.config.brokerconf import load_broker_config
-from store.ha.epochcache import load_epochs
+from store.ha.epochcache import load_epochs, reanchored
 from store.storedir import Store
 
 PAIR = Path(__file__).parent / "data" / "autoswitch-pair"
@@ -161,3 +161,42 @@ def test_verify_with_the_brokers_config(name: str, tmp_path: Path) -> None:
         assert rows["past_confirm"]["severity"] == "info" and "unconfirmed" not in rows
     else:
         assert "past_confirm" not in rows and "unconfirmed" not in rows
+
+
+RESTARTS = json.loads((PAIR / "restarts.json").read_text())
+
+
+def test_a_restart_at_a_new_epoch_truncates_as_predicted(tmp_path: Path) -> None:
+    """The diverged pair restarted by the real code, B elected at epoch 4: A truncated where diff said."""
+    real = RESTARTS["newEpoch"]
+    (call,) = [t for t in real["truncationsSlave"] if t["via"] == "truncateFiles"]
+    assert real["slaveReachedMasterEnd"] and real["slaveFirstDifferingByte"] is None
+    verdict = next(v for v in _diff("diverged/a", "diverged/b", _conf(tmp_path)).ha if v.master == "B")
+    assert f"truncates its commitlog to {call['offset']}," in verdict.text
+    assert call["offset"] == real["slaveRequestOffset"] == _truncation()
+
+
+def test_a_restart_at_the_same_epoch_keeps_the_diverged_tail_and_diff_says_so(tmp_path: Path) -> None:
+    """B restarted at its same epoch 2 (the controller had not noticed it down): the real changeToMaster
+    re-anchors epoch 2 at B's end, the real client truncates A nowhere below its end, and A's log differs
+    from B's from the divergence on. The old verdict only said A truncates to 14034."""
+    real = RESTARTS["sameEpoch"]
+    div = EXPECT["diverged"]
+    (call,) = [t for t in real["truncationsSlave"] if t["via"] == "truncateFiles"]
+    assert call["offset"] == call["maxPhyOffsetBefore"] == div["aEnd"]  # nothing cut
+    assert [e[:2] for e in real["master"]["epochEntries[epoch,start,end]"]] == [
+        [1, 0],
+        [2, div["b"]["maxPhyOffset"]],
+    ]
+    with _open("diverged/b") as b:
+        again = reanchored(load_epochs(b.root, b.commitlog.max_offset), b.commitlog.max_offset)
+    real_entries = real["master"]["epochEntries[epoch,start,end]"]
+    assert [[e.epoch, e.start_offset] for e in again.entries] == [e[:2] for e in real_entries]
+    assert list(again.ends[:-1]) == [e[2] for e in real_entries[:-1]]
+    result = _diff("diverged/a", "diverged/b", _conf(tmp_path))
+    verdict = next(v for v in result.ha if v.master == "B")
+    assert real["slaveFirstDifferingByte"] == result.log.first_difference
+    assert "restarts at its same epoch 2" in verdict.text
+    assert f"the consistent point becomes {call['offset']}" in verdict.text
+    assert f"the slave A keeps its diverged bytes [{_truncation()}, {div['aEnd']})" in verdict.text
+    assert f"receives the master's bytes from {div['aEnd']} on" in verdict.text
