@@ -7,6 +7,7 @@ client truncated, what a real controller-mode load serves), never from mqtool's 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -166,10 +167,17 @@ def test_verify_with_the_brokers_config(name: str, tmp_path: Path) -> None:
 RESTARTS = json.loads((PAIR / "restarts.json").read_text())
 
 
+def _slave_truncation(real: dict) -> dict:
+    """The client's first truncateFiles (a reconnect's handshake runs it again, cutting nothing)."""
+    first, *again = [t for t in real["truncationsSlave"] if t["via"] == "truncateFiles"]
+    assert all(t["offset"] == first["offset"] for t in again)
+    return first
+
+
 def test_a_restart_at_a_new_epoch_truncates_as_predicted(tmp_path: Path) -> None:
     """The diverged pair restarted by the real code, B elected at epoch 4: A truncated where diff said."""
     real = RESTARTS["newEpoch"]
-    (call,) = [t for t in real["truncationsSlave"] if t["via"] == "truncateFiles"]
+    call = _slave_truncation(real)
     assert real["slaveReachedMasterEnd"] and real["slaveFirstDifferingByte"] is None
     verdict = next(v for v in _diff("diverged/a", "diverged/b", _conf(tmp_path)).ha if v.master == "B")
     assert f"truncates its commitlog to {call['offset']}," in verdict.text
@@ -182,7 +190,7 @@ def test_a_restart_at_the_same_epoch_keeps_the_diverged_tail_and_diff_says_so(tm
     from B's from the divergence on. The old verdict only said A truncates to 14034."""
     real = RESTARTS["sameEpoch"]
     div = EXPECT["diverged"]
-    (call,) = [t for t in real["truncationsSlave"] if t["via"] == "truncateFiles"]
+    call = _slave_truncation(real)
     assert call["offset"] == call["maxPhyOffsetBefore"] == div["aEnd"]  # nothing cut
     assert [e[:2] for e in real["master"]["epochEntries[epoch,start,end]"]] == [
         [1, 0],
@@ -200,3 +208,33 @@ def test_a_restart_at_the_same_epoch_keeps_the_diverged_tail_and_diff_says_so(tm
     assert f"the consistent point becomes {call['offset']}" in verdict.text
     assert f"the slave A keeps its diverged bytes [{_truncation()}, {div['aEnd']})" in verdict.text
     assert f"receives the master's bytes from {div['aEnd']} on" in verdict.text
+
+
+def test_salvage_into_the_new_master_is_accepted_by_the_real_ha(tmp_path: Path) -> None:
+    """restarts.json `salvagedNewEpoch`: mqtool's salvage of A's tail into B (it refuses controller-mode
+    stores, so the generator passed a broker.conf without enableControllerMode), then the real pair
+    restarted, B at epoch 4: A truncated to the divergence and ended byte-equal to B, every queue grown by
+    what was salvaged. The plan mqtool makes now is the one that run executed."""
+    from mqtool.replicas.salvage import plan_salvage
+
+    real = RESTARTS["salvagedNewEpoch"]
+    point = _truncation()
+    assert _slave_truncation(real)["offset"] == real["slaveRequestOffset"] == point
+    assert real["slaveReachedMasterEnd"] and real["slaveFirstDifferingByte"] is None
+    assert real["slave"]["queues[min,max]"] == real["master"]["queues[min,max]"]
+    into = tmp_path / "b"
+    shutil.copytree(PAIR / "diverged/b", into)
+    (into / "config").mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "store-a" / "config" / "topics.json", into / "config")
+    with Store.open(into) as b, _open("diverged/a") as a:
+        plan = plan_salvage(b, a)
+    copied = [r.message for r in plan.to_copy]
+    assert [m.uniq_key for m in copied] == real["salvagedUniqKeys"]
+    tail = [e for e in EVENTS if e["store"] == "a" and e["physicalOffset"] >= point]
+    assert [m.uniq_key for m in copied] == [e["uniqKey"] for e in tail]
+    before = READS["diverged/b"]["queuesAfterStart[min,max]"]
+    for key, (lo, hi) in real["master"]["queues[min,max]"].items():
+        grown = sum(1 for e in tail if f"{e['topic']}/{e['queueId']}" == key)
+        assert (lo, hi) == (before[key][0], before[key][1] + grown), key
+    epochs = real["master"]["epochEntries[epoch,start,end]"]
+    assert [e[:2] for e in epochs] == [[1, 0], [2, point], [4, real["master"]["maxPhyOffset"]]]

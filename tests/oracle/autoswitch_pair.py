@@ -2,7 +2,8 @@
 epoch 2 and the old master's rejoin, truncated by the real AutoSwitchHAClient (`run.sh autoswitch-pair`, class
 AutoSwitchPair); then `restarts.json`: the diverged pair restarted by the real code (`run.sh autoswitch-restart`
 on copies of diverged/{b,a}), B elected at a new epoch (4: the controller's epoch after it saw the master down
-and none to elect, 3, then B's election) and at its same epoch 2 (a restart the controller did not notice).
+and none to elect, 3, then B's election) and at its same epoch 2 (a restart the controller did not notice), and at epoch 4 after `mqtool replicas
+salvage` put A's tail into B.
 Run from the repository root: `PYTHONPATH=. .venv/bin/python tests/oracle/autoswitch_pair.py [restarts]`
 (needs the oracle built; without `restarts` it rewrites the whole fixture, keeping its README)."""
 
@@ -25,13 +26,36 @@ def _log_bytes(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted((root / "commitlog").iterdir()))
 
 
-def restart(epoch: int) -> dict:
-    """The real restart of copies of diverged/{b,a}: B master at `epoch`, A its slave; where A's log differs."""
+def _salvage(work: Path) -> list[str]:
+    """`mqtool replicas salvage --from a --into b --execute`, the UNIQ_KEYs it copied. It refuses controller-mode
+    stores, so it runs with a broker.conf without enableControllerMode (to learn what the real HA then does);
+    b gets store-a's topics.json (the fixture's stores have none), whose queues cover the puts'."""
+    (work / "b" / "config").mkdir()
+    shutil.copy(HERE.parent / "data" / "store-a" / "config" / "topics.json", work / "b" / "config")
+    conf = work / "plain.conf"
+    conf.write_text("brokerName=broker-a\n")
+    args = ["--from", str(work / "a"), "--into", str(work / "b"), "--broker-config", str(conf)]
+    args += ["--broker-config", str(conf), "--execute", "-f", "json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "mqtool.cli", "replicas", "salvage", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=HERE.parent.parent,
+    )
+    plan = json.loads(done.stdout)
+    return [m["uniqKey"] for m in plan["messages"] if m["action"] == "copy"]
+
+
+def restart(epoch: int, salvage: bool = False) -> dict:
+    """The real restart of copies of diverged/{b,a}: B master at `epoch`, A its slave; where A's log differs.
+    `salvage`: mqtool's salvage of A's tail into B first (`_salvage`)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for side in ("a", "b"):
             shutil.copytree(FIXTURE / "diverged" / side, work / side)
             (work / side / "lock").unlink()
+        copied = _salvage(work) if salvage else None
         done = subprocess.run(
             [str(HERE / "run.sh"), "autoswitch-restart", str(work / "b"), str(work / "a"), str(epoch)],
             check=True,
@@ -43,6 +67,8 @@ def restart(epoch: int) -> dict:
         end = result["master"]["maxPhyOffset"]
         a, b = _log_bytes(work / "a")[:end], _log_bytes(work / "b")[:end]
         result["slaveFirstDifferingByte"] = next((i for i in range(end) if a[i] != b[i]), None)
+        if copied is not None:
+            result["salvagedUniqKeys"] = copied
     return result
 
 
@@ -60,6 +86,7 @@ def main() -> int:
         expect = json.loads((FIXTURE / "expect.json").read_text())
         print(json.dumps(expect["rejoin"]["truncationsA"]))
     restarts = {name: restart(epoch) for name, epoch in RESTARTS.items()}
+    restarts["salvagedNewEpoch"] = restart(RESTARTS["newEpoch"], salvage=True)
     (FIXTURE / "restarts.json").write_text(json.dumps(restarts, indent=1) + "\n")
     for name, r in restarts.items():
         print(name, json.dumps(r["truncationsSlave"]), r["slaveFirstDifferingByte"])
