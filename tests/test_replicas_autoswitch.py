@@ -238,3 +238,24 @@ def test_salvage_into_the_new_master_is_accepted_by_the_real_ha(tmp_path: Path) 
         assert (lo, hi) == (before[key][0], before[key][1] + grown), key
     epochs = real["master"]["epochEntries[epoch,start,end]"]
     assert [e[:2] for e in epochs] == [[1, 0], [2, point], [4, real["master"]["maxPhyOffset"]]]
+
+
+@pytest.mark.parametrize("name", ["diverged/a", "diverged/b"])
+def test_info_says_which_part_of_the_tail_past_the_confirm_offset_is_served(
+    name: str, tmp_path: Path
+) -> None:
+    """B's records past its checkpoint's confirm offset were dispatched while it was master and the real
+    load serves them (`reads`); A's crashed tail is served by neither recovery. The old text said of both
+    that the reput does not dispatch them."""
+    from golden import run_mqtool
+
+    real = READS[name]
+    done = run_mqtool("--broker-config", str(_conf(tmp_path)), "info", "-s", str(PAIR / name), "-f", "plain")
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("unconfirmed tail")]
+    served = _served_end(name)
+    if served > real["confirmOffsetAfterLoad"]:
+        assert f"already dispatched up to {served} (served)" in line
+    else:
+        assert "the reput does not dispatch them until they are confirmed" in line
+        assert "already dispatched" not in line
