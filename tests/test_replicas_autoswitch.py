@@ -259,3 +259,18 @@ def test_info_says_which_part_of_the_tail_past_the_confirm_offset_is_served(
     else:
         assert "the reput does not dispatch them until they are confirmed" in line
         assert "already dispatched" not in line
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_query_key_finds_what_the_real_index_serves(name: str, tmp_path: Path) -> None:
+    """IndexService.queryOffset of every key after the real controller-mode load and start (`reads` index):
+    the crashed A's tail keys are found nowhere (its abnormal recovery drops the index files and dispatches
+    only up to the confirm offset), B's epoch-2 keys are found."""
+    from mqtool.query.key import query_by_key
+
+    real = READS[name]["index"]
+    assert any(q["phyOffsets"] for q in real) and any(not q["phyOffsets"] for q in real)
+    with _open(name, _conf(tmp_path)) as store:
+        for q in real:
+            found = query_by_key(store, q["topic"], q["key"], max_num=q["maxNum"]).messages
+            assert sorted(m.physical_offset for m in found) == sorted(q["phyOffsets"]), q

@@ -1,11 +1,12 @@
-"""tests/data/autoswitch-pair: a controller-mode pair under the real AutoSwitchHAService of 5.3.3, a failover at
-epoch 2 and the old master's rejoin, truncated by the real AutoSwitchHAClient (`run.sh autoswitch-pair`, class
-AutoSwitchPair); then `restarts.json`: the diverged pair restarted by the real code (`run.sh autoswitch-restart`
-on copies of diverged/{b,a}), B elected at a new epoch (4: the controller's epoch after it saw the master down
-and none to elect, 3, then B's election) and at its same epoch 2 (a restart the controller did not notice), and at epoch 4 after `mqtool replicas
-salvage` put A's tail into B.
+"""tests/data/autoswitch-pair: a controller-mode pair under the real AutoSwitchHAService of 5.3.3, a
+failover at epoch 2 and the old master's rejoin, truncated by the real AutoSwitchHAClient (`run.sh
+autoswitch-pair`, class AutoSwitchPair); then `restarts.json`: the diverged pair restarted by the real code
+(`run.sh autoswitch-restart` on copies of diverged/{b,a}), B elected at a new epoch (4: the controller's epoch
+after it saw the master down and none to elect, 3, then B's election), at its same epoch 2 (a restart the
+controller did not notice), and at epoch 4 after `mqtool replicas salvage` put A's tail into B.
 Run from the repository root: `PYTHONPATH=. .venv/bin/python tests/oracle/autoswitch_pair.py [restarts]`
-(needs the oracle built; without `restarts` it rewrites the whole fixture, keeping its README)."""
+(needs the oracle built; without `restarts` it rewrites the whole fixture, keeping its README; with it, only
+expect.json's `reads`, through `run.sh autoswitch-read`, and restarts.json)."""
 
 from __future__ import annotations
 
@@ -22,14 +23,20 @@ SEED = 20261128
 RESTARTS = {"newEpoch": 4, "sameEpoch": 2}
 
 
+def _json(out: str) -> dict:
+    """The harness's JSON object (log4j may print a line before it)."""
+    return json.loads(out[0 if out.startswith("{") else out.index("\n{") + 1 :])
+
+
 def _log_bytes(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted((root / "commitlog").iterdir()))
 
 
 def _salvage(work: Path) -> list[str]:
-    """`mqtool replicas salvage --from a --into b --execute`, the UNIQ_KEYs it copied. It refuses controller-mode
-    stores, so it runs with a broker.conf without enableControllerMode (to learn what the real HA then does);
-    b gets store-a's topics.json (the fixture's stores have none), whose queues cover the puts'."""
+    """`mqtool replicas salvage --from a --into b --execute`, the UNIQ_KEYs it copied. It refuses
+    controller-mode stores, so it runs with a broker.conf without enableControllerMode (to learn what the
+    real HA then does); b gets store-a's topics.json (the fixture's stores have none), whose queues cover
+    the puts'."""
     (work / "b" / "config").mkdir()
     shutil.copy(HERE.parent / "data" / "store-a" / "config" / "topics.json", work / "b" / "config")
     conf = work / "plain.conf"
@@ -62,8 +69,7 @@ def restart(epoch: int, salvage: bool = False) -> dict:
             capture_output=True,
             text=True,
         )
-        out = done.stdout
-        result = json.loads(out[out.index("{") if out.startswith("{") else out.index("\n{") + 1 :])
+        result = _json(done.stdout)
         end = result["master"]["maxPhyOffset"]
         a, b = _log_bytes(work / "a")[:end], _log_bytes(work / "b")[:end]
         result["slaveFirstDifferingByte"] = next((i for i in range(end) if a[i] != b[i]), None)
@@ -85,6 +91,17 @@ def main() -> int:
             (FIXTURE / "README.md").write_text(readme)
         expect = json.loads((FIXTURE / "expect.json").read_text())
         print(json.dumps(expect["rejoin"]["truncationsA"]))
+    else:  # the pair as it is: its reads again (what a full run writes into expect.json)
+        expect = json.loads((FIXTURE / "expect.json").read_text())
+        for name in expect["reads"]:
+            done = subprocess.run(
+                [str(HERE / "run.sh"), "autoswitch-read", str(FIXTURE / name)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            expect["reads"][name] = _json(done.stdout)
+        (FIXTURE / "expect.json").write_text(json.dumps(expect, indent=1) + "\n")
     restarts = {name: restart(epoch) for name, epoch in RESTARTS.items()}
     restarts["salvagedNewEpoch"] = restart(RESTARTS["newEpoch"], salvage=True)
     (FIXTURE / "restarts.json").write_text(json.dumps(restarts, indent=1) + "\n")

@@ -41,7 +41,7 @@
  * DIR/expect.json: every put, per phase each side's epoch entries, checkpoint, commitlog min/max, confirm
  * offset and per-queue min/max offsets; the truncations; and per snapshot what the real store serves after a
  * controller-mode load of a copy (fenced, as BrokerController does): confirm offset after recovery, min/max
- * physical offset, per queue min/max offsets after start().
+ * physical offset, per queue min/max offsets after start(), and IndexService.queryOffset of every key.
  */
 package oracle;
 
@@ -311,6 +311,13 @@ public final class AutoSwitchPair {
                 Thread.sleep(300);
                 out.put("reputFromOffset", store.getReputFromOffset());
                 out.put("queuesAfterStart[min,max]", queues(store));
+                List<String[]> keys = new ArrayList<>();
+                for (String topic : TOPICS) {
+                    for (int i = 0; i < SYNCED + ACKED + TAIL + PROMOTED; i++) {
+                        keys.add(new String[] {topic, "key-" + i});
+                    }
+                }
+                out.put("index", ReadBack.indexQueries(store, keys, 32));
                 store.shutdown();
             }
             stats.shutdown();
@@ -318,6 +325,13 @@ public final class AutoSwitchPair {
         } finally {
             Judge.delete(copy);
         }
+    }
+
+    /** `autoswitch-read STORE`: what `reads` holds for one snapshot, with IndexService.queryOffset of every key. */
+    public static int readCommand(String root) throws Exception {
+        System.out.println(Json.write(read(root)));
+        Runtime.getRuntime().halt(0);
+        return 0;
     }
 
     static long slaveRequestOffset(AutoSwitchHAService master) throws Exception {

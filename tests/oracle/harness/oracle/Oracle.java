@@ -31,6 +31,7 @@
  *   autoswitch-pair DIR [SEED]  a controller-mode pair under the real AutoSwitchHAService: a failover at epoch 2
  *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
  *   autoswitch-restart MASTER SLAVE EPOCH  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
+ *   autoswitch-read STORE    on a copy: what a controller-mode load and start of STORE serves (AutoSwitchPair)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
@@ -133,6 +134,9 @@ public final class Oracle {
                 break;
             case "autoswitch-pair":
                 rc = AutoSwitchPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261128L);
+                break;
+            case "autoswitch-read":
+                rc = AutoSwitchPair.readCommand(args[1]);
                 break;
             case "autoswitch-restart":
                 rc = AutoSwitchPair.restart(args[1], args[2], Integer.parseInt(args[3]));
