@@ -32,6 +32,7 @@
  *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
  *   autoswitch-restart MASTER SLAVE EPOCH  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
  *   autoswitch-read STORE    on a copy: what a controller-mode load and start of STORE serves (AutoSwitchPair)
+ *   ha-sync MASTER SLAVE SLOTS NUM  in place: SLAVE synced from MASTER by the real classic HA (HaSync)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
@@ -140,6 +141,9 @@ public final class Oracle {
                 break;
             case "autoswitch-restart":
                 rc = AutoSwitchPair.restart(args[1], args[2], Integer.parseInt(args[3]));
+                break;
+            case "ha-sync":
+                rc = HaSync.run(args[1], args[2], java.util.Arrays.copyOfRange(args, 3, args.length));
                 break;
             case "ha-pair":
                 rc = HaPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
