@@ -274,3 +274,22 @@ def test_query_key_finds_what_the_real_index_serves(name: str, tmp_path: Path) -
         for q in real:
             found = query_by_key(store, q["topic"], q["key"], max_num=q["maxNum"]).messages
             assert sorted(m.physical_offset for m in found) == sorted(q["phyOffsets"]), q
+
+
+@pytest.mark.parametrize("pair", ["diverged", "rejoined"])
+def test_queue_rows_are_what_each_real_load_serves(pair: str, tmp_path: Path) -> None:
+    """replicas diff's consume-queue rows: exactly the queues whose served range differs between the two
+    real loads (`reads` queuesAfterStart), with each side's [min, max)."""
+    ra = READS[f"{pair}/a"]["queuesAfterStart[min,max]"]
+    rb = READS[f"{pair}/b"]["queuesAfterStart[min,max]"]
+    result = _diff(f"{pair}/a", f"{pair}/b", _conf(tmp_path))
+    rows = {f"{r.topic}/{r.queue_id}": r for r in result.queues.rows}
+    assert set(rows) == {k for k in ra if ra[k] != rb[k]}
+    for key, row in rows.items():
+        assert row.state == "differs"
+        assert [row.a["minOffset"], row.a["maxOffset"]] == ra[key]
+        assert [row.b["minOffset"], row.b["maxOffset"]] == rb[key]
+    assert [d["servedEnd"] for d in result.queues.dispatch] == [
+        _served_end(f"{pair}/a"),
+        _served_end(f"{pair}/b"),
+    ]
