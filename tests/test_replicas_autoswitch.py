@@ -293,3 +293,21 @@ def test_queue_rows_are_what_each_real_load_serves(pair: str, tmp_path: Path) ->
         _served_end(f"{pair}/a"),
         _served_end(f"{pair}/b"),
     ]
+
+
+def test_a_restart_with_a_as_the_new_master_truncates_b_as_predicted(tmp_path: Path) -> None:
+    """restarts.json `masterANewEpoch`: the diverged pair restarted with A elected at epoch 4 (B its slave):
+    the real client truncates B to the divergence, dropping B's epoch-2 records, as diff's verdict for
+    master A says; B then holds A's log, tail included."""
+    real = RESTARTS["masterANewEpoch"]
+    div = EXPECT["diverged"]
+    call = _slave_truncation(real)
+    assert real["masterBroker"] == "a" and real["slaveReachedMasterEnd"]
+    assert real["slaveFirstDifferingByte"] is None and real["slave"]["maxPhyOffset"] == div["aEnd"]
+    verdict = next(v for v in _diff("diverged/a", "diverged/b", _conf(tmp_path)).ha if v.master == "A")
+    assert (verdict.outcome, verdict.truncates) == ("truncate", True)
+    dropped = f"[{call['offset']}, {call['maxPhyOffsetBefore']})"
+    assert f"the slave B truncates its commitlog to {call['offset']}, dropping {dropped}" in verdict.text
+    assert (
+        "same epoch" not in verdict.text
+    )  # B's epoch 2 is past A's: the controller can only give A a new one

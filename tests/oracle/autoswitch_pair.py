@@ -3,7 +3,8 @@ failover at epoch 2 and the old master's rejoin, truncated by the real AutoSwitc
 autoswitch-pair`, class AutoSwitchPair); then `restarts.json`: the diverged pair restarted by the real code
 (`run.sh autoswitch-restart` on copies of diverged/{b,a}), B elected at a new epoch (4: the controller's epoch
 after it saw the master down and none to elect, 3, then B's election), at its same epoch 2 (a restart the
-controller did not notice), and at epoch 4 after `mqtool replicas salvage` put A's tail into B.
+controller did not notice), at epoch 4 after `mqtool replicas salvage` put A's tail into B, and A elected
+at epoch 4 with B its slave.
 Run from the repository root: `PYTHONPATH=. .venv/bin/python tests/oracle/autoswitch_pair.py [restarts]`
 (needs the oracle built; without `restarts` it rewrites the whole fixture, keeping its README; with it, only
 expect.json's `reads`, through `run.sh autoswitch-read`, and restarts.json)."""
@@ -54,25 +55,27 @@ def _salvage(work: Path) -> list[str]:
     return [m["uniqKey"] for m in plan["messages"] if m["action"] == "copy"]
 
 
-def restart(epoch: int, salvage: bool = False) -> dict:
-    """The real restart of copies of diverged/{b,a}: B master at `epoch`, A its slave; where A's log differs.
-    `salvage`: mqtool's salvage of A's tail into B first (`_salvage`)."""
+def restart(epoch: int, salvage: bool = False, master: str = "b") -> dict:
+    """The real restart of copies of diverged/{b,a}: B (or `master`) master at `epoch`, the other its slave;
+    where the slave's log differs. `salvage`: mqtool's salvage of A's tail into B first (`_salvage`)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for side in ("a", "b"):
             shutil.copytree(FIXTURE / "diverged" / side, work / side)
             (work / side / "lock").unlink()
         copied = _salvage(work) if salvage else None
+        slave = "a" if master == "b" else "b"
         done = subprocess.run(
-            [str(HERE / "run.sh"), "autoswitch-restart", str(work / "b"), str(work / "a"), str(epoch)],
+            [str(HERE / "run.sh"), "autoswitch-restart", str(work / master), str(work / slave), str(epoch)]
+            + (["--master-a"] if master == "a" else []),
             check=True,
             capture_output=True,
             text=True,
         )
         result = _json(done.stdout)
         end = result["master"]["maxPhyOffset"]
-        a, b = _log_bytes(work / "a")[:end], _log_bytes(work / "b")[:end]
-        result["slaveFirstDifferingByte"] = next((i for i in range(end) if a[i] != b[i]), None)
+        m, s = _log_bytes(work / master)[:end], _log_bytes(work / slave)[:end]
+        result["slaveFirstDifferingByte"] = next((i for i in range(end) if m[i] != s[i]), None)
         if copied is not None:
             result["salvagedUniqKeys"] = copied
     return result
@@ -104,6 +107,7 @@ def main() -> int:
         (FIXTURE / "expect.json").write_text(json.dumps(expect, indent=1) + "\n")
     restarts = {name: restart(epoch) for name, epoch in RESTARTS.items()}
     restarts["salvagedNewEpoch"] = restart(RESTARTS["newEpoch"], salvage=True)
+    restarts["masterANewEpoch"] = restart(RESTARTS["newEpoch"], master="a")
     (FIXTURE / "restarts.json").write_text(json.dumps(restarts, indent=1) + "\n")
     for name, r in restarts.items():
         print(name, json.dumps(r["truncationsSlave"]), r["slaveFirstDifferingByte"])

@@ -344,21 +344,25 @@ public final class AutoSwitchPair {
     }
 
     /**
-     * `autoswitch-restart MASTER SLAVE EPOCH`, in place (pass copies): MASTER (broker B, controller id 2) restarted
-     * and elected at EPOCH with the sync state set {2}, then SLAVE (broker A, id 1) restarted as its slave at
-     * EPOCH, as ReplicasManager does when the controller answers; waits up to 30 s for the slave to reach the
+     * `autoswitch-restart MASTER SLAVE EPOCH [--master-a]`, in place (pass copies): MASTER (broker B, controller
+     * id 2; with --master-a broker A, id 1) restarted and elected at EPOCH with the sync state set {its id}, then
+     * SLAVE (the other broker) restarted as its slave at EPOCH, as ReplicasManager does when the controller answers; waits up to 30 s for the slave to reach the
      * master's end, stops both cleanly. One JSON object: both states, every truncation on each store, the
      * slave's first reported offset, and whether the slave reached the master's end.
      */
-    public static int restart(String masterDir, String slaveDir, int epoch) throws Exception {
+    public static int restart(String masterDir, String slaveDir, int epoch, boolean masterIsA) throws Exception {
         List<Map<String, Object>> truncationsSlave = new ArrayList<>();
         List<Map<String, Object>> truncationsMaster = new ArrayList<>();
         Map<String, Object> out = new LinkedHashMap<>();
         out.put("epoch", epoch);
-        Node master = new Node("b", masterDir, "192.168.0.11", 2, truncationsMaster);
+        out.put("masterBroker", masterIsA ? "a" : "b");
+        long masterId = masterIsA ? 1 : 2;
+        Node master = new Node(masterIsA ? "a" : "b", masterDir, masterIsA ? "192.168.0.10" : "192.168.0.11",
+            masterId, truncationsMaster);
         out.put("masterAfterLoad", state(master));
-        master.changeToMaster(epoch, Set.of(2L));
-        Node slave = new Node("a", slaveDir, "192.168.0.10", 1, truncationsSlave);
+        master.changeToMaster(epoch, Set.of(masterId));
+        Node slave = new Node(masterIsA ? "b" : "a", slaveDir, masterIsA ? "192.168.0.11" : "192.168.0.10",
+            masterIsA ? 2 : 1, truncationsSlave);
         out.put("slaveAfterLoad", state(slave));
         slave.changeToSlave(master, epoch);
         boolean reached = false;

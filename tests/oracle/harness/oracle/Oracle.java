@@ -30,7 +30,7 @@
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
  *   autoswitch-pair DIR [SEED]  a controller-mode pair under the real AutoSwitchHAService: a failover at epoch 2
  *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
- *   autoswitch-restart MASTER SLAVE EPOCH  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
+ *   autoswitch-restart MASTER SLAVE EPOCH [--master-a]  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
  *   autoswitch-read STORE    on a copy: what a controller-mode load and start of STORE serves (AutoSwitchPair)
  *   ha-sync MASTER SLAVE SLOTS NUM  in place: SLAVE synced from MASTER by the real classic HA (HaSync)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
@@ -140,7 +140,8 @@ public final class Oracle {
                 rc = AutoSwitchPair.readCommand(args[1]);
                 break;
             case "autoswitch-restart":
-                rc = AutoSwitchPair.restart(args[1], args[2], Integer.parseInt(args[3]));
+                rc = AutoSwitchPair.restart(args[1], args[2], Integer.parseInt(args[3]),
+                    args.length > 4 && args[4].equals("--master-a"));
                 break;
             case "ha-sync":
                 rc = HaSync.run(args[1], args[2], java.util.Arrays.copyOfRange(args, 3, args.length));
