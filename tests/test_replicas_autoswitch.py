@@ -93,6 +93,17 @@ def test_diff_names_the_divergence_and_the_truncation_the_real_client_made(tmp_p
     assert result.ha_not_compared is None
 
 
+@pytest.mark.parametrize("pair", ["diverged", "rejoined"])
+def test_diff_lists_each_sides_epochs_as_the_real_cache_holds_them(pair: str, tmp_path: Path) -> None:
+    doc = _diff(f"{pair}/a", f"{pair}/b", _conf(tmp_path)).to_dict()
+    for side, got in zip("ab", doc["epochs"], strict=True):
+        real = READS[f"{pair}/{side}"]["epochEntries[epoch,start,end]"]
+        entries = got["entries"]
+        assert [[e["epoch"], e["startOffset"]] for e in entries] == [r[:2] for r in real]
+        assert [e["endOffset"] for e in entries[:-1]] == [r[2] for r in real[:-1]]
+        assert entries[-1]["endOffset"] == READS[f"{pair}/{side}"]["maxPhyOffset"]
+
+
 def test_the_rejoined_pair_agrees(tmp_path: Path) -> None:
     """After the real truncation and transfer A holds B's log: the same bytes, the same epochs, in sync."""
     result = _diff("rejoined/a", "rejoined/b", _conf(tmp_path))

@@ -23,7 +23,7 @@ from mqtool.replicas.configdiff import ConfigDiff, compare_configs
 from mqtool.replicas.harule import HaVerdict, classic_verdict, controller_verdict
 from mqtool.replicas.logdiff import LogCompareError, LogDiff, compare_commitlogs
 from mqtool.replicas.queuediff import QueueDiff, compare_queues
-from store.ha.epochcache import load_epochs
+from store.ha.epochcache import Epochs, load_epochs
 from store.log.confirm import PART_NAME
 from store.storedir import Store
 
@@ -70,6 +70,7 @@ class ReplicaDiff:
     configs: ConfigDiff
     queues: QueueDiff
     notes: list[str] = field(default_factory=list)
+    epochs: tuple[Epochs | None, Epochs | None] = (None, None)  # controller mode: each side's epoch file
 
     @property
     def identical(self) -> bool:
@@ -96,6 +97,7 @@ class ReplicaDiff:
             "haNotCompared": self.ha_not_compared,
             "configs": self.configs.to_dict(),
             "queues": self.queues.to_dict(),
+            "epochs": [_epochs_json(e) for e in self.epochs],
             "notes": self.notes,
         }
 
@@ -141,27 +143,45 @@ def _masters(ids: tuple[Identity, Identity], notes: list[str]) -> list[str]:
     return ["A", "B"]
 
 
+def _epochs_json(epochs: Epochs | None) -> dict[str, Any] | None:
+    if epochs is None:
+        return None
+    return {
+        "source": epochs.source,
+        "entries": [
+            {"epoch": e.epoch, "startOffset": e.start_offset, "endOffset": end}
+            for e, end in zip(epochs.entries, epochs.ends, strict=True)
+        ],
+    }
+
+
 def _controller_verdicts(
     stores: tuple[Store, Store], log: LogDiff | None, ids, notes: list[str], evidence: list[str]
-) -> tuple[list[HaVerdict], str | None]:
+) -> tuple[list[HaVerdict], str | None, tuple[Epochs | None, Epochs | None]]:
     """The epoch rule for each side that may be the master, from both epoch files (`store.ha.epochcache`)
-    and the valid ends; (verdicts, why not) where a side has none or its file fails the broker's start."""
+    and the valid ends; (verdicts, why not, each side's epochs) where a side has none or its file fails the
+    broker's start."""
     if log is None:
-        return [], f"controller mode ({'; '.join(evidence)}): the commitlogs were not compared"
-    epochs = []
-    for store, end, label in zip(stores, log.max_offsets, "AB", strict=True):
+        return [], f"controller mode ({'; '.join(evidence)}): the commitlogs were not compared", (None, None)
+    epochs: list[Epochs | None] = [None, None]
+    why = None
+    for i, (store, end, label) in enumerate(zip(stores, log.max_offsets, "AB", strict=True)):
         if not (store.root / EPOCH_FILE).exists() and not (store.root / f"{EPOCH_FILE}.bak").exists():
-            return [], f"controller mode ({'; '.join(evidence)}): {label} has no {EPOCH_FILE}"
+            why = why or f"controller mode ({'; '.join(evidence)}): {label} has no {EPOCH_FILE}"
+            continue
         try:
-            epochs.append(load_epochs(store.root, end))
+            epochs[i] = load_epochs(store.root, end)
         except MqtoolError as exc:
-            return [], f"controller mode: {label}'s epoch file fails the broker's start: {exc}"
+            why = why or f"controller mode: {label}'s epoch file fails the broker's start: {exc}"
+    found = (epochs[0], epochs[1])
+    if why is not None:
+        return [], why, found
     out = []
     for master in _masters(ids, notes):
         m, s = (0, 1) if master == "A" else (1, 0)
         ends = (log.max_offsets[m], log.max_offsets[s])
-        out.append(controller_verdict(epochs[s], epochs[m], ends, master, log.prefix_end))
-    return out, None
+        out.append(controller_verdict(found[s], found[m], ends, master, log.prefix_end))  # type: ignore[arg-type]
+    return out, None, found
 
 
 def diff_replicas(a: Store, b: Store, labels: tuple[str, str] = ("A", "B")) -> ReplicaDiff:
@@ -185,12 +205,14 @@ def diff_replicas(a: Store, b: Store, labels: tuple[str, str] = ("A", "B")) -> R
     ha_why = None
     controller = [f"{lab}: {i.controller}" for lab, i in zip("AB", ids, strict=True) if i.controller]
     verdicts: list[HaVerdict] = []
+    epochs: tuple[Epochs | None, Epochs | None] = (None, None)
     if controller:
-        verdicts, ha_why = _controller_verdicts((a, b), log, ids, notes, controller)
+        verdicts, ha_why, epochs = _controller_verdicts((a, b), log, ids, notes, controller)
     elif log is None:
         ha_why = log_why
     else:
         verdicts = [classic_verdict(log, m) for m in _masters(ids, notes)]
     ends = (None, None) if log is None else log.max_offsets
     queues = compare_queues(a, b, ends)
-    return ReplicaDiff(ids, log, log_why, verdicts, ha_why, compare_configs(a, b), queues, notes)
+    configs = compare_configs(a, b)
+    return ReplicaDiff(ids, log, log_why, verdicts, ha_why, configs, queues, notes, epochs)

@@ -40,7 +40,7 @@ def replicas_diff(
     the pair when started now, and every row of the config tables (topics, groups, consumer offsets,
     delay offsets, consume modes) that is on one side only or differs, every consume queue whose served
     range differs or that one side lacks (a deleted topic's queues left on a slave), and each side's
-    dispatch, index coverage and checkpoint side by side. Controller-mode pairs: the epoch
+    dispatch, index coverage, epochs and checkpoint side by side. Controller-mode pairs: the epoch
     rule (AutoSwitchHAClient's truncation to the newest epoch both epoch files share), when both have one,
     and what a master restarted at the epoch it holds would do instead.
     Exit status 0: identical; 1: they differ (or could not all be compared). Read-only."""

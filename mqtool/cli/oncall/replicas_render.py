@@ -143,6 +143,13 @@ def _range(side: dict[str, Any] | None) -> str:
     return f"[{side.get('minOffset')}, {side.get('maxOffset')})"
 
 
+def _span(span: tuple[int, int] | None) -> str:
+    if span is None:
+        return "-"
+    end = "..." if span[1] == 2**63 - 1 else str(span[1])  # past the log's end: the broker's Long.MAX_VALUE
+    return f"[{span[0]}, {end})"
+
+
 def _human_queues(result: ReplicaDiff, ctx: RenderContext) -> None:
     queues = result.queues
     rows = [
@@ -180,11 +187,29 @@ def _human_queues(result: ReplicaDiff, ctx: RenderContext) -> None:
         {"field": "index files", "a": _short(queues.index_files[0]), "b": _short(queues.index_files[1])}
     )
     side_rows.append({"field": "LMQ queues", "a": queues.lmq_queues[0], "b": queues.lmq_queues[1]})
+    ea, eb = result.epochs
+    if ea is not None or eb is not None:
+        spans = [
+            {}
+            if e is None
+            else {x.epoch: (x.start_offset, end) for x, end in zip(e.entries, e.ends, strict=True)}
+            for e in (ea, eb)
+        ]
+        for epoch in sorted(set(spans[0]) | set(spans[1])):
+            side_rows.append(
+                {
+                    "field": f"epoch {epoch} [start, end)",
+                    "a": _span(spans[0].get(epoch)),
+                    "b": _span(spans[1].get(epoch)),
+                }
+            )
     side_rows += [
         {"field": f"checkpoint: {key}", "a": _short(ca.get(key)), "b": _short(cb.get(key))}
         for key in list(dict.fromkeys([*ca, *cb]))
     ]
-    emit_table(side_rows, _side_columns(), ctx, title="\nDispatch, index and checkpoint (each replica's own)")
+    emit_table(
+        side_rows, _side_columns(), ctx, title="\nDispatch, index, epochs and checkpoint (each replica's own)"
+    )
 
 
 SALVAGE_COLUMNS = [
