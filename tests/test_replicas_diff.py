@@ -283,3 +283,55 @@ def test_a_config_key_fastjson_reads_as_a_number_is_a_row_not_a_crash(tmp_path: 
         result = diff_replicas(sa, sb)
     (row,) = [r for r in result.configs.rows if r.table == "consumeModes"]
     assert row.state == "differs" and row.fields == ["topic", -1]
+
+
+# --- config drift as the real managers leave it ------------------------------------------------------------
+
+EDITS = json.loads((Path(__file__).parent / "data" / "config-edits" / "expect.json").read_text())["cases"]
+
+
+def _rows_of_json(files: dict[str, dict]) -> dict[tuple[str, str], object]:
+    """The config rows of raw JSON files, keyed as `replicas diff` keys them (table, key)."""
+    rows: dict[tuple[str, str], object] = {}
+    for name, value in files.get("topics.json", {}).get("topicConfigTable", {}).items():
+        rows[("topics", name)] = value
+    for name, value in files.get("subscriptionGroup.json", {}).get("subscriptionGroupTable", {}).items():
+        rows[("groups", name)] = value
+    for key, queues in files.get("consumerOffset.json", {}).get("offsetTable", {}).items():
+        topic, group = key.split("@", 1)
+        for queue, offset in queues.items():
+            rows[("consumerOffsets", f"{group} {topic}/{queue}")] = offset
+    return rows
+
+
+@pytest.mark.parametrize("case", ["delete-topic", "update-group", "delete-group-clean-offset"])
+def test_config_drift_left_by_the_real_managers_is_every_row(case: str, tmp_path: Path) -> None:
+    """B's config files are what the real TopicConfigManager / SubscriptionGroupManager /
+    ConsumerOffsetManager wrote for an mqadmin edit made on B only (tests/data/config-edits); every row that
+    differs from A's files is named, with the side it is on."""
+    a, b = _copy(tmp_path, "a"), _copy(tmp_path, "b")
+    edited = EDITS[case]["files"]
+    for name, text in edited.items():
+        (b / "config" / name).write_text(text)
+    from formats.config.fastjson import parse  # fastjson's dialect: unquoted number keys
+
+    left = _rows_of_json({n: parse((a / "config" / n).read_text()) for n in edited})
+    right = _rows_of_json({n: parse(t) for n, t in edited.items()})
+    expected = {
+        (
+            table,
+            key,
+            "only-A" if (table, key) not in right else "only-B" if (table, key) not in left else "differs",
+        )
+        for table, key in set(left) | set(right)
+        if left.get((table, key)) != right.get((table, key))
+    }
+    with Store.open(a) as sa, Store.open(b) as sb:
+        result = diff_replicas(sa, sb)
+    got = {
+        (r.table, r.key, r.state)
+        for r in result.configs.rows
+        if r.table in ("topics", "groups", "consumerOffsets")
+    }
+    assert got == expected and expected
+    assert result.log.identical and not result.identical
