@@ -121,6 +121,23 @@ def test_info_and_verify_read_a_store_by_url(s3):
     assert got == want and got["problems"]
 
 
+def test_replicas_diff_reads_stores_by_url(s3):
+    """A replica on object storage against one on disk: the same answer as both on disk, the URL named."""
+    for pair in (("store-a", "store-a"), ("store-c", "store-c")):
+        local = cli(["replicas", "diff", *pair, "-f", "json"], s3.env)
+        by_url = cli(["replicas", "diff", s3.url(pair[0]), pair[1], "-f", "json"], s3.env)
+        assert by_url.returncode == local.returncode == 0, by_url.stderr  # the same store: identical
+        want, got = json.loads(local.stdout), json.loads(by_url.stdout)
+        assert got["stores"][0]["path"] == s3.url(pair[0])
+        for doc in (got, want):
+            doc["stores"][0].pop("path")
+        assert got == want and got["commitlog"]["bytesRead"] > 0
+    # a log on object storage whose bytes differ from the local one: the first difference is found there
+    other = cli(["replicas", "diff", s3.url("store-a"), "store-c", "-f", "json"], s3.env)
+    assert other.returncode == 1 and "/tmp/mqtool-view-" not in other.stdout + other.stderr
+    assert s3.url("store-a") in json.loads(other.stdout)["commitlogNotCompared"]  # file sizes differ
+
+
 def test_other_commands_refuse_a_url_in_one_line(s3):
     proc = cli(["offsets", "show", "--store", s3.url("store-a")], s3.env)
     assert proc.returncode != 0
@@ -128,7 +145,7 @@ def test_other_commands_refuse_a_url_in_one_line(s3):
     assert (
         len(lines) == 1
         and "needs a local store directory" in lines[0]
-        and "audit, info and verify" in lines[0]
+        and "audit, info, verify and replicas diff" in lines[0]
     )
 
 

@@ -2,7 +2,8 @@
 the records on each side there, and the messages per topic each side holds past the common prefix.
 
 The common range [max of the min offsets, min of the valid ends) is read once per side in blocks
-(`BLOCK`, split at file ends) with pread, and each pair of blocks compared whole (a C memcmp); only the
+(`BLOCK`, split at file ends) with pread (ranged reads for a store read by URL), and each pair of blocks
+compared whole (a C memcmp); only the
 first differing block is searched byte by byte (numpy). Each byte is read once, from the page cache or the
 disk; hashing the blocks first would add a pass over the same bytes and find nothing a memcmp does not
 (digests pay off only when the two stores sit on different machines). The valid ends are where the
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ from formats.errors import MqtoolError
 from formats.message.commitlog import Blank, Message, Record
 from formats.message.recordcheck import check_record
 from store.io.filereads import open_regular
+from store.io.remote import location, placeholder, read_range
 from store.log.commitlog import RELEASE_STEP, CommitLog
 from store.log.mappedfile import MappedFile
 
@@ -116,10 +119,26 @@ def _spans(log: CommitLog, lo: int, hi: int) -> Iterator[tuple[MappedFile, int, 
     while at < hi:
         f = log.queue.find(at)
         if f is None:
-            raise LogCompareError(f"physical offset {at}: no commitlog file holds it", str(log.directory))
+            raise LogCompareError(f"physical offset {at}: no commitlog file holds it", _named(log.directory))
         end = min(hi, f.end_offset)
         yield f, at, end
         at = end
+
+
+def _named(path: Path) -> str:
+    """A path as the user named its store: the URL for a store read by URL (not its private view)."""
+    named = location(path)
+    return named if "://" in named else str(path)
+
+
+def _block_reader(f: MappedFile, fd: int) -> Callable[[int, int], bytes]:
+    """(length, offset in the file) -> bytes: pread, or for a store read by URL, whose commitlog files are
+    sparse placeholders in its local view (`store.io.remote`), ranged reads of the object."""
+    entry = placeholder(f.path)
+    if entry is None:
+        return lambda n, at: os.pread(fd, n, at)
+    url = entry[0]
+    return lambda n, at: read_range(url, at, n)
 
 
 def first_difference(
@@ -130,16 +149,17 @@ def first_difference(
     for fa, start, end in _spans(a, lo, hi):
         for fb, s, e in _spans(b, start, end):
             da, db = open_regular(fa.path), open_regular(fb.path)
+            read_a, read_b = _block_reader(fa, da), _block_reader(fb, db)
             try:
                 at = s
                 while at < e:
                     n = min(block, e - at)
-                    xa = os.pread(da, n, at - fa.start_offset)
-                    xb = os.pread(db, n, at - fb.start_offset)
+                    xa = read_a(n, at - fa.start_offset)
+                    xb = read_b(n, at - fb.start_offset)
                     read += len(xa) + len(xb)
                     if len(xa) != n or len(xb) != n:
                         short = fa if len(xa) != n else fb
-                        raise LogCompareError(f"short read at {at}: the file ends early", str(short.path))
+                        raise LogCompareError(f"short read at {at}: the file ends early", _named(short.path))
                     if xa != xb:
                         where = np.flatnonzero(np.frombuffer(xa, np.uint8) != np.frombuffer(xb, np.uint8))
                         return at + int(where[0]), read
@@ -219,9 +239,10 @@ def compare_commitlogs(a: CommitLog, b: CommitLog, *, block: int = BLOCK) -> Log
     size_a, size_b = a.file_size, b.file_size
     if size_a and size_b and size_a != size_b:
         raise LogCompareError(
-            f"the commitlog files are {size_a} bytes in {a.directory} and {size_b} in {b.directory}: "
-            "replicas of one broker have the same mappedFileSizeCommitLog; not compared",
-            str(b.directory),
+            f"the commitlog files are {size_a} bytes in {_named(a.directory)} and {size_b} in "
+            f"{_named(b.directory)}: replicas of one broker have the same mappedFileSizeCommitLog; "
+            "not compared",
+            _named(b.directory),
         )
     mins, maxs = (a.min_offset, b.min_offset), (a.max_offset, b.max_offset)
     lo, hi = max(mins), min(maxs)

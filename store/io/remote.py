@@ -40,7 +40,7 @@ from formats.errors import MqtoolError
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 CHUNK = 16 << 20  # one ranged GET: large enough that a request's fixed cost is small
 _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "GOOGLE_OAUTH_ACCESS_TOKEN")
-URL_COMMANDS = "audit, info and verify"
+URL_COMMANDS = "audit, info, verify and replicas diff"
 
 
 class RemoteError(MqtoolError):

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from mqtool.cli.options import DryRunOpt, FormatOpt, RecordOpt, TzOpt, WideOpt, execute_flag, new_app, session
+from mqtool.cli.options import (
+    DryRunOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreLocation,
+    TzOpt,
+    WideOpt,
+    execute_flag,
+    new_app,
+    session,
+)
 
 replicas_app = new_app(
     "Replicas of one broker (master and slave stores): compare them, salvage what only one holds."
@@ -16,9 +26,23 @@ replicas_app = new_app(
 
 @replicas_app.command("diff")
 def replicas_diff(
-    store_a: Annotated[Path, typer.Argument(metavar="A", help="One replica's store.", show_default=False)],
+    store_a: Annotated[
+        str,  # a Path, or a URL string (StoreLocation)
+        typer.Argument(
+            metavar="A",
+            click_type=StoreLocation(),
+            help="One replica's store (a path or URL).",
+            show_default=False,
+        ),
+    ],
     store_b: Annotated[
-        Path, typer.Argument(metavar="B", help="The other replica's store.", show_default=False)
+        str,
+        typer.Argument(
+            metavar="B",
+            click_type=StoreLocation(),
+            help="The other replica's store (a path or URL).",
+            show_default=False,
+        ),
     ],
     broker_config: Annotated[
         list[Path] | None,
@@ -54,8 +78,8 @@ def replicas_diff(
         raise UsageError("--broker-config: give A's and B's (twice, in that order), or none")
     s = session(None, fmt, tz, wide, record, csv=False)
     configs = [load_broker_config(c) for c in confs] or [None, None]
-    with Store.open(store_a, configs[0]) as a, Store.open(store_b, configs[1]) as b:
-        result = diff_replicas(a, b, (str(store_a), str(store_b)))
+    with Store.open_location(store_a, configs[0]) as a, Store.open_location(store_b, configs[1]) as b:
+        result = diff_replicas(a, b, (a.location, b.location))
     from mqtool.cli.oncall import replicas_render
 
     replicas_render.render_diff(result, s.ctx)
