@@ -4,7 +4,8 @@
  * messageStorePlugIn names it (BrokerController.initializeMessageStore -> MessageStoreFactory.build ->
  * new TieredMessageStore(MessageStorePluginContext, next)), with the POSIX provider
  * (tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment) writing under
- * DIR/tiered and the default metadata store (DefaultMetadataStore: DIR/config/tieredStoreMetadata.json).
+ * DIR/tiered, beside the store DIR/store, and the default metadata store (DefaultMetadataStore:
+ * DIR/store/config/tieredStoreMetadata.json). expect.json goes to DIR.
  *
  * Messages with keys go into three queues (two topics) in rounds; after each round the real dispatcher
  * (MessageStoreDispatcherImpl.doScheduleDispatch, forced as the plugin's own tests do, tieredStoreGroupCommit
@@ -74,9 +75,9 @@ public final class TieredStore {
     private TieredStore() {
     }
 
-    static Properties tieredProperties(String root) {
+    static Properties tieredProperties(String dir) {
         Properties p = new Properties();
-        p.setProperty("tieredStoreFilePath", root + File.separator + "tiered");
+        p.setProperty("tieredStoreFilePath", dir + File.separator + "tiered");
         p.setProperty("tieredBackendServiceProvider", "org.apache.rocketmq.tieredstore.provider.PosixFileSegment");
         p.setProperty("tieredStoreCommitLogMaxSize", Long.toString(TIERED_COMMIT_LOG_SEGMENT));
         p.setProperty("tieredStoreConsumeQueueMaxSize", Long.toString(TIERED_CQ_SEGMENT));
@@ -86,10 +87,11 @@ public final class TieredStore {
         return p;
     }
 
-    public static void write(String root, long seed) throws Exception {
-        if (new File(root).exists()) {
-            throw new IllegalStateException(root + " exists; the fixture is written into a new directory");
+    public static void write(String dir, long seed) throws Exception {
+        if (new File(dir).exists()) {
+            throw new IllegalStateException(dir + " exists; the fixture is written into a new directory");
         }
+        String root = dir + File.separator + "store";
         Random rnd = new Random(seed);
         Geometry g = new Geometry();
         g.commitLog = COMMIT_LOG_FILE;
@@ -108,7 +110,7 @@ public final class TieredStore {
         // the broker's Configuration holds brokerConfig and messageStoreConfig (BrokerController's constructor);
         // broker.conf's tiered keys are in it too: registerConfiguration copies them into the plugin's config.
         Configuration conf = new Configuration(LoggerFactory.getLogger("oracle"), bc, msc);
-        conf.registerConfig(tieredProperties(root));
+        conf.registerConfig(tieredProperties(dir));
         TieredMessageStore ts = new TieredMessageStore(new MessageStorePluginContext(msc, stats, null, bc, conf), local);
         if (!ts.load()) {
             throw new IllegalStateException("the tiered store did not load");
@@ -196,7 +198,14 @@ public final class TieredStore {
         expect.put("metadata", metadata(root, bc, msc));
         ReadBack.checkpoint(root, expect);
         ReadBack.files(root, expect);
-        Files.write(new File(root, "expect.json").toPath(), Json.write(expect).getBytes(StandardCharsets.UTF_8));
+        Map<String, Object> tieredFiles = new TreeMap<>();
+        try (java.util.stream.Stream<java.nio.file.Path> walk = Files.walk(new File(dir, "tiered").toPath())) {
+            for (java.nio.file.Path p : (Iterable<java.nio.file.Path>) walk.filter(Files::isRegularFile)::iterator) {
+                tieredFiles.put(new File(dir).toPath().relativize(p).toString(), Files.size(p));
+            }
+        }
+        expect.put("tieredFiles", tieredFiles);
+        Files.write(new File(dir, "expect.json").toPath(), Json.write(expect).getBytes(StandardCharsets.UTF_8));
     }
 
     static void waitLocal(DefaultMessageStore local) throws InterruptedException {
