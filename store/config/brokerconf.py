@@ -89,6 +89,10 @@ class BrokerConfig:
     enableControllerMode: bool = False
     popConsumerKVServiceInit: bool = False  # the KV POP service's RocksDB store (BrokerConfig.java:243)
     messageStorePlugIn: str = ""
+    # the tiered store plugin (5.3.3 tieredstore MessageStoreConfig): where its tree is, and its providers
+    tieredStoreFilePath: str = ""
+    tieredBackendServiceProvider: str = "org.apache.rocketmq.tieredstore.provider.MemoryFileSegment"
+    tieredMetadataServiceProvider: str = "org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore"
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

@@ -1,0 +1,204 @@
+"""A tiered tree and its metadata read as the 5.3.3 plugin reads them at start (`FlatFileStore.load`).
+
+The queues are the metadata's (`FlatFileStore.recover`: every topic of `topicMetadataTable`, every queue
+of its `queueMetadataTable` entry); a queue's COMMIT_LOG and CONSUME_QUEUE segments are the metadata's
+segment entries under `<brokerName>/<topic>/<queueId>`, sorted by base offset (`FlatAppendFile.recover`),
+each with the committed size the metadata holds, except the last, which takes its file's size
+(`recoverFileSize`, `FlatAppendFile.java:73-87`; the POSIX provider's size of a missing file is 0). Files on
+disk that the metadata does not list are not read (the broker does not see them either).
+
+Ranges (`FlatMessageFile.java:221-235`): the tiered queue holds [getConsumeQueueMinOffset,
+getConsumeQueueCommitOffset): the min is the larger of the first CQ segment's base / 20 and the QUEUEOFFSET
+of the message at the start of the COMMIT_LOG (`FlatCommitLogFile.getMinOffsetFromFile`, -1 when the log
+holds fewer than 28 bytes); the max is the CQ's commit offset / 20.
+Reading (`FlatMessageFile.getMessageAsync`): the 20-byte unit at queueOffset*20 of CONSUME_QUEUE, then
+`size` bytes at its offset of COMMIT_LOG, from the segment holding that offset and, when they run past its
+commit offset, the next one (`FlatAppendFile.readAsync`, `FlatAppendFile.java:209-234`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from formats.config.tiered import FileSegmentMetadata, TieredMetadata
+from formats.consumequeue import CqUnit, decode_unit
+from formats.errors import FormatError
+from formats.message.commitlog import BadRecord, Message, decode_record
+from formats.tiered import (
+    METADATA_FILE,
+    QUEUE_OFFSET_POSITION,
+    TIERED_CQ_UNIT_SIZE,
+    SegmentType,
+    queue_path,
+    segment_file_name,
+)
+from store.config.configfile import ConfigFile, LoadedConfig
+from store.io.filereads import read_range
+from store.tiered.settings import TieredSettings
+
+GET_OFFSET_ERROR = -1  # FlatCommitLogFile.GET_OFFSET_ERROR
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment file: its metadata entry, its file, and the commit position the broker starts with."""
+
+    meta: FileSegmentMetadata
+    path: Path
+    file_size: int | None  # None: no such file
+    commit_position: int
+
+    @property
+    def base_offset(self) -> int:
+        return self.meta.base_offset
+
+    @property
+    def commit_offset(self) -> int:
+        return self.meta.base_offset + self.commit_position
+
+
+class TieredAppendFile:
+    """FlatAppendFile: the segments of one kind of one queue, in base-offset order."""
+
+    def __init__(self, kind: SegmentType, segments: list[Segment]) -> None:
+        self.kind = kind
+        self.segments = segments
+
+    @property
+    def min_offset(self) -> int:
+        return self.segments[0].base_offset if self.segments else 0
+
+    @property
+    def commit_offset(self) -> int:
+        return self.segments[-1].commit_offset if self.segments else 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        """`length` bytes at `offset`, across at most two segments as `readAsync` reads them."""
+        index = len(self.segments) - 1
+        while index >= 0 and self.segments[index].base_offset > offset:
+            index -= 1
+        if index < 0:
+            raise FormatError(
+                f"{self.kind.name} offset {offset} is below the first segment ({self.min_offset})"
+            )
+        first = self.segments[index]
+        second = self.segments[index + 1] if index + 1 < len(self.segments) else None
+        if second is None or offset + length <= first.commit_offset:
+            return self._read(first, offset - first.base_offset, length)
+        head = first.commit_offset - offset
+        return self._read(first, offset - first.base_offset, head) + self._read(second, 0, length - head)
+
+    @staticmethod
+    def _read(segment: Segment, position: int, length: int) -> bytes:
+        if segment.file_size is None:
+            raise FormatError("segment file is missing (listed in the metadata)", str(segment.path))
+        data = read_range(segment.path, position, length)
+        if len(data) != length:
+            raise FormatError(
+                f"{length} bytes at {position} asked, the file holds {segment.file_size}",
+                str(segment.path),
+                position,
+            )
+        return data
+
+
+class TieredQueue:
+    """FlatMessageFile of topic/queueId: its tiered COMMIT_LOG and CONSUME_QUEUE."""
+
+    def __init__(
+        self, topic: str, queue_id: int, commit_log: TieredAppendFile, consume_queue: TieredAppendFile
+    ):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.commit_log = commit_log
+        self.consume_queue = consume_queue
+
+    @cached_property
+    def first_message_offset(self) -> int:
+        """FlatCommitLogFile.getMinOffsetFromFile: QUEUEOFFSET of the message at the log's min offset."""
+        length = QUEUE_OFFSET_POSITION + 8
+        log = self.commit_log
+        if not log.segments or log.commit_offset - log.min_offset < length:
+            return GET_OFFSET_ERROR
+        head = log.read(log.min_offset, length)
+        return int.from_bytes(head[QUEUE_OFFSET_POSITION:length], "big", signed=True)
+
+    @property
+    def min_offset(self) -> int:
+        """getConsumeQueueMinOffset."""
+        return max(self.consume_queue.min_offset // TIERED_CQ_UNIT_SIZE, self.first_message_offset)
+
+    @property
+    def max_offset(self) -> int:
+        """getConsumeQueueCommitOffset: the next queue offset the tiered CQ would hold."""
+        return self.consume_queue.commit_offset // TIERED_CQ_UNIT_SIZE
+
+    def unit(self, queue_offset: int) -> CqUnit:
+        data = self.consume_queue.read(queue_offset * TIERED_CQ_UNIT_SIZE, TIERED_CQ_UNIT_SIZE)
+        return decode_unit(data)
+
+    def message(self, queue_offset: int, check_crc: bool = True) -> Message:
+        """The message a consumer gets at `queue_offset` from the tiered store. Its PHYSICALOFFSET is its
+        offset in the tiered COMMIT_LOG (rewritten on upload, `CommitLogInputStream`), so its offsetMsgId is
+        not the one it had locally; a field other than the unit's offset is reported in `problems`."""
+        unit = self.unit(queue_offset)
+        data = self.commit_log.read(unit.phy_offset, unit.size)
+        where = f"tiered {self.topic}/{self.queue_id} COMMIT_LOG offset {unit.phy_offset}"
+        record = decode_record(data, 0, unit.phy_offset, check_crc=check_crc, file=where)
+        if isinstance(record, BadRecord):
+            raise record.to_error(where, 0)
+        if not isinstance(record, Message):
+            raise FormatError(f"queue offset {queue_offset}: no message at {where}")
+        if record.queue_offset != queue_offset:
+            raise FormatError(
+                f"queue offset {queue_offset}: the message at {where} says QUEUEOFFSET {record.queue_offset}"
+            )
+        return record
+
+
+class TieredStore:
+    """FlatFileStore: the metadata (config/tieredStoreMetadata.json, .bak as ConfigManager.load) and the
+    queues it lists, with their segments under the settings' tree."""
+
+    def __init__(self, settings: TieredSettings, store_root: Path) -> None:
+        self.settings = settings
+        self.metadata_file = ConfigFile(store_root, METADATA_FILE, TieredMetadata)
+
+    @cached_property
+    def loaded(self) -> LoadedConfig:
+        return self.metadata_file.load()
+
+    @property
+    def metadata(self) -> TieredMetadata:
+        return self.loaded.model
+
+    def queues(self) -> list[tuple[str, int]]:
+        """(topic, queueId) of every flat file the plugin recovers, sorted."""
+        meta = self.metadata
+        return sorted((topic, q) for topic in meta.topics for q in meta.queues.get(topic, {}))
+
+    def segments(self, kind: SegmentType, path: str) -> list[Segment]:
+        metas = self.metadata.queue_segments(kind, path)
+        out = []
+        for i, m in enumerate(metas):
+            file = self.settings.cluster_dir / m.path / kind.name / segment_file_name(m.base_offset)
+            size = file.stat().st_size if file.is_file() else None
+            commit = m.size
+            if i == len(metas) - 1 and kind != SegmentType.INDEX:
+                commit = size or 0  # recoverFileSize: the last segment's size is its file's
+            out.append(Segment(m, file, size, commit))
+        return out
+
+    def queue(self, topic: str, queue_id: int) -> TieredQueue | None:
+        """The flat file of topic/queueId; None when the plugin has none (no such queue in the metadata)."""
+        if queue_id not in self.metadata.queues.get(topic, {}) or topic not in self.metadata.topics:
+            return None
+        path = queue_path(self.settings.broker, topic, queue_id)
+        return TieredQueue(
+            topic,
+            queue_id,
+            TieredAppendFile(SegmentType.COMMIT_LOG, self.segments(SegmentType.COMMIT_LOG, path)),
+            TieredAppendFile(SegmentType.CONSUME_QUEUE, self.segments(SegmentType.CONSUME_QUEUE, path)),
+        )
