@@ -57,9 +57,13 @@ class QueueQueryResult:
     messages: list[Message]
     problems: list[str] = field(default_factory=list)
     next_offset: int | None = None  # where the next page starts, when there is more
+    tiered: tuple[int, int] | None = None  # queue offsets [a, b) read from the tiered store
 
     def notes(self) -> list[str]:
         notes = list(self.problems)
+        if self.tiered is not None:
+            a, b = self.tiered
+            notes.append(f"queue offsets [{a}, {b}) read from the tiered store, as the broker serves them")
         if self.next_offset is not None:
             notes.append(f"more messages in the queue: rerun with offset {self.next_offset}")
         return notes
@@ -99,6 +103,12 @@ def query_by_queue_offset(
         from mqtool.query.compacted import query_compacted_by_queue_offset
 
         return query_compacted_by_queue_offset(store, topic, queue_id, offset, count=count)
+    if store.tiered is not None and offset >= 0:
+        from mqtool.tiered.fetch import read_tiered
+
+        below = read_tiered(store, topic, queue_id, offset, count)
+        if below is not None:
+            return _with_tiered(store, topic, queue_id, offset, count, below)
     cq = _queue(store, topic, queue_id)
     lo, hi = cq.min_offset, cq.max_offset
     check_queue_range(f"{topic}/{queue_id}", offset, lo, hi)
@@ -114,6 +124,25 @@ def query_by_queue_offset(
             result.problems.append(f"queue offset {q} (physical offset {phy}): {exc}")
     if count > 1 and stop < hi:
         result.next_offset = stop  # paging through the queue: where the next page starts
+    if not result.messages and result.problems:
+        raise QueueOffsetError(result.problems[0])
+    return result
+
+
+def _with_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int, below) -> QueueQueryResult:
+    """The tiered part of a query (`mqtool.tiered.fetch.read_tiered`) and the local rest, if any."""
+    check_queue_range(f"{topic}/{queue_id}", offset, below.min_offset, below.max_offset)
+    result = QueueQueryResult(topic, queue_id, below.min_offset, below.max_offset, below.messages)
+    result.problems = list(below.problems)
+    result.tiered = (below.start, below.end)
+    rest = offset + count - below.end
+    if rest > 0 and below.end < below.max_offset:
+        local = query_by_queue_offset(store, topic, queue_id, below.end, count=rest)
+        result.messages += local.messages
+        result.problems += local.problems
+        result.next_offset = local.next_offset
+    elif count > 1 and below.end < below.max_offset:
+        result.next_offset = below.end
     if not result.messages and result.problems:
         raise QueueOffsetError(result.problems[0])
     return result

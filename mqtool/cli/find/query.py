@@ -14,6 +14,7 @@ from mqtool.cli.options import (
     RecordOpt,
     StoreLocation,
     StoreOpt,
+    TieredOpt,
     TzOpt,
     WideOpt,
     new_app,
@@ -286,14 +287,17 @@ def query_offset(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
-    offsets outside [minOffset, maxOffset) are explained. On a compaction topic: what a pull at the
+    offsets outside [minOffset, maxOffset) are explained. With --tiered (or broker.conf's
+    tieredStoreFilePath) an offset below the local minimum is read from the tiered store, as the broker's
+    fetcher serves it. On a compaction topic: what a pull at the
     offset is served from compaction/ (the next live record where the offset was compacted away)."""
     from mqtool.query.queue import query_by_queue_offset
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"

@@ -1,0 +1,67 @@
+"""The broker's read below the local minimum: which queue offsets a broker with the tiered plugin serves from
+the tiered store, and those messages.
+
+`TieredMessageStore.getMessageAsync` (5.3.3 `TieredMessageStore.java:210-225`) asks `fetchFromCurrentStore`
+(`:163-200`): at the default `tieredStorageLevel` NOT_IN_DISK an offset is read from the tiered store when the
+queue has a flat file, the offset is below its commit offset, and the local store does not hold it
+(`checkInStoreByConsumeOffset`: the local ConsumeQueue has no unit there, or its message is below the
+commitlog's minimum, which the local minimum offset already excludes). `MessageStoreFetcherImpl`
+(`MessageStoreFetcherImpl.java:336-363`) then answers from [getConsumeQueueMinOffset,
+getConsumeQueueCommitOffset) and the reply's minOffset is the smaller of the tiered and the local one
+(`TieredMessageStore.java:273-277`). The messages come from the tiered segments
+(`store.tiered.flatfile.TieredQueue.message`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from formats.errors import MqtoolError
+from formats.message.commitlog import Message
+from mqtool.tiered.ranges import local_range
+from store.storedir import Store
+
+
+@dataclass
+class TieredRead:
+    """Messages at [start, end) read from the tiered store; min/max: the queue's range as the broker answers
+    it (the local max when the store has the queue, else the tiered one)."""
+
+    start: int
+    end: int
+    min_offset: int
+    max_offset: int
+    messages: list[Message] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def served_from_tiered(store: Store, topic: str, queue_id: int, offset: int) -> bool:
+    """fetchFromCurrentStore at NOT_IN_DISK: whether the broker reads `offset` from the tiered store."""
+    tiered = store.tiered
+    queue = None if tiered is None else tiered.queue(topic, queue_id)
+    if queue is None or offset >= queue.max_offset:
+        return False
+    local = local_range(store, topic, queue_id)
+    return local is None or not local[0] <= offset < local[1]
+
+
+def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int) -> TieredRead | None:
+    """The messages at [offset, offset+count) the broker serves from the tiered store, up to where the local
+    store takes over; None when the broker would not read `offset` from the tiered store."""
+    if not served_from_tiered(store, topic, queue_id, offset):
+        return None
+    queue = store.tiered.queue(topic, queue_id)
+    local = local_range(store, topic, queue_id)
+    t_min, t_max = queue.min_offset, queue.max_offset
+    lo = t_min if local is None or local[0] < 0 else min(t_min, local[0])
+    hi = t_max if local is None else local[1]
+    end = min(offset + count, t_max if local is None else max(min(local[0], t_max), offset))
+    read = TieredRead(offset, end, lo, hi)
+    for q in range(offset, end):
+        if q < t_min:
+            continue  # the fetcher's OFFSET_TOO_SMALL (the caller explains offsets below lo)
+        try:
+            read.messages.append(queue.message(q))
+        except MqtoolError as exc:
+            read.problems.append(f"queue offset {q} (tiered store): {exc}")
+    return read

@@ -1,0 +1,128 @@
+"""`mqtool info --tiered` and `mqtool query offset --tiered` on the store the real 5.3.3 TieredMessageStore
+wrote (tests/data/store-tiered): the ranges the real classes report, and at every queue offset the message
+the real broker's getMessage serves (from the tiered segments below the local minimum)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from golden import run_mqtool
+
+from mqtool.query.queue import QueueOffsetError, query_by_queue_offset
+from mqtool.tiered.fetch import served_from_tiered
+from store.storedir import Store
+
+FIXTURE = Path(__file__).parent / "data" / "store-tiered"
+STORE = FIXTURE / "store"
+TREE = FIXTURE / "tiered"
+EXPECT = json.loads((FIXTURE / "expect.json").read_text())
+FIELDS = (
+    "queueOffset",
+    "physicalOffset",
+    "totalSize",
+    "offsetMsgId",
+    "uniqKey",
+    "keys",
+    "tags",
+    "storeTimestamp",
+    "bodyCRC",
+    "bodyLength",
+)
+
+
+def _store(tiered: Path | None = TREE) -> Store:
+    st = Store.open(STORE)
+    st.tiered_path = tiered
+    return st
+
+
+def _fields(message) -> dict:
+    j = message.to_json(include_body=False)
+    return {k: j[k] for k in FIELDS}
+
+
+def test_info_shows_local_and_tiered_ranges_side_by_side(tmp_path: Path) -> None:
+    out = run_mqtool("info", "-s", str(STORE), "--tiered", str(TREE), "-f", "json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)["tiered"]
+    assert doc["clusterDirectory"] == EXPECT["config"]["tieredClusterDirectory"]
+    assert doc["brokerName"] == "broker-a" and doc["metadata"]["loadedFrom"] == "file"
+    got = {f"{r['topic']}/{r['queueId']}": r for r in doc["queues"]}
+    assert sorted(got) == sorted(EXPECT["queues"])
+    for key, want in EXPECT["queues"].items():
+        row = got[key]
+        assert row["localMinOffset"] == want["localMinOffset"]  # DefaultMessageStore.getMinOffsetInQueue
+        assert row["localMaxOffset"] == want["localMaxOffset"]
+        assert row["tieredMinOffset"] == want["tieredMinOffset"]  # FlatMessageFile.getConsumeQueueMinOffset
+        assert row["tieredMaxOffset"] == want["tieredCommitOffset"]
+        assert row["minOffset"] == want["minOffset"]  # TieredMessageStore.getMinOffsetInQueue
+        assert row["maxOffset"] == want["maxOffset"]
+        segs = [s for s in EXPECT["metadata"]["fileSegments"] if s["path"] == f"broker-a/{key}"]
+        assert row["commitLogSegments"] == sum(s["type"] == "COMMIT_LOG" for s in segs)
+        assert row["consumeQueueSegments"] == sum(s["type"] == "CONSUME_QUEUE" for s in segs)
+    # the same from broker.conf's tiered keys
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        f"brokerName=broker-a\ntieredStoreFilePath={TREE}\n"
+        "tieredBackendServiceProvider=org.apache.rocketmq.tieredstore.provider.PosixFileSegment\n"
+    )
+    again = run_mqtool("--broker-config", str(conf), "info", "-s", str(STORE), "-f", "json")
+    assert json.loads(again.stdout)["tiered"]["queues"] == doc["queues"]
+    assert json.loads(again.stdout)["tiered"]["pathFrom"] == "broker-config"
+    # without a tree: no tiered section (the layout part still names the metadata file)
+    plain = json.loads(run_mqtool("info", "-s", str(STORE), "-f", "json").stdout)
+    assert plain["tiered"] is None
+
+
+def test_info_names_a_provider_it_does_not_read(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"tieredStoreFilePath={TREE}\ntieredBackendServiceProvider=com.example.S3FileSegment\n")
+    out = run_mqtool("--broker-config", str(conf), "info", "-s", str(STORE), "-f", "json")
+    assert out.returncode == 0
+    assert "mqtool reads only the POSIX provider" in json.loads(out.stdout)["tiered"]["error"]
+
+
+def test_query_offset_reads_what_the_broker_serves_at_every_offset() -> None:
+    st = _store()
+    tiered_reads = 0
+    for r in EXPECT["reads"]:
+        topic, queue_id, offset = r["topic"], r["queueId"], r["offset"]
+        assert served_from_tiered(st, topic, queue_id, offset) == r["fromTiered"], r
+        if r["status"] != "FOUND":
+            assert r["status"] == "OFFSET_OVERFLOW_ONE"
+            with pytest.raises(QueueOffsetError, match="no message at queue offset"):
+                query_by_queue_offset(st, topic, queue_id, offset)
+            continue
+        result = query_by_queue_offset(st, topic, queue_id, offset)
+        assert [_fields(m) for m in result.messages] == r["messages"], r
+        assert (result.min_offset, result.max_offset) == (r["minOffset"], r["maxOffset"])
+        tiered_reads += r["fromTiered"]
+        assert (result.tiered is not None) == r["fromTiered"]
+    assert tiered_reads == sum(q["localMinOffset"] for q in EXPECT["queues"].values())
+
+
+def test_without_the_tree_the_offsets_below_the_local_minimum_are_gone() -> None:
+    # fails closed to the local store's answer (what mqtool said before --tiered)
+    q = EXPECT["queues"]["TieredTopicA/0"]
+    with pytest.raises(QueueOffsetError, match="below its minOffset"):
+        query_by_queue_offset(_store(None), "TieredTopicA", 0, q["localMinOffset"] - 1)
+
+
+def test_a_page_crosses_from_the_tiered_store_into_the_local_one() -> None:
+    q = EXPECT["queues"]["TieredTopicB/0"]
+    start = q["localMinOffset"] - 2
+    result = query_by_queue_offset(_store(), "TieredTopicB", 0, start, count=5)
+    assert [m.queue_offset for m in result.messages] == list(range(start, start + 5))
+    assert result.tiered == (start, q["localMinOffset"])
+    want = {
+        r["offset"]: r["messages"][0]
+        for r in EXPECT["reads"]
+        if r["topic"] == "TieredTopicB" and r["messages"]
+    }
+    assert [_fields(m) for m in result.messages] == [want[o] for o in range(start, start + 5)]
+    args = ["query", "offset", "TieredTopicB", "0", str(start), "-n", "5", "-s", str(STORE)]
+    out = run_mqtool(*args, "--tiered", str(TREE), "-f", "json")
+    assert out.returncode == 0, out.stderr
+    assert "read from the tiered store" in out.stderr
