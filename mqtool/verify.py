@@ -47,6 +47,7 @@ from store.checks.storefiles import (
     rel_path,
     topic_queue_counts,
 )
+from store.checks.tiered import check_tiered
 from store.log.scan import CommitLogFile
 from store.storedir import Store
 
@@ -289,6 +290,9 @@ def _verify_rest(
     compaction = check_compaction_files(store, problems)
     if compaction is not None:
         summary["compaction"] = compaction
+    tiered = check_tiered(store, problems, deep=deep)
+    if tiered is not None:
+        summary["tiered"] = tiered
     timings["consumeQueues"] = time.perf_counter() - t2
 
     # --- index -----------------------------------------------------------------------------------
