@@ -126,3 +126,41 @@ def test_a_page_crosses_from_the_tiered_store_into_the_local_one() -> None:
     out = run_mqtool(*args, "--tiered", str(TREE), "-f", "json")
     assert out.returncode == 0, out.stderr
     assert "read from the tiered store" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("level", "served"),
+    [
+        ("FORCE", "all"),
+        ("3", "all"),
+        ("DISABLE", "none"),
+        ("0", "none"),
+        ("force", "below"),
+        ("NOT_IN_MEM", "below"),
+    ],
+)
+def test_the_storage_level_decides_which_store_serves(tmp_path: Path, level: str, served: str) -> None:
+    # broker.conf's tieredStorageLevel as MixAll.properties2Object sets it (a name, exactly, or 0-3)
+    from store.config.brokerconf import load_broker_config
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"tieredStorageLevel={level}\n")
+    st = Store.open(STORE, load_broker_config(conf))
+    st.tiered_path = TREE
+    q = EXPECT["queues"]["TieredTopicA/1"]
+    below, inside = q["localMinOffset"] - 1, q["localMinOffset"]
+    want_below = served in ("all", "below")
+    assert served_from_tiered(st, "TieredTopicA", 1, below) == want_below
+    assert served_from_tiered(st, "TieredTopicA", 1, inside) == (served == "all")
+    if served == "none":
+        with pytest.raises(QueueOffsetError, match="below its minOffset"):
+            query_by_queue_offset(st, "TieredTopicA", 1, below)
+    if served == "all":  # the tiered copy: its offsetMsgId is the tiered COMMIT_LOG offset's
+        local = next(
+            r
+            for r in EXPECT["reads"]
+            if r["topic"] == "TieredTopicA" and r["queueId"] == 1 and r["offset"] == inside
+        )
+        (got,) = query_by_queue_offset(st, "TieredTopicA", 1, inside).messages
+        assert got.uniq_key == local["messages"][0]["uniqKey"]
+        assert got.offset_msg_id != local["messages"][0]["offsetMsgId"]

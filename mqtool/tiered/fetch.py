@@ -20,6 +20,7 @@ from formats.errors import MqtoolError
 from formats.message.commitlog import Message
 from mqtool.tiered.ranges import local_range
 from store.storedir import Store
+from store.tiered.settings import storage_level
 
 
 @dataclass
@@ -36,9 +37,15 @@ class TieredRead:
 
 
 def served_from_tiered(store: Store, topic: str, queue_id: int, offset: int) -> bool:
-    """fetchFromCurrentStore at NOT_IN_DISK: whether the broker reads `offset` from the tiered store."""
+    """fetchFromCurrentStore: whether the broker reads `offset` from the tiered store. At FORCE every
+    offset the tiered queue holds is; at DISABLE none; at NOT_IN_DISK (the default) and NOT_IN_MEM those
+    the local store does not hold (NOT_IN_MEM also reads offsets out of the page cache from the tiered
+    store, which no file tells: mqtool reads those locally, the same message but for its offsetMsgId)."""
     tiered = store.tiered
-    queue = None if tiered is None else tiered.queue(topic, queue_id)
+    level = storage_level(store.broker_config)
+    if level == "FORCE":
+        return tiered is not None and tiered.queue(topic, queue_id) is not None
+    queue = None if tiered is None or level == "DISABLE" else tiered.queue(topic, queue_id)
     if queue is None or offset >= queue.max_offset:
         return False
     local = local_range(store, topic, queue_id)
@@ -54,8 +61,11 @@ def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int
     local = local_range(store, topic, queue_id)
     t_min, t_max = queue.min_offset, queue.max_offset
     lo = t_min if local is None or local[0] < 0 else min(t_min, local[0])
-    hi = t_max if local is None else local[1]
-    end = min(offset + count, t_max if local is None else max(min(local[0], t_max), offset))
+    if local is None or storage_level(store.broker_config) == "FORCE":
+        # the fetcher's max is the tiered commit offset; past it: OFFSET_OVERFLOW, no fall back (FORCE)
+        hi, end = t_max, max(offset, min(offset + count, t_max))
+    else:
+        hi, end = local[1], min(offset + count, max(min(local[0], t_max), offset))
     read = TieredRead(offset, end, lo, hi)
     for q in range(offset, end):
         if q < t_min:

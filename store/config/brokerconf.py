@@ -93,6 +93,7 @@ class BrokerConfig:
     tieredStoreFilePath: str = ""
     tieredBackendServiceProvider: str = "org.apache.rocketmq.tieredstore.provider.MemoryFileSegment"
     tieredMetadataServiceProvider: str = "org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore"
+    tieredStorageLevel: str = "NOT_IN_DISK"  # a name or 0-3 (store.tiered.settings.storage_level)
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

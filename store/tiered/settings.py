@@ -18,6 +18,23 @@ from formats.errors import MqtoolError
 from formats.tiered import DEFAULT_METADATA_PROVIDER, POSIX_PROVIDER, cluster_directory, short_hash
 from store.config.brokerconf import BrokerConfig
 
+STORAGE_LEVELS = ("DISABLE", "NOT_IN_DISK", "NOT_IN_MEM", "FORCE")  # MessageStoreConfig.TieredStorageLevel
+
+
+def storage_level(cfg: BrokerConfig) -> str:
+    """tieredStorageLevel as the broker sets it from broker.conf: `MixAll.properties2Object` tries each of
+    the three setters it can convert to (`setTieredStorageLevel(int)`: `TieredStorageLevel.valueOf(int)`,
+    any number but 1-3 is DISABLE; `(String)`: the enum's name, exactly, after trim) and ignores the one
+    that throws; a value neither accepts leaves the default NOT_IN_DISK (5.3.3 `MixAll.java:381-418`,
+    tieredstore `MessageStoreConfig.java:38-64, 162-172`)."""
+    value = cfg.tieredStorageLevel.strip()
+    if value in STORAGE_LEVELS:
+        return value
+    if value.lstrip("+-").isdigit() and -(2**31) <= int(value) < 2**31:
+        number = int(value)
+        return STORAGE_LEVELS[number] if 1 <= number <= 3 else "DISABLE"
+    return "NOT_IN_DISK"
+
 
 class TieredLayoutError(MqtoolError):
     """A tiered layout mqtool does not read (or cannot place)."""
