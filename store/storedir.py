@@ -337,6 +337,8 @@ class Store:
         from store.tiered.settings import resolve_tiered
 
         settings = resolve_tiered(self.broker_config, self.tiered_path)
+        if settings is not None and self.is_remote:
+            raise MqtoolError("--tiered reads beside a store on this machine only, not one named by URL")
         return None if settings is None else TieredStore(settings, self.root)
 
     def config(self, name: str):

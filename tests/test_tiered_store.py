@@ -202,3 +202,10 @@ def test_a_missing_segment_file_is_named(tmp_path: Path) -> None:
         q.message(0)
     assert str(victim) in str(exc.value)
     assert q.consume_queue.segments[0].meta.type is SegmentType.CONSUME_QUEUE
+
+
+def test_a_store_named_by_url_is_refused() -> None:
+    st = _store()
+    st.is_remote = True  # what Store.open_location sets for s3://, gs://, ...
+    with pytest.raises(MqtoolError, match="on this machine only"):
+        st.tiered  # noqa: B018
