@@ -209,3 +209,16 @@ def test_a_store_named_by_url_is_refused() -> None:
     st.is_remote = True  # what Store.open_location sets for s3://, gs://, ...
     with pytest.raises(MqtoolError, match="on this machine only"):
         st.tiered  # noqa: B018
+
+
+def test_every_tiered_unit_is_the_real_flat_files() -> None:
+    tiered = _store().tiered
+    for key, units in EXPECT["tieredUnits"].items():
+        topic, queue_id = key.rsplit("/", 1)
+        q = tiered.queue(topic, int(queue_id))
+        got = [
+            [o, u.phy_offset, u.size, u.tags_code]
+            for o in range(q.min_offset, q.max_offset)
+            for u in [q.unit(o)]
+        ]
+        assert got == units

@@ -48,7 +48,9 @@ import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.logging.org.slf4j.LoggerFactory;
 import org.apache.rocketmq.remoting.Configuration;
 import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.common.BoundaryType;
 import org.apache.rocketmq.store.GetMessageResult;
+import org.apache.rocketmq.store.QueryMessageResult;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.logfile.MappedFile;
@@ -60,6 +62,7 @@ import org.apache.rocketmq.tieredstore.file.FlatMessageFile;
 import org.apache.rocketmq.tieredstore.metadata.MetadataStore;
 import org.apache.rocketmq.tieredstore.core.MessageStoreDispatcherImpl;
 import org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore;
+import org.apache.rocketmq.tieredstore.util.MessageFormatUtil;
 import org.apache.rocketmq.tieredstore.util.MessageStoreUtil;
 
 public final class TieredStore {
@@ -193,6 +196,10 @@ public final class TieredStore {
         expect.put("queuesBeforeRetention", beforeRetention);
         expect.put("queues", queues(ts, local));
         expect.put("reads", reads(ts, local));
+        expect.put("tieredUnits", tieredUnits(ts));
+        expect.put("localEarliestMessageTime", local.getEarliestMessageTime());
+        expect.put("offsetsByTime", offsetsByTime(ts));
+        expect.put("keyQueries", keyQueries(ts, events));
         ts.shutdown();  // persists the metadata (DefaultMetadataStore) and closes the segments
         stats.shutdown();
         expect.put("metadata", metadata(root, bc, msc));
@@ -290,6 +297,81 @@ public final class TieredStore {
                 o.put("messages", msgs);
                 out.add(o);
             }
+        }
+        return out;
+    }
+
+    /** Every unit of each tiered ConsumeQueue, as FlatMessageFile.getConsumeQueueAsync reads it. */
+    static Map<String, Object> tieredUnits(TieredMessageStore ts) {
+        Map<String, Object> out = new TreeMap<>();
+        for (FlatMessageFile f : ts.getFlatFileStore().deepCopyFlatFileToList()) {
+            List<List<Long>> units = new ArrayList<>();
+            for (long off = f.getConsumeQueueMinOffset(); off < f.getConsumeQueueCommitOffset(); off++) {
+                ByteBuffer b = f.getConsumeQueueAsync(off).join();
+                units.add(List.of(off, MessageFormatUtil.getCommitLogOffsetFromItem(b),
+                    (long) MessageFormatUtil.getSizeFromItem(b), b.getLong(12)));
+            }
+            out.put(f.getMessageQueue().getTopic() + "/" + f.getMessageQueue().getQueueId(), units);
+        }
+        return out;
+    }
+
+    /** TieredMessageStore.getOffsetInQueueByTime (LOWER and UPPER) at every message's store time of each
+     * queue, one before the first and one after the last. */
+    static List<Map<String, Object>> offsetsByTime(TieredMessageStore ts) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (FlatMessageFile f : ts.getFlatFileStore().deepCopyFlatFileToList()) {
+            String t = f.getMessageQueue().getTopic();
+            int q = f.getMessageQueue().getQueueId();
+            java.util.TreeSet<Long> times = new java.util.TreeSet<>();
+            for (long off = f.getConsumeQueueMinOffset(); off < f.getConsumeQueueCommitOffset(); off++) {
+                times.add(MessageFormatUtil.getStoreTimeStamp(f.getMessageAsync(off).join()));
+            }
+            if (!times.isEmpty()) {
+                times.add(times.first() - 1);
+                times.add(times.last() + 1);
+            }
+            for (long time : times) {
+                Map<String, Object> o = new LinkedHashMap<>();
+                o.put("topic", t);
+                o.put("queueId", q);
+                o.put("timestamp", time);
+                o.put("lower", ts.getOffsetInQueueByTime(t, q, time, BoundaryType.LOWER));
+                o.put("upper", ts.getOffsetInQueueByTime(t, q, time, BoundaryType.UPPER));
+                out.add(o);
+            }
+        }
+        return out;
+    }
+
+    /** TieredMessageStore.queryMessage(topic, key, 64, 0, Long.MAX_VALUE) for a sample of the put keys (every
+     * 7th put's first key and its UNIQ_KEY) and the shared keys. */
+    static List<Map<String, Object>> keyQueries(TieredMessageStore ts, List<Map<String, Object>> events) {
+        List<String[]> queries = new ArrayList<>();
+        for (String t : new String[] {TOPIC_A, TOPIC_B}) {
+            for (int k = 0; k < 3; k++) {
+                queries.add(new String[] {t, "shared-" + k});
+            }
+        }
+        for (int i = 0; i < events.size(); i += 7) {
+            Map<String, Object> e = events.get(i);
+            if (e.get("keys") != null) {
+                queries.add(new String[] {(String) e.get("topic"), ((String) e.get("keys")).split(" ")[0]});
+            }
+        }
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (String[] tk : queries) {
+            QueryMessageResult r = ts.queryMessage(tk[0], tk[1], 64, 0, Long.MAX_VALUE);
+            Map<String, Object> o = new LinkedHashMap<>();
+            o.put("topic", tk[0]);
+            o.put("key", tk[1]);
+            List<Map<String, Object>> msgs = new ArrayList<>();
+            for (ByteBuffer bb : r.getMessageBufferList()) {
+                msgs.add(message(bb));
+            }
+            r.release();
+            o.put("messages", msgs);
+            out.add(o);
         }
         return out;
     }
