@@ -33,6 +33,7 @@ POSIX_PROVIDER = "org.apache.rocketmq.tieredstore.provider.PosixFileSegment"
 TIERED_CQ_UNIT_SIZE = CQ_STORE_UNIT_SIZE  # MessageFormatUtil.CONSUME_QUEUE_UNIT_SIZE
 QUEUE_OFFSET_POSITION = 20  # MessageFormatUtil: where a stored message's QUEUEOFFSET starts
 PHYSICAL_OFFSET_POSITION = 28  # ... and its PHYSICALOFFSET
+STORE_TIMESTAMP_POSITION = 56  # ... and its STORETIMESTAMP
 
 _SEGMENT_NAME = re.compile(r"[0-9a-f]{8}([0-9]{20})")
 

@@ -164,3 +164,16 @@ def test_the_storage_level_decides_which_store_serves(tmp_path: Path, level: str
         (got,) = query_by_queue_offset(st, "TieredTopicA", 1, inside).messages
         assert got.uniq_key == local["messages"][0]["uniqKey"]
         assert got.offset_msg_id != local["messages"][0]["offsetMsgId"]
+
+
+def test_offset_by_time_is_the_plugins_at_every_store_time() -> None:
+    from mqtool.tiered.bytime import local_earliest_time, offset_in_queue_by_time
+
+    st = _store()
+    assert local_earliest_time(st) == EXPECT["localEarliestMessageTime"]
+    for row in EXPECT["offsetsByTime"]:
+        for boundary in ("lower", "upper"):
+            got = offset_in_queue_by_time(st, row["topic"], row["queueId"], row["timestamp"], boundary)
+            assert got == row[boundary], (row, boundary)
+    early = sum(row["timestamp"] < EXPECT["localEarliestMessageTime"] for row in EXPECT["offsetsByTime"])
+    assert early > 40 and len(EXPECT["offsetsByTime"]) - early > 10  # both the tiered and the local path

@@ -29,6 +29,7 @@ from formats.message.commitlog import BadRecord, Message, decode_record
 from formats.tiered import (
     METADATA_FILE,
     QUEUE_OFFSET_POSITION,
+    STORE_TIMESTAMP_POSITION,
     TIERED_CQ_UNIT_SIZE,
     SegmentType,
     queue_path,
@@ -134,6 +135,56 @@ class TieredQueue:
     def max_offset(self) -> int:
         """getConsumeQueueCommitOffset: the next queue offset the tiered CQ would hold."""
         return self.consume_queue.commit_offset // TIERED_CQ_UNIT_SIZE
+
+    def store_time(self, queue_offset: int) -> int:
+        """STORETIMESTAMP of the message at `queue_offset` (MessageFormatUtil.getStoreTimeStamp)."""
+        unit = self.unit(queue_offset)
+        head = self.commit_log.read(unit.phy_offset, STORE_TIMESTAMP_POSITION + 8)
+        return int.from_bytes(head[STORE_TIMESTAMP_POSITION:], "big", signed=True)
+
+    def offset_by_time(self, timestamp: int, boundary: str = "lower") -> int:
+        """FlatMessageFile.getQueueOffsetByTimeAsync (`FlatMessageFile.java:280-355`): the first queue offset
+        stored at or after `timestamp` (`upper`: the last one stored at it, when some are); past the last
+        message the commit offset, before the first the min offset. The CQ segment is picked by the
+        segments' begin/end timestamps from the metadata, then searched by each message's store time."""
+        lo, last = self.min_offset, self.max_offset - 1
+        if last == -1 or last < lo:
+            return lo
+        if self.store_time(last) < timestamp:
+            return last + 1
+        if self.store_time(lo) > timestamp:
+            return lo
+        segments = self.consume_queue.segments
+        low, high = 0, len(segments) - 1
+        mid = low + (high - low) // 2
+        while low <= high:
+            meta = segments[mid].meta
+            if meta.begin_timestamp <= timestamp <= meta.end_timestamp:
+                break
+            if timestamp < meta.begin_timestamp:
+                high = mid - 1
+            else:
+                low = mid + 1
+            mid = low + (high - low) // 2
+        if mid >= len(segments):  # the broker's list.get(mid) throws here
+            raise FormatError(
+                f"time {timestamp}: after every tiered CONSUME_QUEUE segment's end timestamp, though not "
+                "after the last message's store time: the broker's search fails (IndexOutOfBoundsException)"
+            )
+        target = segments[mid]
+        first = target.base_offset // TIERED_CQ_UNIT_SIZE
+        end = target.commit_offset // TIERED_CQ_UNIT_SIZE - 1
+        while first < end:
+            middle = first + (end - first) // 2
+            if self.store_time(middle) < timestamp:
+                first = middle + 1
+            else:
+                end = middle
+        offset = first
+        if boundary == "upper":
+            while offset + 1 <= last and self.store_time(offset + 1) == timestamp:
+                offset += 1
+        return offset
 
     def unit(self, queue_offset: int) -> CqUnit:
         data = self.consume_queue.read(queue_offset * TIERED_CQ_UNIT_SIZE, TIERED_CQ_UNIT_SIZE)
