@@ -177,3 +177,30 @@ def test_offset_by_time_is_the_plugins_at_every_store_time() -> None:
             assert got == row[boundary], (row, boundary)
     early = sum(row["timestamp"] < EXPECT["localEarliestMessageTime"] for row in EXPECT["offsetsByTime"])
     assert early > 40 and len(EXPECT["offsetsByTime"]) - early > 10  # both the tiered and the local path
+
+
+def test_query_time_searches_the_tiered_store_below_the_local_minimum() -> None:
+    from mqtool.query.queue import query_by_time
+
+    st = _store()
+    found = [r for r in EXPECT["reads"] if r["topic"] == "TieredTopicA" and r["messages"]]
+    times = sorted(r["messages"][0]["storeTimestamp"] for r in found)
+    begin, end = times[5], times[-5]  # across the tiered and the local offsets of both queues
+    want = sorted(
+        (r["messages"][0]["storeTimestamp"], r["queueId"], r["offset"])
+        for r in found
+        if begin <= r["messages"][0]["storeTimestamp"] <= end
+    )
+    result = query_by_time(st, "TieredTopicA", begin=begin, end=end, max_num=None)
+    got = [(m.store_timestamp, m.queue_id, m.queue_offset) for m in result.messages]
+    assert sorted(got) == want and got == sorted(got, key=lambda g: g[0])
+    served = {(r["queueId"], r["offset"]): r["messages"][0] for r in found}
+    assert [_fields(m) for m in result.messages] == [served[(g[1], g[2])] for g in got]
+    assert (
+        result.tiered_messages
+        == sum(1 for r in found if r["fromTiered"] and begin <= r["messages"][0]["storeTimestamp"] <= end)
+        > 50
+    )
+    # without the tree: only what the local store holds
+    local_only = query_by_time(_store(None), "TieredTopicA", begin=begin, end=end, max_num=None)
+    assert len(local_only.messages) == len(want) - result.tiered_messages

@@ -52,6 +52,21 @@ def served_from_tiered(store: Store, topic: str, queue_id: int, offset: int) -> 
     return local is None or not local[0] <= offset < local[1]
 
 
+def tiered_span(store: Store, topic: str, queue_id: int):
+    """(tiered queue, stop): the queue offsets [tiered min, stop) the broker serves from the tiered store
+    (stop: the local minimum at NOT_IN_DISK / NOT_IN_MEM, the tiered max at FORCE); None when it serves
+    none of them (no tree, no such tiered queue, DISABLE)."""
+    tiered = store.tiered
+    level = storage_level(store.broker_config)
+    queue = None if tiered is None or level == "DISABLE" else tiered.queue(topic, queue_id)
+    if queue is None:
+        return None
+    local = local_range(store, topic, queue_id)
+    if level == "FORCE" or local is None:
+        return queue, queue.max_offset
+    return queue, min(max(local[0], 0), queue.max_offset)
+
+
 def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int) -> TieredRead | None:
     """The messages at [offset, offset+count) the broker serves from the tiered store, up to where the local
     store takes over; None when the broker would not read `offset` from the tiered store."""

@@ -331,14 +331,17 @@ def query_time(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Messages of a topic stored between two times, oldest first, read through the ConsumeQueue
-    (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max."""
+    (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max. With
+    --tiered (or broker.conf's tieredStoreFilePath) the offsets below the local minimum are searched in the
+    tiered store, as the broker serves them."""
     from mqtool.query.queue import query_by_time
 
     s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         result = query_by_time(
             st,
