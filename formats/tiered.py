@@ -24,6 +24,7 @@ import enum
 import hashlib
 import re
 
+from formats.java.hash import java_string_hash, to_int32
 from formats.structs import CQ_STORE_UNIT_SIZE
 
 INDEX_TOPIC = "rmq_sys_INDEX"  # MessageStoreUtil.RMQ_SYS_TIERED_STORE_INDEX_TOPIC
@@ -73,3 +74,23 @@ def segment_base_offset(name: str) -> int | None:
 def queue_path(broker: str, topic: str, queue_id: int) -> str:
     """MessageStoreUtil.toFilePath: the `path` of a queue's segments in the metadata."""
     return f"{broker}/{topic}/{queue_id}"
+
+
+# --- the compacted index file (IndexStoreFile.compactToNewFile), one per INDEX segment ---------------
+# header: magic (int), begin timestamp (long), end timestamp (long), used slot count (int), item count (int);
+# then the hash slots, 8 bytes each: the position of the slot's items and their total length (ints); then the
+# items of slot 0, slot 1, ... back to back, 28 bytes each: key hash, topicId, queueId (ints), offset in
+# the queue's tiered COMMIT_LOG (long), message size, (store time - begin) / 1000 (ints)
+# (`IndexStoreFile.java:63-75, 436-470`, `IndexItem.java`).
+INDEX_HEADER_SIZE = 28
+INDEX_SLOT_SIZE = 8
+COMPACT_INDEX_ITEM_SIZE = 28
+INDEX_BEGIN_MAGIC = to_int32(0xCCDDEEFF ^ (1880681586 + 4))  # IndexStoreFile.BEGIN_MAGIC_CODE
+INDEX_END_MAGIC = to_int32(0xCCDDEEFF ^ (1880681586 + 8))  # END_MAGIC_CODE: what a compacted file carries
+MAX_ITEMS_READ = 1024  # queryAsyncFromSegmentFile reads at most 1024 items of a slot
+
+
+def tiered_key_hash(topic: str, key: str) -> int:
+    """IndexStoreFile.hashCode(buildKey): |String.hashCode("topic#key")|; Integer.MIN_VALUE stays negative."""
+    h = java_string_hash(f"{topic}#{key}")
+    return h if h >= 0 else to_int32(-h)

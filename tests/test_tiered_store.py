@@ -222,3 +222,32 @@ def test_every_tiered_unit_is_the_real_flat_files() -> None:
             for u in [q.unit(o)]
         ]
         assert got == units
+
+
+def test_the_tiered_index_finds_what_the_real_plugin_found() -> None:
+    from store.tiered.index import index_files, query_messages
+
+    tiered = _store().tiered
+    slots = int(EXPECT["config"]["tiered"]["tieredStoreIndexFileMaxHashSlotNum"])
+    assert [f.segment.base_offset for f in index_files(tiered, slots)] == [
+        s["baseOffset"] for s in EXPECT["metadata"]["fileSegments"] if s["type"] == "INDEX"
+    ]
+    local_min = EXPECT["retention"]["minPhyOffset"]
+    found = 0
+    for q in EXPECT["keyQueries"]:
+        # TieredMessageStore.queryMessageAsync: the local index's answer, then the tiered index's for
+        # [begin, the local earliest time] with what is left of maxNum (begin 0 < that time here)
+        from_tiered = [m for m in q["messages"] if m["physicalOffset"] < local_min]
+        left = 64 - (len(q["messages"]) - len(from_tiered))
+        got = query_messages(tiered, q["topic"], q["key"], left, 0, EXPECT["localEarliestMessageTime"], slots)
+        key = lambda m: (m["queueOffset"], m["offsetMsgId"])  # noqa: E731
+        assert sorted(map(key, (_message(m) for m in got))) == sorted(map(key, from_tiered)), q["key"]
+        found += len(got)
+    assert found > 30
+
+
+def test_an_index_read_with_another_slot_count_is_refused() -> None:
+    from store.tiered.index import index_files
+
+    with pytest.raises(MqtoolError, match="tieredStoreIndexFileMaxHashSlotNum=5000000"):
+        index_files(_store().tiered)  # the broker's default, not the fixture's 64

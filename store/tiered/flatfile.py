@@ -136,6 +136,17 @@ class TieredQueue:
         """getConsumeQueueCommitOffset: the next queue offset the tiered CQ would hold."""
         return self.consume_queue.commit_offset // TIERED_CQ_UNIT_SIZE
 
+    def message_at(self, offset: int, size: int, check_crc: bool = True) -> Message:
+        """The message of `size` bytes at `offset` of the tiered COMMIT_LOG (getCommitLogAsync)."""
+        data = self.commit_log.read(offset, size)
+        where = f"tiered {self.topic}/{self.queue_id} COMMIT_LOG offset {offset}"
+        record = decode_record(data, 0, offset, check_crc=check_crc, file=where)
+        if isinstance(record, BadRecord):
+            raise record.to_error(where, 0)
+        if not isinstance(record, Message):
+            raise FormatError(f"no message at {where}")
+        return record
+
     def store_time(self, queue_offset: int) -> int:
         """STORETIMESTAMP of the message at `queue_offset` (MessageFormatUtil.getStoreTimeStamp)."""
         unit = self.unit(queue_offset)
@@ -195,14 +206,9 @@ class TieredQueue:
         offset in the tiered COMMIT_LOG (rewritten on upload, `CommitLogInputStream`), so its offsetMsgId is
         not the one it had locally; a field other than the unit's offset is reported in `problems`."""
         unit = self.unit(queue_offset)
-        data = self.commit_log.read(unit.phy_offset, unit.size)
-        where = f"tiered {self.topic}/{self.queue_id} COMMIT_LOG offset {unit.phy_offset}"
-        record = decode_record(data, 0, unit.phy_offset, check_crc=check_crc, file=where)
-        if isinstance(record, BadRecord):
-            raise record.to_error(where, 0)
-        if not isinstance(record, Message):
-            raise FormatError(f"queue offset {queue_offset}: no message at {where}")
+        record = self.message_at(unit.phy_offset, unit.size, check_crc)
         if record.queue_offset != queue_offset:
+            where = f"tiered {self.topic}/{self.queue_id} COMMIT_LOG offset {unit.phy_offset}"
             raise FormatError(
                 f"queue offset {queue_offset}: the message at {where} says QUEUEOFFSET {record.queue_offset}"
             )
