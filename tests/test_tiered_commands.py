@@ -204,3 +204,35 @@ def test_query_time_searches_the_tiered_store_below_the_local_minimum() -> None:
     # without the tree: only what the local store holds
     local_only = query_by_time(_store(None), "TieredTopicA", begin=begin, end=end, max_num=None)
     assert len(local_only.messages) == len(want) - result.tiered_messages
+
+
+def test_query_key_finds_the_tiered_messages_through_the_tiered_index(tmp_path: Path) -> None:
+    from mqtool.query.key import query_by_key
+    from store.config.brokerconf import load_broker_config
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        f"tieredStoreIndexFileMaxHashSlotNum={EXPECT['config']['tiered']['tieredStoreIndexFileMaxHashSlotNum']}\n"
+    )
+    st = Store.open(STORE, load_broker_config(conf))
+    st.tiered_path = TREE
+    local_min = EXPECT["retention"]["minPhyOffset"]
+    local_reads = [r for r in EXPECT["reads"] if r["messages"] and not r["fromTiered"]]
+    tiered_total = 0
+    for q in EXPECT["keyQueries"]:
+        # the real plugin's tiered part, and every message the local store still serves with that key
+        want = {m["offsetMsgId"] for m in q["messages"] if m["physicalOffset"] < local_min}
+        tiered_total += len(want)
+        for r in local_reads:
+            m = r["messages"][0]
+            if r["topic"] == q["topic"] and q["key"] in (m["keys"] or "").split(" "):
+                want.add(m["offsetMsgId"])
+        result = query_by_key(st, q["topic"], q["key"])
+        assert {m.offset_msg_id for m in result.messages} == want, q["key"]
+        assert result.tiered_messages == sum(1 for m in q["messages"] if m["physicalOffset"] < local_min)
+    assert tiered_total > 30
+    # without the tree: the local store's only
+    plain = query_by_key(_store(None), "TieredTopicA", "shared-0")
+    assert plain.tiered_messages == 0 and len(plain.messages) < len(
+        query_by_key(st, "TieredTopicA", "shared-0").messages
+    )

@@ -90,3 +90,28 @@ def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int
         except MqtoolError as exc:
             read.problems.append(f"queue offset {q} (tiered store): {exc}")
     return read
+
+
+def tiered_key_messages(
+    store: Store, topic: str, key: str, begin: int, end: int
+) -> tuple[list[Message], bool]:
+    """TieredMessageStore.queryMessageAsync's tiered part (`TieredMessageStore.java:385-415`): the tiered
+    index is asked for [begin, the local store's earliest message time] when begin is before that time, or
+    for [begin, end] at FORCE, where the local index is not asked at all. Returns the messages (not capped:
+    mqtool answers without the broker's maxNum; the plugin reads at most 1024 items of a hash slot) and
+    whether the local index is to be skipped (FORCE)."""
+    from mqtool.tiered.bytime import local_earliest_time
+    from store.tiered.index import DEFAULT_MAX_HASH_SLOT_NUM, query_messages
+
+    tiered = store.tiered
+    if tiered is None:
+        return [], False
+    force = storage_level(store.broker_config) == "FORCE"
+    earliest = local_earliest_time(store)
+    if not force and begin >= earliest:
+        return [], False
+    slots = DEFAULT_MAX_HASH_SLOT_NUM
+    if "tieredStoreIndexFileMaxHashSlotNum" in store.broker_config.explicit:
+        slots = store.broker_config.tieredStoreIndexFileMaxHashSlotNum
+    found = query_messages(tiered, topic, key, 2**31 - 1, begin, end if force else min(end, earliest), slots)
+    return found, force

@@ -94,6 +94,7 @@ class BrokerConfig:
     tieredBackendServiceProvider: str = "org.apache.rocketmq.tieredstore.provider.MemoryFileSegment"
     tieredMetadataServiceProvider: str = "org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore"
     tieredStorageLevel: str = "NOT_IN_DISK"  # a name or 0-3 (store.tiered.settings.storage_level)
+    tieredStoreIndexFileMaxHashSlotNum: int = 5_000_000  # how the plugin reads its compacted index files
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

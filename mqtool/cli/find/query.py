@@ -153,12 +153,15 @@ def query_key(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Messages with this key, from the index files (newest first, as the broker walks them), each
     confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
     and an index that stops before the end of the commitlog is reported (--scan searches the rest).
     Several stores (or --spark) are read each on its own, in worker processes or as Spark tasks; each
-    message is shown with its store."""
+    message is shown with its store. With --tiered (or broker.conf's
+    tieredStoreFilePath) the tiered store's index is searched too, for the times before the local store's
+    earliest message, as the broker's plugin does."""
     from formats.indexfile import LONG_MAX
     from mqtool.query.key import query_by_key
     from mqtool.render.output import progress
@@ -169,7 +172,7 @@ def query_key(
         return
     s = session(store[0] if store else None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_key(
