@@ -236,3 +236,29 @@ def test_query_key_finds_the_tiered_messages_through_the_tiered_index(tmp_path: 
     assert plain.tiered_messages == 0 and len(plain.messages) < len(
         query_by_key(st, "TieredTopicA", "shared-0").messages
     )
+
+
+def test_query_id_finds_a_tiered_uniq_key(tmp_path: Path) -> None:
+    from mqtool.query.msgid import query_by_id
+    from store.config.brokerconf import load_broker_config
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        f"tieredStoreIndexFileMaxHashSlotNum={EXPECT['config']['tiered']['tieredStoreIndexFileMaxHashSlotNum']}\n"
+    )
+    st = Store.open(STORE, load_broker_config(conf))
+    st.tiered_path = TREE
+    tiered_reads = [r for r in EXPECT["reads"] if r["fromTiered"]][::9]
+    for r in tiered_reads:
+        served = r["messages"][0]
+        result = query_by_id(st, served["uniqKey"], topic=r["topic"])
+        assert [_fields(m) for m in result.messages] == [served], r
+        assert result.tiered_messages == 1
+    assert len(tiered_reads) > 10
+    # without the tree the id is not found
+    assert (
+        query_by_id(
+            _store(None), tiered_reads[0]["messages"][0]["uniqKey"], topic=tiered_reads[0]["topic"]
+        ).messages
+        == []
+    )

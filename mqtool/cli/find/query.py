@@ -258,15 +258,19 @@ def query_id(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """The message an offsetMsgId names (store host + physical offset; a host that is not this store's
     is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
-    transaction messages), looked up under every topic of the store unless --topic is given."""
+    transaction messages), looked up under every topic of the store unless --topic is given. With
+    --tiered (or broker.conf's tieredStoreFilePath) a UNIQ_KEY is looked up in the tiered store's index
+    too. An offsetMsgId of a message read from the tiered store names its tiered offset, which the broker
+    looks up locally only."""
     from mqtool.query.msgid import query_by_id
     from mqtool.render.output import progress
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
