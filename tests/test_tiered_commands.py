@@ -262,3 +262,27 @@ def test_query_id_finds_a_tiered_uniq_key(tmp_path: Path) -> None:
         ).messages
         == []
     )
+
+
+@pytest.mark.parametrize(("from_offset", "count"), [(None, None), (40, 6), (44, 3), (0, 2)])
+def test_dump_cq_shows_the_tiered_units_then_the_local_ones(from_offset, count) -> None:
+    from mqtool.dump import cq_units
+
+    q = EXPECT["queues"]["TieredTopicA/0"]
+    tiered = {u[0]: u for u in EXPECT["tieredUnits"]["TieredTopicA/0"]}
+    served = {r["offset"]: r for r in EXPECT["reads"] if r["topic"] == "TieredTopicA" and r["queueId"] == 0}
+    doc = cq_units(_store(), "TieredTopicA", 0, from_offset=from_offset, count=count)
+    rows = list(doc["units"])
+    start = from_offset or 0
+    stop = q["maxOffset"] if count is None else min(q["maxOffset"], start + count)
+    assert [r["queueOffset"] for r in rows] == list(range(start, stop))
+    for r in rows:
+        if r["queueOffset"] < q["localMinOffset"]:
+            assert r["state"] == "tiered"
+            assert [r["queueOffset"], r["phyOffset"], r["size"], r["tagsCode"]] == tiered[r["queueOffset"]]
+        else:  # the local unit of the message the broker serves there
+            assert (
+                r["state"] == "ok"
+                and r["phyOffset"] == served[r["queueOffset"]]["messages"][0]["physicalOffset"]
+            )
+    assert (doc["minOffset"], doc["maxOffset"]) == (q["minOffset"], q["maxOffset"])

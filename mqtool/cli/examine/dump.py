@@ -129,13 +129,17 @@ def dump_cq(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode). On a compaction
-    topic: the compaction CQ units consumers are served (compaction/), with each record's keys."""
+    topic: the compaction CQ units consumers are served (compaction/), with each record's keys. With
+    --tiered (or broker.conf's tieredStoreFilePath): the offsets the broker serves from the tiered store as
+    the tiered ConsumeQueue's units first (state tiered, phyOffset in the queue's tiered COMMIT_LOG), then
+    the local ones."""
     from mqtool import dump
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         from mqtool.cli.examine import dump_render
 
         dump_render.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)
