@@ -22,6 +22,7 @@ import pyarrow as pa
 from formats.errors import MqtoolError
 from store.checks.commitlog import check_commitlog
 from store.checks.consumequeue import check_dispatch_coverage
+from store.checks.forked import ForkedCheck
 from store.checks.index import check_index_coverage
 from store.checks.lmq import check_lmq_coverage
 from store.checks.names import check_record_names
@@ -36,6 +37,7 @@ from store.checks.problems import (
 )
 from store.checks.records import RecordIndexBuilder
 from store.checks.storefiles import (
+    IndexRead,
     check_batch_queue_files,
     check_checkpoint_file,
     check_compaction_files,
@@ -48,6 +50,7 @@ from store.checks.storefiles import (
     topic_queue_counts,
 )
 from store.checks.tiered import check_tiered
+from store.log.ranges import workers_for
 from store.log.scan import CommitLogFile
 from store.storedir import Store
 
@@ -163,6 +166,7 @@ def verify_store(
         store, problems, records, deep=deep, abort=abort, advance=advance, summary=summary, timings=timings,
         t0=t0, commitlog_min=commitlog_min, valid_end=verdict.valid_end,
         recovery=lambda cp: recovery_summary(scans, verdict, cp, abort, problems),
+        jobs=workers_for(sum(s.size for s in scans), jobs),
     )  # fmt: skip
 
 
@@ -245,8 +249,23 @@ def _verify_rest(
     commitlog_min: int,
     valid_end: int,
     recovery: Callable[[Any], dict[str, Any]],
+    jobs: int = 1,
 ) -> VerifyReport:
     """The checks after the commitlog's: ConsumeQueues, index, timer files, checkpoint, the recovery row."""
+    # the index check needs only the records: with two jobs or more it runs in a forked child meanwhile,
+    # which sends back the files' facts without their entries (--deep joins the entries against the
+    # queues' horizon afterwards: then it runs here)
+    fork = jobs > 1 and not deep and not store.is_remote
+
+    def index_check(found: ProblemList) -> IndexRead:
+        read = check_index_files(
+            store, records, found, commitlog_min=commitlog_min, valid_end=valid_end,
+            advance=None if fork else advance,
+        )  # fmt: skip
+        return read.without_entries() if fork else read
+
+    index_job = ForkedCheck("index", index_check, problems, jobs if fork else 1)
+
     # --- consume queues --------------------------------------------------------------------------
     t2 = time.perf_counter()
     found = check_queue_files(
@@ -297,9 +316,9 @@ def _verify_rest(
 
     # --- index -----------------------------------------------------------------------------------
     t3 = time.perf_counter()
-    index = check_index_files(
-        store, records, problems, commitlog_min=commitlog_min, valid_end=valid_end, advance=advance
-    )
+    index = index_job.result(problems)
+    if fork:
+        advance(index.bytes_read)
     facts = index.facts
     keys_checked = 0
     if deep:

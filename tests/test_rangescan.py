@@ -6,6 +6,7 @@ and `verify` reports the same with 1 and N jobs."""
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -154,6 +155,39 @@ def test_verify_with_one_and_many_jobs(store, tmp_path):
     one = _report(root, deep=True)
     assert _report(root, deep=True, jobs=2) == one
     assert _report(root, deep=True, jobs=3, range_size=100_000) == one
+    # without --deep the index check runs in a forked child beside the queue checks
+    shallow = _report(root)
+    assert _report(root, jobs=2) == shallow
+    assert shallow[2]["index"]["files"] and shallow[2]["index"]["entries"]
+
+
+def test_a_forked_check_answers_as_it_would_here(tmp_path) -> None:
+    from formats.errors import FormatError, MqtoolError
+    from store.checks.forked import ForkedCheck
+    from store.checks.problems import ProblemList
+
+    def check(problems: ProblemList) -> int:
+        problems.add("index_file", "index/x", 7, "a problem found in the child")
+        problems.add_many("index_file", "index/y", np.arange(5), "many", severity="warning")
+        return os.getpid()
+
+    here, there = ProblemList("s", max_rows=2), ProblemList("s", max_rows=2)
+    assert ForkedCheck("index", check, here, 1).result(here) == os.getpid()
+    assert ForkedCheck("index", check, there, 2).result(there) != os.getpid()  # ran in a child
+    assert there.table().to_pylist() == here.table().to_pylist() and len(here.table()) == 4
+
+    def fails(_problems: ProblemList) -> None:
+        raise FormatError("bad header", "index/z", 40)
+
+    with pytest.raises(FormatError, match="bad header") as raised:
+        ForkedCheck("index", fails, there, 2).result(there)
+    assert (raised.value.file, raised.value.offset) == ("index/z", 40)
+
+    def dies(_problems: ProblemList) -> None:
+        os._exit(3)
+
+    with pytest.raises(MqtoolError, match="the index check's worker died"):
+        ForkedCheck("index", dies, there, 2).result(there)
 
 
 # --- export and dump --format parquet ------------------------------------------------------------------

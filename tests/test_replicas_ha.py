@@ -116,6 +116,69 @@ def test_salvage_puts_the_dead_masters_tail_into_the_new_master(tmp_path: Path) 
     assert plan.prefix_end == SYNCED
 
 
+def _served(events: list[dict]) -> dict[tuple[str, int], list[int]]:
+    """Per queue, the [min, max) queue offsets a store holding exactly these puts serves."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for e in events:
+        out.setdefault((e["topic"], e["queueId"]), []).append(e["queueOffset"])
+    return {k: [min(v), max(v) + 1] for k, v in out.items()}
+
+
+def _queue_rows(result) -> dict[tuple[str, int], tuple]:
+    def rng(side):
+        return None if side is None else [side["minOffset"], side["maxOffset"]]
+
+    return {(r.topic, r.queue_id): (r.state, rng(r.a), rng(r.b), r.ahead) for r in result.queues.rows}
+
+
+def test_the_consume_queues_of_the_lagging_slave_end_where_its_synced_log_does() -> None:
+    """The slave's own reput built its queues from the shipped bytes: each ends at the last put wholly
+    below the synced offset; every queue that differs is named with both ranges."""
+    master = _served([e for e in EVENTS if e["store"] == "a"])
+    slave = _served([e for e in EVENTS if e["store"] == "a" and e["physicalOffset"] + e["size"] <= SYNCED])
+    expected = {q: ("differs", master[q], slave[q], "A") for q in slave if master[q] != slave[q]}
+    expected.update({q: ("only-A", master[q], None, None) for q in master if q not in slave})
+    result = _diff("lagging/master", "lagging/slave")
+    assert _queue_rows(result) == expected and expected
+    assert result.queues.compared == len(master)
+    da, db = result.queues.dispatch
+    master_end = EXPECT["lagging"]["maxPhyOffset"]["master"]
+    assert (da["consumeQueueEnd"], db["consumeQueueEnd"]) == (master_end, SYNCED)
+
+
+def test_the_failover_pair_serves_each_side_its_own_queue_ends() -> None:
+    new = _served(
+        [e for e in EVENTS if (e["store"], e["physicalOffset"] < SYNCED) == ("a", True)]
+        + [e for e in EVENTS if e["store"] == "b" and e["physicalOffset"] < NEW_END]  # the rest came later
+    )
+    old = _served([e for e in EVENTS if e["store"] == "a"])
+    rows = _queue_rows(_diff("failover/new", "failover/old"))
+    expected = {}
+    for q in sorted(set(new) | set(old)):
+        if new.get(q) != old.get(q):
+            state = "only-A" if q not in old else "only-B" if q not in new else "differs"
+            ahead = None if state != "differs" else "A" if new[q][1] > old[q][1] else "B"
+            expected[q] = (state, new.get(q), old.get(q), ahead)
+    assert rows == expected and expected
+
+
+def test_a_topic_deleted_on_the_master_leaves_its_queues_on_the_slave(tmp_path: Path) -> None:
+    """apache/rocketmq #8539/#7264: deleteTopic on the master removes its queues there, not on the slave."""
+    master = tmp_path / "master"
+    shutil.copytree(PAIRS / "rejoin/new", master)
+    shutil.rmtree(master / "consumequeue" / "TopicTest")
+    result = _diff_paths(master, PAIRS / "rejoin/old")
+    rows = _queue_rows(result)
+    only_b = {q for q, row in rows.items() if row[0] == "only-B"}
+    assert only_b == {q for q in _served(EVENTS) if q[0] == "TopicTest"}
+    assert not result.identical
+
+
+def _diff_paths(a: Path, b: Path):
+    with Store.open(a) as sa, Store.open(b) as sb:
+        return diff_replicas(sa, sb)
+
+
 @pytest.mark.parametrize("pair", ["lagging", "failover", "rejoin"])
 def test_every_snapshot_opens(pair: str) -> None:
     for side in sorted(p.name for p in (PAIRS / pair).iterdir()):

@@ -3,7 +3,8 @@
 Identity (broker.conf's brokerClusterName/brokerName/brokerId/brokerRole when given, the store host of
 the newest record from the files), the layouts, the commitlogs compared byte for byte
 (`mqtool.replicas.logdiff`), what the classic HA rule makes of the pair (`mqtool.replicas.harule`) and
-the config tables compared row by row (`mqtool.replicas.configdiff`). A pair in controller mode
+the config tables compared row by row (`mqtool.replicas.configdiff`), the consume queues, index
+coverage and checkpoints (`mqtool.replicas.queuediff`). A pair in controller mode
 (epochFileCheckpoint, brokerIdentity or enableControllerMode) is judged by the epoch rule of
 `AutoSwitchHAService` (`harule.controller_verdict`) when both sides have their epoch file; otherwise the HA
 verdict says why not and the pair is never reported identical (fail closed). Note: in controller mode only
@@ -21,6 +22,7 @@ from formats.errors import MqtoolError
 from mqtool.replicas.configdiff import ConfigDiff, compare_configs
 from mqtool.replicas.harule import HaVerdict, classic_verdict, controller_verdict
 from mqtool.replicas.logdiff import LogCompareError, LogDiff, compare_commitlogs
+from mqtool.replicas.queuediff import QueueDiff, compare_queues
 from store.ha.epochcache import load_epochs
 from store.log.confirm import PART_NAME
 from store.storedir import Store
@@ -66,6 +68,7 @@ class ReplicaDiff:
     ha: list[HaVerdict]
     ha_not_compared: str | None
     configs: ConfigDiff
+    queues: QueueDiff
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -76,6 +79,7 @@ class ReplicaDiff:
             and self.log.identical
             and self.ha_not_compared is None
             and not self.configs.rows
+            and not self.queues.rows
         )
 
     @property
@@ -91,6 +95,7 @@ class ReplicaDiff:
             "ha": [v.to_dict() for v in self.ha],
             "haNotCompared": self.ha_not_compared,
             "configs": self.configs.to_dict(),
+            "queues": self.queues.to_dict(),
             "notes": self.notes,
         }
 
@@ -185,4 +190,6 @@ def diff_replicas(a: Store, b: Store, labels: tuple[str, str] = ("A", "B")) -> R
         ha_why = log_why
     else:
         verdicts = [classic_verdict(log, m) for m in _masters(ids, notes)]
-    return ReplicaDiff(ids, log, log_why, verdicts, ha_why, compare_configs(a, b), notes)
+    ends = (None, None) if log is None else log.max_offsets
+    queues = compare_queues(a, b, ends)
+    return ReplicaDiff(ids, log, log_why, verdicts, ha_why, compare_configs(a, b), queues, notes)

@@ -288,6 +288,7 @@ def sort_problems(table: pa.Table) -> pa.Table:
 
 def count_by_severity(table: pa.Table) -> dict[str, int]:
     counts = {ERROR: 0, WARNING: 0, INFO: 0}
-    for row in table.group_by("severity").aggregate([("kind", "count")]).to_pylist():
-        counts[row["severity"]] = row["kind_count"]
+    # value_counts, not group_by: a group_by imports pyarrow's query engine (acero, ~25 ms per command)
+    for row in pc.value_counts(table.column("severity")).to_pylist():
+        counts[row["values"]] = row["counts"]
     return counts

@@ -201,6 +201,13 @@ class IndexRead:
     facts: list[IndexFileFacts] = field(default_factory=list)
     ends: list[tuple[str, int]] = field(default_factory=list)
     hash_slot_num: int = 0
+    bytes_read: int = 0  # what was reported to the progress callback
+
+    def without_entries(self) -> IndexRead:
+        """The same without the per-entry arrays (what a check that does not look at entries needs: the
+        files, their entry counts and ends), e.g. to send from a worker."""
+        slim = [IndexFileFacts(f.name, f.begin_phy, f.end_phy, f.entries) for f in self.facts]
+        return IndexRead(slim, self.ends, self.hash_slot_num, self.bytes_read)
 
 
 def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -> IndexRead:
@@ -226,6 +233,7 @@ def read_index_files(store: Store, problems: ProblemList, advance: Any = None) -
                 )
             )
             read.ends.append((name, f.header.end_timestamp))
+            read.bytes_read += geometry.hash_slot_num * 4 + len(entries) * 20
             if advance is not None:
                 advance(geometry.hash_slot_num * 4 + len(entries) * 20)
         check_index_headers_order(read.facts, problems)

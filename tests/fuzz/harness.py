@@ -277,7 +277,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("rebuild compaction-cq", frozenset({COMP}), lambda t, k, f: ["rebuild", "compaction-cq"]),
     # the two-store commands: the corrupted copy beside the pristine base ("<base>"), both read only
     Command(
-        "replicas diff", frozenset({CL, CFG, LAY}), lambda t, k, f: ["replicas", "diff", "<store>", "<base>"]
+        "replicas diff",
+        frozenset({CL, CQ, IX, CP, CFG, LAY}),  # the queues, index and checkpoint are compared too
+        lambda t, k, f: ["replicas", "diff", "<store>", "<base>"],
     ),
     Command(
         "replicas salvage",

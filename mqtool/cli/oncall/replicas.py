@@ -38,7 +38,9 @@ def replicas_diff(
     offset where their bytes differ and the record on each side there, which side is ahead and by how
     many messages per topic past the common prefix), what the classic HA rule (DefaultHAService) does with
     the pair when started now, and every row of the config tables (topics, groups, consumer offsets,
-    delay offsets, consume modes) that is on one side only or differs. Controller-mode pairs: the epoch
+    delay offsets, consume modes) that is on one side only or differs, every consume queue whose served
+    range differs or that one side lacks (a deleted topic's queues left on a slave), and each side's
+    dispatch, index coverage and checkpoint side by side. Controller-mode pairs: the epoch
     rule (AutoSwitchHAClient's truncation to the newest epoch both epoch files share), when both have one.
     Exit status 0: identical; 1: they differ (or could not all be compared). Read-only."""
     from formats.errors import UsageError

@@ -126,7 +126,60 @@ def _human(result: ReplicaDiff, ctx: RenderContext) -> None:
         title=f"\nConfig rows that differ (rows compared: {compared})",
         empty="(none: every config table is the same)",
     )
+    _human_queues(result, ctx)
     out.write("\nIdentical.\n" if result.identical else "\nThe replicas differ.\n")
+
+
+def _range(side: dict[str, Any] | None) -> str:
+    if side is None:
+        return "-"
+    if "error" in side:
+        return _short(side["error"])
+    return f"[{side.get('minOffset')}, {side.get('maxOffset')})"
+
+
+def _human_queues(result: ReplicaDiff, ctx: RenderContext) -> None:
+    queues = result.queues
+    rows = [
+        {
+            "queue": f"{r.topic}/{'-' if r.queue_id is None else r.queue_id}"
+            + (" (BatchCQ)" if r.kind == "batchconsumequeue" else ""),
+            "state": r.state,
+            "a": _range(r.a),
+            "b": _range(r.b),
+            "ahead": r.ahead or "-",
+        }
+        for r in queues.rows
+    ]
+    columns = [
+        Column("queue", kind="name", priority=0),
+        Column("state", priority=0),
+        Column("a", "A [min, max)", priority=0),
+        Column("b", "B [min, max)", priority=0),
+        Column("ahead"),
+    ]
+    emit_table(
+        rows,
+        columns,
+        ctx,
+        title=f"\nConsume queues that differ (queues compared: {queues.compared})",
+        empty="(none: every queue serves the same offsets)",
+    )
+    da, db = queues.dispatch
+    ca, cb = (c or {} for c in queues.checkpoints)
+    side_rows = [
+        {"field": f"dispatch: {key}", "a": _short(da.get(key)), "b": _short(db.get(key))}
+        for key in sorted(set(da) | set(db))
+    ]
+    side_rows.append(
+        {"field": "index files", "a": _short(queues.index_files[0]), "b": _short(queues.index_files[1])}
+    )
+    side_rows.append({"field": "LMQ queues", "a": queues.lmq_queues[0], "b": queues.lmq_queues[1]})
+    side_rows += [
+        {"field": f"checkpoint: {key}", "a": _short(ca.get(key)), "b": _short(cb.get(key))}
+        for key in list(dict.fromkeys([*ca, *cb]))
+    ]
+    emit_table(side_rows, _side_columns(), ctx, title="\nDispatch, index and checkpoint (each replica's own)")
 
 
 SALVAGE_COLUMNS = [

@@ -62,7 +62,11 @@ public final class HaPair {
 
     /** A store of the pair with a real DefaultHAService, loaded (not started). */
     static Stores open(String root, BrokerRole role, long brokerId) throws Exception {
-        Geometry g = geometry();
+        return open(root, role, brokerId, geometry());
+    }
+
+    /** The same with the file sizes of `g` (HaSync: a store of other sizes). */
+    static Stores open(String root, BrokerRole role, long brokerId, Geometry g) throws Exception {
         MessageStoreConfig c = Stores.config(root, g);
         c.setBrokerRole(role);
         c.setHaListenPort(0);  // DefaultHAService.AcceptSocketService: the OS picks, the config is updated

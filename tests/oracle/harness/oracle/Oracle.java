@@ -30,6 +30,7 @@
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
  *   tiered-store DIR [SEED]  a 5.x store behind the real TieredMessageStore (POSIX provider), its oldest
  *                            offsets only in the tiered tree after the local retention ran (TieredStore)
+ *   ha-sync MASTER SLAVE SLOTS NUM  in place: SLAVE synced from MASTER by the real classic HA (HaSync)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
  *   dledger-read STORE       what the real DLedger and store classes read from a copy of STORE (DLedgerFixture)
@@ -132,6 +133,9 @@ public final class Oracle {
                 break;
             case "epoch-consistent":
                 rc = EpochCases.consistent(args[1], Long.parseLong(args[2]), args[3], Long.parseLong(args[4]));
+                break;
+            case "ha-sync":
+                rc = HaSync.run(args[1], args[2], java.util.Arrays.copyOfRange(args, 3, args.length));
                 break;
             case "ha-pair":
                 rc = HaPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
