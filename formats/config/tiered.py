@@ -142,6 +142,12 @@ class TieredMetadata:
                 found = []
                 for base, v in _object(table, where).items():
                     segment = FileSegmentMetadata.from_json(v, (*where, base))
+                    if segment.path != _str_key(queue_path):
+                        raise ConfigValueError(
+                            f"segment path {segment.path!r} is not its table's {_str_key(queue_path)!r} "
+                            "(the broker would read another directory)",
+                            (*where, base),
+                        )
                     if segment.type != kind or segment.base_offset != _int_key(base, where, bits=64):
                         raise ConfigValueError(
                             f"segment says type {segment.type.name} base offset {segment.base_offset}: "

@@ -58,6 +58,7 @@ class KeyQueryResult:
         notes = [self.topic_note] if self.topic_note else []
         if self.tiered_messages:
             notes.append(f"{self.tiered_messages} message(s) found through the tiered store's index")
+        notes += [u for u in self.hits.unreadable if u.startswith("tiered store: ")]
         return (
             notes
             + hit_notes(self.hits, self.capped_like_broker, self.truncated)
@@ -123,7 +124,9 @@ def query_by_key(
     if store.tiered is not None:
         from mqtool.tiered.fetch import tiered_key_messages
 
-        tiered, force = tiered_key_messages(store, topic, key, begin, end)
+        problems: list[str] = []
+        tiered, force = tiered_key_messages(store, topic, key, begin, end, problems)
+        hits.unreadable.extend(f"tiered store: {p}" for p in problems)
         hits.dropped_collisions += sum(not _has_key(m, key) for m in tiered)
         tiered = [m for m in tiered if _has_key(m, key)]
         found = tiered + ([] if force else found)  # older: below the local store's earliest time

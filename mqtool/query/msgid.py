@@ -52,6 +52,7 @@ class IdQueryResult:
         notes = [self.topic_note] if self.topic_note else []
         if self.tiered_messages:
             notes.append(f"{self.tiered_messages} message(s) found through the tiered store's index")
+        notes += [u for u in self.hits.unreadable if u.startswith("tiered store: ")]
         notes += [self.offset_note] if self.offset_note else []
         if self.kind == "uniqKey":
             where = (
@@ -136,7 +137,9 @@ def query_by_id(
         from mqtool.tiered.fetch import tiered_key_messages
 
         for t in topics:
-            older, force = tiered_key_messages(store, t, ident, 0, LONG_MAX)
+            problems: list[str] = []
+            older, force = tiered_key_messages(store, t, ident, 0, LONG_MAX, problems)
+            hits.unreadable.extend(f"tiered store: {p}" for p in problems)
             older = [m for m in older if m.uniq_key == ident]
             if force:
                 found = [m for m in found if m.topic != t]

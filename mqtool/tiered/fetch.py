@@ -93,13 +93,14 @@ def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int
 
 
 def tiered_key_messages(
-    store: Store, topic: str, key: str, begin: int, end: int
+    store: Store, topic: str, key: str, begin: int, end: int, problems: list[str] | None = None
 ) -> tuple[list[Message], bool]:
     """TieredMessageStore.queryMessageAsync's tiered part (`TieredMessageStore.java:385-415`): the tiered
     index is asked for [begin, the local store's earliest message time] when begin is before that time, or
     for [begin, end] at FORCE, where the local index is not asked at all. Returns the messages (not capped:
     mqtool answers without the broker's maxNum; the plugin reads at most 1024 items of a hash slot) and
-    whether the local index is to be skipped (FORCE)."""
+    whether the local index is to be skipped (FORCE). Unreadable index files and messages go to
+    `problems` (raised when it is None)."""
     from mqtool.tiered.bytime import local_earliest_time
     from store.tiered.index import DEFAULT_MAX_HASH_SLOT_NUM, query_messages
 
@@ -113,5 +114,6 @@ def tiered_key_messages(
     slots = DEFAULT_MAX_HASH_SLOT_NUM
     if "tieredStoreIndexFileMaxHashSlotNum" in store.broker_config.explicit:
         slots = store.broker_config.tieredStoreIndexFileMaxHashSlotNum
-    found = query_messages(tiered, topic, key, 2**31 - 1, begin, end if force else min(end, earliest), slots)
+    last = end if force else min(end, earliest)
+    found = query_messages(tiered, topic, key, 2**31 - 1, begin, last, slots, problems)
     return found, force

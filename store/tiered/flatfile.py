@@ -40,6 +40,7 @@ from store.io.filereads import read_range
 from store.tiered.settings import TieredSettings
 
 GET_OFFSET_ERROR = -1  # FlatCommitLogFile.GET_OFFSET_ERROR
+MAX_READ = 1 << 26  # a message or a unit read is at most this large (a size past it is damage, not data)
 
 
 @dataclass(frozen=True)
@@ -75,16 +76,33 @@ class TieredAppendFile:
     def commit_offset(self) -> int:
         return self.segments[-1].commit_offset if self.segments else 0
 
+    def segment_at(self, offset: int) -> Segment | None:
+        """The segment `readAsync` reads `offset` from: the last whose base offset is not above it."""
+        for segment in reversed(self.segments):
+            if segment.base_offset <= offset:
+                return segment
+        return None
+
+    def where(self, offset: int) -> tuple[str, int | None]:
+        """(file, position) naming `offset` in errors: its segment file, else the first one."""
+        segment = self.segment_at(offset) or (self.segments[0] if self.segments else None)
+        if segment is None:
+            return f"the tiered {self.kind.name} (no segment in the metadata)", None
+        return str(segment.path), offset - segment.base_offset
+
     def read(self, offset: int, length: int) -> bytes:
         """`length` bytes at `offset`, across at most two segments as `readAsync` reads them."""
-        index = len(self.segments) - 1
-        while index >= 0 and self.segments[index].base_offset > offset:
-            index -= 1
-        if index < 0:
+        if length < 0 or length > MAX_READ:
             raise FormatError(
-                f"{self.kind.name} offset {offset} is below the first segment ({self.min_offset})"
+                f"{self.kind.name} read of {length} bytes at offset {offset}", *self.where(offset)
             )
-        first = self.segments[index]
+        first = self.segment_at(offset)
+        if first is None:
+            file, _ = self.where(offset)
+            raise FormatError(
+                f"{self.kind.name} offset {offset} is below the first segment ({self.min_offset})", file
+            )
+        index = self.segments.index(first)
         second = self.segments[index + 1] if index + 1 < len(self.segments) else None
         if second is None or offset + length <= first.commit_offset:
             return self._read(first, offset - first.base_offset, length)
@@ -95,7 +113,7 @@ class TieredAppendFile:
     def _read(segment: Segment, position: int, length: int) -> bytes:
         if segment.file_size is None:
             raise FormatError("segment file is missing (listed in the metadata)", str(segment.path))
-        data = read_range(segment.path, position, length)
+        data = read_range(segment.path, position, length) if length > 0 else b""
         if len(data) != length:
             raise FormatError(
                 f"{length} bytes at {position} asked, the file holds {segment.file_size}",
@@ -139,12 +157,12 @@ class TieredQueue:
     def message_at(self, offset: int, size: int, check_crc: bool = True) -> Message:
         """The message of `size` bytes at `offset` of the tiered COMMIT_LOG (getCommitLogAsync)."""
         data = self.commit_log.read(offset, size)
-        where = f"tiered {self.topic}/{self.queue_id} COMMIT_LOG offset {offset}"
-        record = decode_record(data, 0, offset, check_crc=check_crc, file=where)
+        file, position = self.commit_log.where(offset)
+        record = decode_record(data, 0, offset, check_crc=check_crc, file=file)
         if isinstance(record, BadRecord):
-            raise record.to_error(where, 0)
+            raise record.to_error(file, position)
         if not isinstance(record, Message):
-            raise FormatError(f"no message at {where}")
+            raise FormatError(f"no message at tiered COMMIT_LOG offset {offset}", file, position)
         return record
 
     def store_time(self, queue_offset: int) -> int:
@@ -180,7 +198,8 @@ class TieredQueue:
         if mid >= len(segments):  # the broker's list.get(mid) throws here
             raise FormatError(
                 f"time {timestamp}: after every tiered CONSUME_QUEUE segment's end timestamp, though not "
-                "after the last message's store time: the broker's search fails (IndexOutOfBoundsException)"
+                "after the last message's store time: the broker's search fails (IndexOutOfBoundsException)",
+                str(segments[-1].path),
             )
         target = segments[mid]
         first = target.base_offset // TIERED_CQ_UNIT_SIZE
@@ -208,9 +227,11 @@ class TieredQueue:
         unit = self.unit(queue_offset)
         record = self.message_at(unit.phy_offset, unit.size, check_crc)
         if record.queue_offset != queue_offset:
-            where = f"tiered {self.topic}/{self.queue_id} COMMIT_LOG offset {unit.phy_offset}"
+            file, position = self.commit_log.where(unit.phy_offset)
             raise FormatError(
-                f"queue offset {queue_offset}: the message at {where} says QUEUEOFFSET {record.queue_offset}"
+                f"queue offset {queue_offset}: the message there says QUEUEOFFSET {record.queue_offset}",
+                file,
+                position,
             )
         return record
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formats.errors import FormatError
+from formats.errors import FormatError, MqtoolError
 from formats.message.commitlog import Message
 from formats.tiered import (
     COMPACT_INDEX_ITEM_SIZE,
@@ -102,20 +102,37 @@ def index_files(tiered: TieredStore, slots: int = DEFAULT_MAX_HASH_SLOT_NUM) -> 
 
 
 def query_messages(
-    tiered: TieredStore, topic: str, key: str, max_count: int, begin: int, end: int, slots: int
+    tiered: TieredStore,
+    topic: str,
+    key: str,
+    max_count: int,
+    begin: int,
+    end: int,
+    slots: int,
+    problems: list[str] | None = None,
 ) -> list[Message]:
     """MessageStoreFetcherImpl.queryMessageAsync: the items of files whose begin timestamp is in [begin, end]
     (`timeStoreTable.subMap`), newest file first, at most `max_count` distinct (queueId, offset); items of
     another topic id dropped; each message read from its queue's tiered COMMIT_LOG. The broker collects the
-    items in a hash map, so their order is not defined: these are sorted by queue id and offset."""
+    items in a hash map, so their order is not defined: these are sorted by queue id and offset. An index
+    file or a message that cannot be read is skipped and said in `problems` (when given; raised otherwise)."""
     meta = tiered.metadata.topics.get(topic)
     if meta is None or begin > end:
         return []
     items: dict[tuple[int, int], IndexItem] = {}
-    for f in reversed(index_files(tiered, slots)):
-        if not begin <= f.begin_timestamp <= end:
+    for segment in reversed(
+        tiered.segments(SegmentType.INDEX, queue_path(tiered.settings.broker, INDEX_TOPIC, 0))
+    ):
+        if not begin <= segment.meta.begin_timestamp <= end:
             continue
-        for item in f.query(topic, key, max_count, begin, end):
+        try:
+            found = TieredIndexFile(segment, slots).query(topic, key, max_count, begin, end)
+        except MqtoolError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
+        for item in found:
             if len(items) < max_count:
                 items[(item.queue_id, item.offset)] = item
     messages = []
@@ -125,7 +142,13 @@ def query_messages(
         queue = tiered.queue(topic, queue_id)
         if queue is None:
             continue
-        messages.append(queue.message_at(item.offset, item.size))
+        try:
+            messages.append(queue.message_at(item.offset, item.size))
+        except MqtoolError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
         if len(messages) >= max_count:
             break
     return messages
