@@ -226,9 +226,11 @@ def test_the_audit_summarises_each_replica_pair(spark, lagging, diverged, tmp_pa
 
     master, slave, cut = lagging
     a, b = diverged
+    c, d = _copy(tmp_path, "c"), _copy(tmp_path, "d")
+    shutil.rmtree(d / "consumequeue" / "TopicTest")  # a topic deleted on c only left its queues on d
     out = tmp_path / "out"
-    groups = [[str(master), str(slave)], [str(a), str(b)]]
-    stores = [str(master), str(slave), str(a), str(b)]
+    groups = [[str(master), str(slave)], [str(a), str(b)], [str(d), str(c)]]
+    stores = [str(master), str(slave), str(a), str(b), str(c), str(d)]
     doc = run_audit(AuditOptions(stores=stores, replicas=groups, output=out), spark=spark).document
     rows = {(r["storeA"], r["storeB"]): r for r in doc["replicas"]}
     lag, div = rows[(str(master), str(slave))], rows[(str(a), str(b))]
@@ -246,7 +248,15 @@ def test_the_audit_summarises_each_replica_pair(spark, lagging, diverged, tmp_pa
     kinds = {
         (p["store"], p["kind"], p["severity"]) for p in doc["problems"] if p["kind"].startswith("replicas_")
     }
-    assert kinds == {(str(master), "replicas_lag", "info"), (str(a), "replicas_diverged", "warning")}
+    queues = rows[(str(d), str(c))]
+    assert (queues["identical"], queues["firstDifference"], queues["ahead"]) == (False, None, None)
+    with Store.open(c) as sc:
+        assert queues["queuesDiffering"] == len(list(sc.consume_queues.queue_ids("TopicTest")))
+    assert kinds == {
+        (str(master), "replicas_lag", "info"),
+        (str(a), "replicas_diverged", "warning"),
+        (str(d), "replicas_queues", "info"),
+    }
     assert pq.read_table(out / "replicas.parquet").to_pylist() == doc["replicas"]
     assert "<h2>Replicas</h2>" in (out / "report.html").read_text(encoding="utf-8")
 

@@ -159,7 +159,8 @@ def _controller_verdicts(
     out = []
     for master in _masters(ids, notes):
         m, s = (0, 1) if master == "A" else (1, 0)
-        out.append(controller_verdict(epochs[s], epochs[m], (log.max_offsets[m], log.max_offsets[s]), master))
+        ends = (log.max_offsets[m], log.max_offsets[s])
+        out.append(controller_verdict(epochs[s], epochs[m], ends, master, log.prefix_end))
     return out, None
 
 

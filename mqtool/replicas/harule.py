@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqtool.replicas.logdiff import LogDiff
-from store.ha.epochcache import Epochs, consistent_point
+from store.ha.epochcache import Epochs, consistent_point, reanchored
 
 SOURCE = "rocketmq-all-5.3.3 store/src/main/java/org/apache/rocketmq/store/ha/"
 WHERE = {
@@ -121,11 +121,53 @@ CONTROLLER_WHERE = (
 )
 
 
+def _same_epoch_restart(
+    slave_epochs: Epochs,
+    master_epochs: Epochs,
+    ends: tuple[int, int],
+    slave: str,
+    point: int,
+    prefix_end: int | None,
+) -> str:
+    """What changes when the master restarts at the epoch it already holds (`reanchored`): "" when nothing."""
+    m_end, s_end = ends
+    if not master_epochs.entries:
+        return ""
+    epoch = master_epochs.entries[-1].epoch
+    if slave_epochs.entries and slave_epochs.entries[-1].epoch > epoch:
+        return ""  # the controller's epoch is past the master's: it can only elect it at a new one
+    again = consistent_point(slave_epochs, reanchored(master_epochs, m_end))
+    if again == point:
+        return ""
+    head = (
+        f"; but if the master restarts at its same epoch {epoch} (the controller had not seen it down and "
+        "answers CONTROLLER_MASTER_STILL_EXIST), its changeToMaster re-anchors epoch "
+        f"{epoch} at its end {m_end} (AutoSwitchHAService.java:136-141) and "
+    )
+    if again < 0:
+        return head + "the slave finds no consistent point and does not sync"
+    if again < s_end:
+        return head + f"the consistent point becomes {again}: the slave {slave} truncates to {again} instead"
+    if prefix_end is not None and prefix_end < s_end:
+        return head + (
+            f"the consistent point becomes {again}: nothing is truncated, the slave {slave} keeps its "
+            f"diverged bytes [{prefix_end}, {s_end}) and receives the master's bytes from {s_end} on, a log "
+            "no broker wrote (restart the master only once the controller elected it at a new epoch)"
+        )
+    return head + f"the consistent point becomes {again}: nothing is truncated"
+
+
 def controller_verdict(
-    slave_epochs: Epochs, master_epochs: Epochs, ends: tuple[int, int], master: str
+    slave_epochs: Epochs,
+    master_epochs: Epochs,
+    ends: tuple[int, int],
+    master: str,
+    prefix_end: int | None = None,
 ) -> HaVerdict:
-    """The controller mode's rule (AutoSwitchHAClient.doTruncate) with `master` ("A"/"B") as the master:
-    `ends` are (master's, slave's) max physical offsets, which end their last epochs."""
+    """The controller mode's rule (AutoSwitchHAClient.doTruncate) with `master` ("A"/"B") as the master,
+    elected at a new epoch: `ends` are (master's, slave's) max physical offsets, which end their last epochs;
+    `prefix_end` is where their logs stop agreeing (the text then says what a restart of the master at the
+    epoch it holds would do instead, `_same_epoch_restart`)."""
     slave = "B" if master == "A" else "A"
     m_end, s_end = ends
     if not slave_epochs.entries:
@@ -157,7 +199,8 @@ def controller_verdict(
             False,
             f"the newest epoch both hold with the same start ends at {point}: the slave {slave} truncates "
             f"its commitlog to {point}, dropping [{point}, {s_end}), then receives the master's bytes from "
-            "there (salvage the dropped messages first)",
+            "there (salvage the dropped messages first)"
+            + _same_epoch_restart(slave_epochs, master_epochs, ends, slave, point, prefix_end),
             CONTROLLER_WHERE,
         )
     outcome = "in-sync" if s_end == m_end else "catch-up"
@@ -167,6 +210,7 @@ def controller_verdict(
         False,
         False,
         f"the slave {slave}'s log ends at the consistent point {point}: nothing is truncated"
-        + ("" if outcome == "in-sync" else f"; the master ships {m_end - s_end} bytes from there"),
+        + ("" if outcome == "in-sync" else f"; the master ships {m_end - s_end} bytes from there")
+        + _same_epoch_restart(slave_epochs, master_epochs, ends, slave, point, prefix_end),
         CONTROLLER_WHERE,
     )

@@ -11,6 +11,12 @@ uses it (AutoSwitchHAClient.java:435-474): the slave's newest epoch that the mas
 offset, and the smaller of the two end offsets; -1 when there is none (the slave cannot sync). The slave
 then truncates its commitlog there (`truncateFiles`); a slave with no epoch entries is a new replica and
 truncates nothing.
+
+`reanchored` is what `AutoSwitchHAService.changeToMaster(epoch)` leaves in a master's cache when the
+controller hands it the epoch it already holds last (a master restarted before the controller saw it down: it
+answers CONTROLLER_MASTER_STILL_EXIST with the same epoch, 5.3.3 controller ReplicasInfoManager.java:225-236):
+`truncateSuffixByEpoch` drops that entry and `appendEntry` adds it again at the master's max offset
+(AutoSwitchHAService.java:136-141; EpochFileCache.java:101-114, 250-253): the previous epoch now ends there.
 """
 
 from __future__ import annotations
@@ -72,3 +78,15 @@ def consistent_point(slave: Epochs, master: Epochs) -> int:
 
 
 __all__ = ["Epochs", "consistent_point", "load_epochs"]
+
+
+def reanchored(master: Epochs, max_phy_offset: int) -> Epochs:
+    """`master` after `changeToMaster` with its own last epoch again, its log ending at `max_phy_offset`."""
+    if not master.entries:
+        return master
+    last = master.entries[-1]
+    kept = list(master.entries[:-1])
+    if not kept or kept[-1].start_offset < max_phy_offset:  # appendEntry refuses an entry not past the last
+        kept.append(EpochEntry(last.epoch, max_phy_offset))
+    ends = [e.start_offset for e in kept[1:]] + [max_phy_offset]
+    return Epochs(tuple(kept), tuple(ends), master.source)

@@ -126,6 +126,7 @@ TABLES = {
         "ha",
         "notCompared",
         "configRowsDiffering",
+        "queuesDiffering",
         "notes",
     ),
     "compaction": (

@@ -432,6 +432,7 @@ def render_html(doc: dict[str, Any]) -> str:
                     ("ha", "classic HA", "text"),
                     ("notCompared", "not compared", "text"),
                     ("configRowsDiffering", "config rows differing", "int"),
+                    ("queuesDiffering", "queues differing", "int"),
                 ],
                 empty="no replica group",
             )

@@ -1,9 +1,11 @@
 """The audit's replica section (`audit --replicas A,B`): each group of stores that are replicas of one broker,
 its first store compared with each other one by `mqtool.replicas.diff.diff_replicas` (what `mqtool replicas
 diff` prints), one summary row per pair: where the commitlogs part, which side is ahead and by how many
-messages, what the classic HA rule does with the pair, how many config rows differ. A pair that differs adds
-a problem on its first store: `replicas_diverged` (warning: the logs hold different bytes at one offset),
-`replicas_lag` (info: one log is a prefix of the other), `replicas_config` (info: config rows differ only).
+messages, what the classic HA rule does with the pair, how many config rows and consume queues differ. A
+pair that differs adds a problem on its first store: `replicas_diverged` (warning: the logs hold different
+bytes at one offset), `replicas_lag` (info: one log is a prefix of the other), `replicas_config` (info:
+config rows differ only), `replicas_queues` (info: the logs are the same, the queues are not, e.g. a deleted
+topic's queues left on one side).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def _row(group: str, a: str, b: str, diff: ReplicaDiff) -> dict[str, Any]:
         "ha": "; ".join(f"{a if v.master == 'A' else b} as master: {v.outcome}" for v in diff.ha) or None,
         "notCompared": diff.log_not_compared or diff.ha_not_compared,
         "configRowsDiffering": len(diff.configs.rows),
+        "queuesDiffering": len(diff.queues.rows),
         "notes": "; ".join(diff.notes) or None,
     }
 
@@ -88,6 +91,10 @@ def _problem(row: dict[str, Any], diff: ReplicaDiff) -> dict[str, Any] | None:
         kind, severity = "replicas_config", "info"
         tables = sorted({r.table for r in diff.configs.rows})
         detail = f"replicas {pair}: {row['configRowsDiffering']} config row(s) differ ({', '.join(tables)})"
+    elif row["queuesDiffering"]:
+        kind, severity = "replicas_queues", "info"
+        states = sorted({r.state for r in diff.queues.rows})
+        detail = f"replicas {pair}: {row['queuesDiffering']} consume queue(s) differ ({', '.join(states)})"
     else:
         return None
     return {

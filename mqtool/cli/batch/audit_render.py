@@ -192,6 +192,7 @@ def render_audit(result: AuditResult, ctx) -> None:
                     Column("messagesPastPrefixB", "past it (B)", "int"),
                     Column("ha", "classic HA", max_width=50),
                     Column("configRowsDiffering", "config rows differing", "int"),
+                    Column("queuesDiffering", "queues differing", "int"),
                 ],
                 ctx,
                 title="Replicas",

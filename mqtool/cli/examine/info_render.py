@@ -80,11 +80,22 @@ def controller_fields(ctl: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
     ]
     if ctl["unconfirmedBytes"]:
         topics = ", ".join(f"{t} {n}" for t, n in ctl["unconfirmedByTopic"].items())
+        served = ctl.get("servedEnd") or 0
+        if served > ctl["confirmOffset"]:  # units the reput wrote while the live confirm offset was ahead
+            fate = f"already dispatched up to {served} (served): both recoveries keep those units" + (
+                ""
+                if served >= ctl["maxPhyOffset"]
+                else "; the reput does not dispatch the rest until confirmed"
+            )
+        else:
+            fate = (
+                "the reput does not dispatch them until they are confirmed (a normal restart's recovery "
+                "dispatches all but the first, an abnormal one none)"
+            )
         pairs.append((
             "unconfirmed tail",
             f"{ctl['unconfirmedBytes']} bytes, {ctl['unconfirmedMessages']} message(s) past the confirm "
-            f"offset ({topics}): the reput does not dispatch them until they are confirmed (a normal "
-            "restart's recovery dispatches all but the first, an abnormal one none); HA may truncate them",
+            f"offset ({topics}): {fate}; HA may truncate them",
             "text",
         ))  # fmt: skip
     if ctl["loadFails"]:

@@ -41,7 +41,8 @@ def replicas_diff(
     delay offsets, consume modes) that is on one side only or differs, every consume queue whose served
     range differs or that one side lacks (a deleted topic's queues left on a slave), and each side's
     dispatch, index coverage and checkpoint side by side. Controller-mode pairs: the epoch
-    rule (AutoSwitchHAClient's truncation to the newest epoch both epoch files share), when both have one.
+    rule (AutoSwitchHAClient's truncation to the newest epoch both epoch files share), when both have one,
+    and what a master restarted at the epoch it holds would do instead.
     Exit status 0: identical; 1: they differ (or could not all be compared). Read-only."""
     from formats.errors import UsageError
     from mqtool.replicas.diff import diff_replicas

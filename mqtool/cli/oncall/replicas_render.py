@@ -93,7 +93,12 @@ def _human(result: ReplicaDiff, ctx: RenderContext) -> None:
                 for t in topics
             ]
             emit_table(rows, _side_columns("topic"), ctx, title=f"\nMessages per topic past {log.prefix_end}")
-    out.write("\nHA (classic DefaultHAService) if the pair is started now:\n")
+    rule = (
+        "controller mode: AutoSwitchHAService's epoch rule"
+        if any(i.controller for i in result.identities)  # diff_replicas judges by the epoch rule then
+        else "classic DefaultHAService"
+    )
+    out.write(f"\nHA ({rule}) if the pair is started now:\n")
     if result.ha_not_compared:
         out.write(f"  not compared yet: {result.ha_not_compared}\n")
     for v in result.ha:

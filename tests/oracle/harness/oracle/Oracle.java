@@ -30,6 +30,10 @@
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
  *   tiered-store DIR [SEED]  a 5.x store behind the real TieredMessageStore (POSIX provider), its oldest
  *                            offsets only in the tiered tree after the local retention ran (TieredStore)
+ *   autoswitch-pair DIR [SEED]  a controller-mode pair under the real AutoSwitchHAService: a failover at epoch 2
+ *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
+ *   autoswitch-restart MASTER SLAVE EPOCH [--master-a]  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
+ *   autoswitch-read STORE    on a copy: what a controller-mode load and start of STORE serves (AutoSwitchPair)
  *   ha-sync MASTER SLAVE SLOTS NUM  in place: SLAVE synced from MASTER by the real classic HA (HaSync)
  *   compaction-crash STORE   in place: every due compaction run up to replaceFiles, then the process halts (CompactionFixture)
  *   dledger-store DIR [SEED] [--variant plain|mixed|multipath|crash]  a store of a DLedger broker (DLedgerFixture)
@@ -133,6 +137,16 @@ public final class Oracle {
                 break;
             case "epoch-consistent":
                 rc = EpochCases.consistent(args[1], Long.parseLong(args[2]), args[3], Long.parseLong(args[4]));
+                break;
+            case "autoswitch-pair":
+                rc = AutoSwitchPair.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261128L);
+                break;
+            case "autoswitch-read":
+                rc = AutoSwitchPair.readCommand(args[1]);
+                break;
+            case "autoswitch-restart":
+                rc = AutoSwitchPair.restart(args[1], args[2], Integer.parseInt(args[3]),
+                    args.length > 4 && args[4].equals("--master-a"));
                 break;
             case "ha-sync":
                 rc = HaSync.run(args[1], args[2], java.util.Arrays.copyOfRange(args, 3, args.length));
