@@ -90,6 +90,10 @@ oracle-fixtures: oracle-build
 	tests/oracle/run.sh compaction-store build/oracle/store-compaction 20261127
 	find tests/data/store-compaction -mindepth 1 ! -name README.md -delete 2>/dev/null || true
 	mkdir -p tests/data/store-compaction && cp -r build/oracle/store-compaction/. tests/data/store-compaction/
+	rm -rf build/oracle/store-tiered
+	tests/oracle/run.sh tiered-store build/oracle/store-tiered 20261128
+	find tests/data/store-tiered -mindepth 1 ! -name README.md -delete 2>/dev/null || true
+	mkdir -p tests/data/store-tiered && cp -r build/oracle/store-tiered/. tests/data/store-tiered/
 	rm -rf build/oracle/subscriptions && cp -r tests/data/store-a build/oracle/subscriptions
 	tests/oracle/run.sh subscriptions build/oracle/subscriptions > tests/data/subscriptions/expect.json
 	cp build/oracle/subscriptions/config/subscriptionGroup.json build/oracle/subscriptions/config/subscriptionGroup.json.bak \

@@ -91,6 +91,13 @@ def cq_units(
         )
     queue = store.consume_queue(topic, queue_id)
     first = queue.first_queue_offset
+    span = None
+    if store.tiered is not None:
+        from mqtool.tiered.fetch import tiered_span
+
+        span = tiered_span(store, topic, queue_id)
+    if span is not None:
+        return _with_tiered_units(store, queue, span, from_offset, count)
     start = first if from_offset is None else max(from_offset, first)
     end = queue.max_offset if count is None else min(queue.max_offset, start + max(count, 0))
     return {
@@ -99,6 +106,38 @@ def cq_units(
         "minOffset": queue.min_offset,
         "maxOffset": queue.max_offset,
         "units": _cq_rows(queue, start, end, store.commitlog.min_offset),
+    }
+
+
+def _with_tiered_units(
+    store: Store, queue, span, from_offset: int | None, count: int | None
+) -> dict[str, Any]:
+    """dump cq --tiered: the offsets the broker serves from the tiered store as the tiered ConsumeQueue's
+    units (state `tiered`; phyOffset: the offset in the queue's tiered COMMIT_LOG), then the local units
+    from where the local store serves (its units below, kept on disk but not served, are left out)."""
+    tiered, stop = span
+    start = tiered.min_offset if from_offset is None else max(from_offset, tiered.min_offset)
+    limit = None if count is None else max(count, 0)
+    t_end = stop if limit is None else min(stop, start + limit)
+    local_start = max(start, stop, queue.first_queue_offset)
+    left = None if limit is None else limit - max(0, t_end - start)
+    end = queue.max_offset if left is None else min(queue.max_offset, local_start + max(left, 0))
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for q in range(start, t_end):
+            unit = tiered.unit(q)
+            yield {"queueOffset": q, "phyOffset": unit.phy_offset, "size": unit.size,
+                   "tagsCode": unit.tags_code, "state": "tiered"}  # fmt: skip
+        yield from _cq_rows(queue, local_start, end, store.commitlog.min_offset)
+
+    return {
+        "topic": queue.topic,
+        "queueId": queue.queue_id,
+        "minOffset": min(tiered.min_offset, queue.min_offset),
+        "maxOffset": queue.max_offset,
+        "tieredMinOffset": tiered.min_offset,
+        "tieredMaxOffset": tiered.max_offset,
+        "units": rows(),
     }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from formats.errors import MqtoolError
 from mqtool.compaction import compaction_info
+from mqtool.tiered.ranges import tiered_info
 from store.queue.lmq import is_lmq, lmq_queue_names
 from store.rocksdb.config import RocksDBConfigFile
 from store.storedir import Store
@@ -338,6 +339,7 @@ def store_info(store: Store, jobs: int = 1) -> dict[str, Any]:
         "batchQueues": _section(batch_queues_info, store),
         "lmq": _section(lmq_info, store),
         "compaction": _section(compaction_info, store),
+        "tiered": _section(tiered_info, store),
         "dispatch": _section(lambda st: dispatch_info(st, commitlog.get("maxOffset", 0)), store),
         "index": _section(index_info, store),
         "checkpoint": _section(lambda st: checkpoint_json(st.checkpoint()), store),

@@ -49,6 +49,7 @@ from store.checks.storefiles import (
     rel_path,
     topic_queue_counts,
 )
+from store.checks.tiered import check_tiered
 from store.log.ranges import workers_for
 from store.log.scan import CommitLogFile
 from store.storedir import Store
@@ -308,6 +309,9 @@ def _verify_rest(
     compaction = check_compaction_files(store, problems)
     if compaction is not None:
         summary["compaction"] = compaction
+    tiered = check_tiered(store, problems, deep=deep)
+    if tiered is not None:
+        summary["tiered"] = tiered
     timings["consumeQueues"] = time.perf_counter() - t2
 
     # --- index -----------------------------------------------------------------------------------

@@ -263,7 +263,9 @@ def identify(
         parts.append(LayoutPart(
             "tiered storage", f"broker.conf messageStorePlugIn={plug_in}" if plug_in else str(tiered_meta),
             reads=False, writes=(),
-            note="older segments live outside the store, which mqtool does not read",
+            note="older segments live outside the store: info, query and verify read them "
+            "with --tiered (or broker.conf's tieredStoreFilePath, POSIX provider); other commands see the "
+            "local store only",
         ))  # fmt: skip
     if "consumequeue_ext" in names:
         parts.append(LayoutPart(

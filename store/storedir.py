@@ -72,6 +72,7 @@ class Store:
         self.location = str(root)  # what the user named: the root, or a URL without credentials
         self.is_remote = False  # named by URL: its files are fetched (store.remote)
         self.broker_config = broker_config or BrokerConfig()
+        self.tiered_path: Path | None = None  # --tiered (else broker.conf's tieredStoreFilePath)
         self._queues: dict[tuple[str, int], object] = {}
         self._batch_queues: dict[tuple[str, int], object] = {}
 
@@ -327,6 +328,18 @@ class Store:
         from store.checkpoint import read_checkpoint
 
         return read_checkpoint(self.root)
+
+    @cached_property
+    def tiered(self):
+        """The broker's tiered store (`store.tiered.flatfile.TieredStore`) when --tiered or broker.conf's
+        tieredStoreFilePath names its tree; None otherwise."""
+        from store.tiered.flatfile import TieredStore
+        from store.tiered.settings import resolve_tiered
+
+        settings = resolve_tiered(self.broker_config, self.tiered_path)
+        if settings is not None and self.is_remote:
+            raise MqtoolError("--tiered reads beside a store on this machine only, not one named by URL")
+        return None if settings is None else TieredStore(settings, self.root)
 
     def config(self, name: str):
         """`ConfigFile` for config/<name> (load() falls back to .bak as the broker does); the RocksDB

@@ -73,6 +73,8 @@ TIMER_EXAMPLE = "mqtool delay list --timer"
 COMPACTION_EXAMPLE = "mqtool rebuild compaction-cq --execute"
 # the replica commands' two stores (master, slave): two copies of the sample store
 REPLICA_PATHS = ("/data/broker-a", "/data/broker-a-slave")
+# the tiered examples' tree (`--tiered /data/tiered`): they run on the tiered fixture's store and tree
+TIERED_PATH = "/data/tiered"
 
 
 def _argv(command: str, store, replicas: dict) -> list[str]:
@@ -99,6 +101,8 @@ def test_every_example_runs_without_pyspark(tmp_path):
     for name in set(OTHER_STORES.values()) | {"store-compaction"}:
         stores[name] = shutil.copytree(store_path(name), tmp_path / name)
     replicas = {p: shutil.copytree(stores["samples"], tmp_path / p.rsplit("/", 1)[1]) for p in REPLICA_PATHS}
+    tiered = shutil.copytree(ROOT / "tests" / "data" / "store-tiered", tmp_path / "store-tiered")
+    replicas[TIERED_PATH] = tiered / "tiered"
     work = tmp_path / "work"
     work.mkdir()
     lines, commands = [], []
@@ -111,6 +115,8 @@ def test_every_example_runs_without_pyspark(tmp_path):
                 store = stores["store-timer5"]
             if example.command == COMPACTION_EXAMPLE:
                 store = stores["store-compaction"]
+            if TIERED_PATH in example.command:
+                store = tiered / "store"
             lines.append(_argv(example.command, store, replicas))
             commands.append(example.command)
     done = subprocess.run(

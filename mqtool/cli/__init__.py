@@ -39,7 +39,16 @@ from mqtool.cli.manual.manual_sections import help_summary
 from mqtool.cli.oncall.bundle import bundle
 from mqtool.cli.oncall.replicas import replicas_app
 from mqtool.cli.oncall.retention import retention
-from mqtool.cli.options import GLOBALS, BrokerConfigOpt, FormatOpt, RecordOpt, StoreOpt, TzOpt, WideOpt
+from mqtool.cli.options import (
+    GLOBALS,
+    BrokerConfigOpt,
+    FormatOpt,
+    RecordOpt,
+    StoreOpt,
+    TieredOpt,
+    TzOpt,
+    WideOpt,
+)
 from mqtool.cli.repair.write import rebuild, sample_app
 from mqtool.cli.scheduled.delay import delay_app
 from mqtool.cli.scheduled.txn import txn_app
@@ -118,13 +127,14 @@ def _main(
     wide: WideOpt = False,
     record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
+    tiered: TieredOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", help="Print the version and exit.", is_eager=True, callback=_print_version),
     ] = False,
 ) -> None:
     GLOBALS.store, GLOBALS.fmt, GLOBALS.tz, GLOBALS.broker_config = store, fmt, tz, broker_config
-    GLOBALS.wide, GLOBALS.record = wide, record
+    GLOBALS.wide, GLOBALS.record, GLOBALS.tiered = wide, record, tiered
 
 
 def main() -> None:

@@ -68,6 +68,15 @@ BrokerConfigOpt = Annotated[
         show_default=False,
     ),
 ]
+TieredOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tiered",
+        help="The broker's tiered store tree (tieredStoreFilePath, POSIX provider): its segments are read "
+        "below the local minimum, as the broker's fetcher does. Default: broker.conf's tieredStoreFilePath.",
+        show_default=False,
+    ),
+]
 
 JobsOpt = Annotated[
     int | None,
@@ -144,6 +153,7 @@ class Globals:
     wide: bool = False
     record: bool = False
     broker_config: Path | None = None
+    tiered: Path | None = None
 
 
 GLOBALS = Globals()
@@ -162,7 +172,9 @@ class Session:
     store_path: Path | str | None  # a str only for a URL
     ctx: object  # mqtool.render.RenderContext (imported lazily to keep --help fast)
 
-    def open_store(self, broker_config: Path | None = None, *, url_ok: bool = False):
+    def open_store(
+        self, broker_config: Path | None = None, *, url_ok: bool = False, tiered: Path | None = None
+    ):
         """The store; a URL only where the command reads stores through store.io.remote (`url_ok`)."""
         from store.config.brokerconf import load_broker_config
         from store.storedir import Store
@@ -173,6 +185,7 @@ class Session:
             store = Store.open_location(self.store_path, config)
         else:
             store = Store.open(self.store_path, config)
+        store.tiered_path = tiered or GLOBALS.tiered
         for part in store.layout.kind.unsupported_reads():
             sys.stderr.write(
                 f"mqtool: warning: this store has a {part.name} ({part.evidence}), which mqtool does not "

@@ -47,6 +47,7 @@ class KeyQueryResult:
     truncated: bool = False  # --max stopped the answer early
     scan_requested: bool = False
     topic_note: str | None = None  # a topic only the commitlog knows: what the scan found of it
+    tiered_messages: int = 0  # found through the tiered store's index (--tiered)
 
     @property
     def capped_like_broker(self) -> bool:
@@ -55,6 +56,9 @@ class KeyQueryResult:
 
     def notes(self) -> list[str]:
         notes = [self.topic_note] if self.topic_note else []
+        if self.tiered_messages:
+            notes.append(f"{self.tiered_messages} message(s) found through the tiered store's index")
+        notes += [u for u in self.hits.unreadable if u.startswith("tiered store: ")]
         return (
             notes
             + hit_notes(self.hits, self.capped_like_broker, self.truncated)
@@ -116,8 +120,20 @@ def query_by_key(
             if not known:
                 topic_note = unknown_topic_note(topic, of_topic, outcome.start, outcome.end)
     found.sort(key=lambda m: m.physical_offset)
+    tiered: list[Message] = []
+    if store.tiered is not None:
+        from mqtool.tiered.fetch import tiered_key_messages
+
+        problems: list[str] = []
+        tiered, force = tiered_key_messages(store, topic, key, begin, end, problems)
+        hits.unreadable.extend(f"tiered store: {p}" for p in problems)
+        hits.dropped_collisions += sum(not _has_key(m, key) for m in tiered)
+        tiered = [m for m in tiered if _has_key(m, key)]
+        found = tiered + ([] if force else found)  # older: below the local store's earliest time
     if max_num is not None and len(found) > max_num:
         found, truncated = found[-max_num:], True
-    return KeyQueryResult(
+    result = KeyQueryResult(
         topic, key, begin, end, found, hits, coverage, outcome, truncated, requested, topic_note
     )
+    result.tiered_messages = sum(1 for m in found if any(m is t for t in tiered))
+    return result

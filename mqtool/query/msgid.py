@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from formats.errors import MqtoolError
+from formats.indexfile import LONG_MAX
 from formats.message.commitlog import Message
 from formats.message.msgid import OffsetMsgId, decode_offset_msg_id, looks_like_offset_msg_id
 from mqtool.query.index_lookup import (
@@ -45,9 +46,13 @@ class IdQueryResult:
     scanned: ScanOutcome | None = None
     scan_requested: bool = False
     topic_note: str | None = None  # --topic that only the commitlog knows: what the scan found of it
+    tiered_messages: int = 0  # found through the tiered store's index (--tiered)
 
     def notes(self) -> list[str]:
         notes = [self.topic_note] if self.topic_note else []
+        if self.tiered_messages:
+            notes.append(f"{self.tiered_messages} message(s) found through the tiered store's index")
+        notes += [u for u in self.hits.unreadable if u.startswith("tiered store: ")]
         notes += [self.offset_note] if self.offset_note else []
         if self.kind == "uniqKey":
             where = (
@@ -127,6 +132,19 @@ def query_by_id(
     hits = HitReport(raw_hits=len(set(raw)))
     seen: set[int] = set()
     found, _ = read_hits(store, raw, lambda m: m.uniq_key == ident, hits, None, seen)
+    tiered_found = 0
+    if store.tiered is not None:  # queryMessageByUniqKey -> queryMessage: the plugin asks its index too
+        from mqtool.tiered.fetch import tiered_key_messages
+
+        for t in topics:
+            problems: list[str] = []
+            older, force = tiered_key_messages(store, t, ident, 0, LONG_MAX, problems)
+            hits.unreadable.extend(f"tiered store: {p}" for p in problems)
+            older = [m for m in older if m.uniq_key == ident]
+            if force:
+                found = [m for m in found if m.topic != t]
+            found.extend(older)
+            tiered_found += len(older)
     coverage = index_coverage(store)
     outcome = None
     topic_note = None
@@ -154,6 +172,8 @@ def query_by_id(
         if found and offset_msg is None:
             offset_note = None  # a UNIQ_KEY, as expected: no need to explain the offset reading
     found.sort(key=lambda m: (m.store_timestamp, m.physical_offset))
-    return IdQueryResult(
+    result = IdQueryResult(
         ident, kind, found, decoded, offset_note, topics, hits, coverage, outcome, scan, topic_note
     )
+    result.tiered_messages = tiered_found
+    return result

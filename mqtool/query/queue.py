@@ -57,9 +57,13 @@ class QueueQueryResult:
     messages: list[Message]
     problems: list[str] = field(default_factory=list)
     next_offset: int | None = None  # where the next page starts, when there is more
+    tiered: tuple[int, int] | None = None  # queue offsets [a, b) read from the tiered store
 
     def notes(self) -> list[str]:
         notes = list(self.problems)
+        if self.tiered is not None:
+            a, b = self.tiered
+            notes.append(f"queue offsets [{a}, {b}) read from the tiered store, as the broker serves them")
         if self.next_offset is not None:
             notes.append(f"more messages in the queue: rerun with offset {self.next_offset}")
         return notes
@@ -99,6 +103,12 @@ def query_by_queue_offset(
         from mqtool.query.compacted import query_compacted_by_queue_offset
 
         return query_compacted_by_queue_offset(store, topic, queue_id, offset, count=count)
+    if store.tiered is not None and offset >= 0:
+        from mqtool.tiered.fetch import read_tiered
+
+        below = read_tiered(store, topic, queue_id, offset, count)
+        if below is not None:
+            return _with_tiered(store, topic, queue_id, offset, count, below)
     cq = _queue(store, topic, queue_id)
     lo, hi = cq.min_offset, cq.max_offset
     check_queue_range(f"{topic}/{queue_id}", offset, lo, hi)
@@ -114,6 +124,25 @@ def query_by_queue_offset(
             result.problems.append(f"queue offset {q} (physical offset {phy}): {exc}")
     if count > 1 and stop < hi:
         result.next_offset = stop  # paging through the queue: where the next page starts
+    if not result.messages and result.problems:
+        raise QueueOffsetError(result.problems[0])
+    return result
+
+
+def _with_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int, below) -> QueueQueryResult:
+    """The tiered part of a query (`mqtool.tiered.fetch.read_tiered`) and the local rest, if any."""
+    check_queue_range(f"{topic}/{queue_id}", offset, below.min_offset, below.max_offset)
+    result = QueueQueryResult(topic, queue_id, below.min_offset, below.max_offset, below.messages)
+    result.problems = list(below.problems)
+    result.tiered = (below.start, below.end)
+    rest = offset + count - below.end
+    if rest > 0 and below.end < below.max_offset:
+        local = query_by_queue_offset(store, topic, queue_id, below.end, count=rest)
+        result.messages += local.messages
+        result.problems += local.problems
+        result.next_offset = local.next_offset
+    elif count > 1 and below.end < below.max_offset:
+        result.next_offset = below.end
     if not result.messages and result.problems:
         raise QueueOffsetError(result.problems[0])
     return result
@@ -142,9 +171,14 @@ class TimeQueryResult:
     tag_collisions: int = 0  # tagsCode matched but TAGS differ
     next_skip: int | None = None  # where the next page starts, when there is more
     problems: list[str] = field(default_factory=list)
+    tiered_messages: int = 0  # read from the tiered store (below the local minimum)
 
     def notes(self) -> list[str]:
         notes = list(self.problems)
+        if self.tiered_messages:
+            notes.append(
+                f"{self.tiered_messages} message(s) read from the tiered store, as the broker serves them"
+            )
         if self.tag_collisions:
             notes.append(f"{self.tag_collisions} message(s) with a colliding tagsCode but other TAGS dropped")
         if self.next_skip is not None:
@@ -180,6 +214,27 @@ def _queue_candidates(
                 yield t, phy, cq.queue_id, q, size
 
 
+def _from_offset(candidates: Iterator[tuple], first: int) -> Iterator[tuple]:
+    return (c for c in candidates if c[3] >= first)
+
+
+def _tiered_candidates(
+    queue, stop: int, begin: int, end: int, codes: set[int] | None
+) -> Iterator[tuple[int, int, int, int, int, Callable[[int], Message]]]:
+    """As `_queue_candidates`, from the tiered queue's offsets below `stop`
+    (`mqtool.tiered.fetch.tiered_span`), each with the reader of its message."""
+    offset = max(queue.min_offset, queue.offset_by_time(begin, "lower"))
+    for q in range(offset, stop):
+        unit = queue.unit(q)
+        if codes is not None and unit.tags_code not in codes:
+            continue
+        t = queue.store_time(q)
+        if t > end:
+            return
+        if t >= begin:
+            yield t, unit.phy_offset, queue.queue_id, q, unit.size, queue.message
+
+
 def query_by_time(
     store: Store,
     topic: str,
@@ -212,11 +267,24 @@ def query_by_time(
     tags = parse_tag_expression(tag) if tag is not None else None
     codes = {tags_code(t) for t in tags} if tags is not None else None
     store_time = store_time_of(store)
-    merged = heapq.merge(*(_queue_candidates(cq, begin, end, codes, store_time) for cq in queues))
+    sources = []
+    for cq in queues:
+        local = _queue_candidates(cq, begin, end, codes, store_time)
+        span = None
+        if store.tiered is not None:
+            from mqtool.tiered.fetch import tiered_span
+
+            span = tiered_span(store, topic, cq.queue_id)
+        if span is not None:
+            tiered_queue, stop = span
+            sources.append(_tiered_candidates(tiered_queue, stop, begin, end, codes))
+            local = _from_offset(local, stop)  # the broker serves those below from the tiered store
+        sources.append(local)
+    merged = heapq.merge(*sources)
     result = TimeQueryResult(topic, [cq.queue_id for cq in queues], begin, end, tags, [])
     commitlog = store.commitlog
     matched = 0
-    for _t, phy, q, queue_offset, size in merged:
+    for _t, phy, q, queue_offset, size, *tiered_reader in merged:
         if tags is None and matched < skip:
             matched += 1  # skipped without reading: only a tag check needs the message
             continue
@@ -224,7 +292,11 @@ def query_by_time(
             result.next_skip = matched
             break
         try:
-            msg = commitlog.read_message_at(phy, size)
+            if tiered_reader:
+                msg = tiered_reader[0](queue_offset)
+                result.tiered_messages += 1
+            else:
+                msg = commitlog.read_message_at(phy, size)
         except MqtoolError as exc:
             result.problems.append(f"{topic}/{q} queue offset {queue_offset}: {exc}")
             continue

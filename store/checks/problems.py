@@ -100,6 +100,14 @@ KINDS: dict[str, str] = {
     "compaction_tombstone_kept": WARNING,
     "compaction_leftover": WARNING,
     "compaction_checkpoint": WARNING,
+    # the tiered store's tree against its metadata (store.checks.tiered)
+    "tiered_layout": ERROR,
+    "tiered_metadata": ERROR,
+    "tiered_segment_missing": ERROR,
+    "tiered_segment_size": ERROR,
+    "tiered_segment_gap": ERROR,
+    "tiered_segment_unlisted": WARNING,
+    "tiered_cq_unit": ERROR,
     # index
     "index_file": ERROR,
     "index_header": ERROR,

@@ -89,6 +89,12 @@ class BrokerConfig:
     enableControllerMode: bool = False
     popConsumerKVServiceInit: bool = False  # the KV POP service's RocksDB store (BrokerConfig.java:243)
     messageStorePlugIn: str = ""
+    # the tiered store plugin (5.3.3 tieredstore MessageStoreConfig): where its tree is, and its providers
+    tieredStoreFilePath: str = ""
+    tieredBackendServiceProvider: str = "org.apache.rocketmq.tieredstore.provider.MemoryFileSegment"
+    tieredMetadataServiceProvider: str = "org.apache.rocketmq.tieredstore.metadata.DefaultMetadataStore"
+    tieredStorageLevel: str = "NOT_IN_DISK"  # a name or 0-3 (store.tiered.settings.storage_level)
+    tieredStoreIndexFileMaxHashSlotNum: int = 5_000_000  # how the plugin reads its compacted index files
     explicit: frozenset[str] = frozenset()
     source: str | None = None  # the broker.conf read, for error messages
 

@@ -25,6 +25,8 @@ if [ "${VERSION%%.*}" = 4 ]; then
     FASTJSON2_TAG=
     HARNESS="$HERE/harness49:$HERE/harness"
     PLACEHOLDERS="$HERE/placeholders"
+else
+    MODULES="$MODULES tieredstore"  # 5.x: the tiered store plugin (`tiered-store`); Caffeine stand-ins in placeholders5
 fi
 
 extract() {  # extract MIRROR TAG DEST [PATHS...]

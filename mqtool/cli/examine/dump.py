@@ -15,6 +15,7 @@ from mqtool.cli.options import (
     JobsOpt,
     RecordOpt,
     StoreOpt,
+    TieredOpt,
     TzOpt,
     WideOpt,
     jobs_count,
@@ -32,17 +33,19 @@ def info(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Summarise a store: commitlog range and times, topics and queues, index files, checkpoint, config
-    files, the 5.x timer wheel, and whether a broker is running on it; in controller mode (--broker-config
-    with enableControllerMode=true, or the files alone: then said to be ambiguous) the confirm offset the
-    recovery computes and the unconfirmed tail past it. The walks of broker-sized commitlog files (where
-    the data ends, the newest record) run over --jobs worker processes."""
+    files, the 5.x timer wheel, and whether a broker is running on it; with --tiered (or broker.conf's
+    tieredStoreFilePath) each tiered queue's local and tiered ranges side by side; in controller mode
+    (--broker-config with enableControllerMode=true, or the files alone: then said to be ambiguous) the
+    confirm offset the recovery computes and the unconfirmed tail past it. The walks of broker-sized
+    commitlog files (where the data ends, the newest record) run over --jobs worker processes."""
     from mqtool import info as info_ops
 
     workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record, csv=False)
-    with s.open_store(url_ok=True) as st:
+    with s.open_store(url_ok=True, tiered=tiered) as st:
         from mqtool.cli.examine import info_render
 
         info_render.render_info(info_ops.store_info(st, jobs=workers), s.ctx)
@@ -126,13 +129,17 @@ def dump_cq(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Dump the ConsumeQueue units of one queue (queueOffset, phyOffset, size, tagsCode). On a compaction
-    topic: the compaction CQ units consumers are served (compaction/), with each record's keys."""
+    topic: the compaction CQ units consumers are served (compaction/), with each record's keys. With
+    --tiered (or broker.conf's tieredStoreFilePath): the offsets the broker serves from the tiered store as
+    the tiered ConsumeQueue's units first (state tiered, phyOffset in the queue's tiered COMMIT_LOG), then
+    the local ones."""
     from mqtool import dump
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         from mqtool.cli.examine import dump_render
 
         dump_render.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)

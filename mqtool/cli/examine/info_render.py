@@ -103,6 +103,43 @@ def controller_fields(ctl: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
     return pairs
 
 
+TIERED_COLUMNS = [
+    Column("topic", kind="name", max_width=60),
+    Column("queueId", "queue", "int"),
+    Column("localMinOffset", "local min", "int"),
+    Column("localMaxOffset", "local max", "int"),
+    Column("tieredMinOffset", "tiered min", "int"),
+    Column("tieredMaxOffset", "tiered max", "int"),
+    Column("minOffset", "min", "int"),
+    Column("maxOffset", "max", "int"),
+    Column("commitLogSegments", "log segs", "int"),
+    Column("consumeQueueSegments", "cq segs", "int"),
+]
+
+
+def render_tiered(tiered: dict[str, Any] | None, ctx: RenderContext) -> None:
+    """The tiered store's section (`mqtool.tiered.ranges.tiered_info`)."""
+    if not tiered:
+        return
+    if "error" in tiered:
+        emit_fields([("tiered store", tiered["error"], "text")], ctx)
+        return
+    meta = tiered["metadata"]
+    emit_fields(
+        [
+            ("tiered store", f"{tiered['path']}/{tiered['clusterDirectory']}/{tiered['brokerName']}", "text"),
+            ("metadata", f"{meta['file']}: {meta['note']}", "text"),
+        ],
+        ctx,
+        title="Tiered store",
+    )
+    rows = tiered["queues"]
+    columns = TIERED_COLUMNS + ([Column("error")] if any("error" in r for r in rows) else [])
+    emit_table(
+        rows, columns, ctx, title="Tiered queues (local and tiered ranges; min/max: what the broker answers)"
+    )
+
+
 def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
     def human() -> None:
         cl = doc["commitlog"]
@@ -202,6 +239,7 @@ def render_info(doc: dict[str, Any], ctx: RenderContext) -> None:
             )
         render_batch_queues(doc.get("batchQueues"), ctx)
         render_compaction(doc.get("compaction"), ctx)
+        render_tiered(doc.get("tiered"), ctx)
         index = doc["index"]
         if "error" in index:
             emit_fields([("index", index["error"], "text")], ctx)

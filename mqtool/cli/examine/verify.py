@@ -17,6 +17,7 @@ from mqtool.cli.options import (
     JobsOpt,
     RecordOpt,
     StoreOpt,
+    TieredOpt,
     TzOpt,
     WideOpt,
     fail_on_level,
@@ -73,6 +74,7 @@ def verify(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Check a whole store as the broker would read it, and say where its recovery would cut: record
     magic, size chain, body CRC, PHYSICALOFFSET fields, BLANKs and zero tails, ConsumeQueue units against
@@ -82,7 +84,8 @@ def verify(
     mapped file against the one size the broker requires, and record topics and LMQ queue names the
     broker's dispatch would turn into a path outside the store. Problems are listed by file and offset
     with a severity, worst first; the exit status says whether any reached the --fail-on severity
-    (default: error).
+    (default: error). With --tiered (or broker.conf's tieredStoreFilePath): the tiered tree against its
+    metadata (missing, unlisted, resized or gapped segments, ConsumeQueue units outside the tiered log).
     Undispatched records after a crash, retention-deleted prefixes and the recovery plan are warnings or
     infos, not errors; in controller mode the records past the confirm offset are the unconfirmed tail
     (a warning), not undispatched. With --startup, only the verdict of a broker started on the store now
@@ -116,7 +119,7 @@ def verify(
         load_broker_config(broker_config or GLOBALS.broker_config)
     try:
         with (
-            s.open_store(broker_config, url_ok=True) as st,
+            s.open_store(broker_config, url_ok=True, tiered=tiered) as st,
             progress(ops.verify_total(st), "verifying") as advance,
         ):
             report = ops.verify_store(

@@ -14,6 +14,7 @@ from mqtool.cli.options import (
     RecordOpt,
     StoreLocation,
     StoreOpt,
+    TieredOpt,
     TzOpt,
     WideOpt,
     new_app,
@@ -152,12 +153,15 @@ def query_key(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Messages with this key, from the index files (newest first, as the broker walks them), each
     confirmed on the message itself: hash collisions are dropped and counted, there is no cap of 64,
     and an index that stops before the end of the commitlog is reported (--scan searches the rest).
     Several stores (or --spark) are read each on its own, in worker processes or as Spark tasks; each
-    message is shown with its store."""
+    message is shown with its store. With --tiered (or broker.conf's
+    tieredStoreFilePath) the tiered store's index is searched too, for the times before the local store's
+    earliest message, as the broker's plugin does."""
     from formats.indexfile import LONG_MAX
     from mqtool.query.key import query_by_key
     from mqtool.render.output import progress
@@ -168,7 +172,7 @@ def query_key(
         return
     s = session(store[0] if store else None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_key(
@@ -254,15 +258,19 @@ def query_id(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """The message an offsetMsgId names (store host + physical offset; a host that is not this store's
     is reported), else every record carrying the id as its UNIQ_KEY (retries, re-puts of delay and
-    transaction messages), looked up under every topic of the store unless --topic is given."""
+    transaction messages), looked up under every topic of the store unless --topic is given. With
+    --tiered (or broker.conf's tieredStoreFilePath) a UNIQ_KEY is looked up in the tiered store's index
+    too. An offsetMsgId of a message read from the tiered store names its tiered offset, which the broker
+    looks up locally only."""
     from mqtool.query.msgid import query_by_id
     from mqtool.render.output import progress
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
@@ -286,14 +294,17 @@ def query_offset(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """The message at a queue offset, read through the ConsumeQueue (like mqadmin queryMsgByOffset);
-    offsets outside [minOffset, maxOffset) are explained. On a compaction topic: what a pull at the
+    offsets outside [minOffset, maxOffset) are explained. With --tiered (or broker.conf's
+    tieredStoreFilePath) an offset below the local minimum is read from the tiered store, as the broker's
+    fetcher serves it. On a compaction topic: what a pull at the
     offset is served from compaction/ (the next live record where the offset was compacted away)."""
     from mqtool.query.queue import query_by_queue_offset
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
@@ -327,14 +338,17 @@ def query_time(
     tz: TzOpt = None,
     wide: WideOpt = False,
     record: RecordOpt = False,
+    tiered: TieredOpt = None,
 ) -> None:
     """Messages of a topic stored between two times, oldest first, read through the ConsumeQueue
-    (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max."""
+    (binary search by store time, as the broker's offset-by-time lookup), paged with --skip/--max. With
+    --tiered (or broker.conf's tieredStoreFilePath) the offsets below the local minimum are searched in the
+    tiered store, as the broker serves them."""
     from mqtool.query.queue import query_by_time
 
     s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered) as st:
         _check_export(st, export, force)
         result = query_by_time(
             st,

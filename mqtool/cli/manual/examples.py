@@ -36,6 +36,10 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "Commitlog range and times, every topic/queue, index files, checkpoint, config files.",
         ),
         E("mqtool -f json info", "The same as one JSON document."),
+        E(
+            "mqtool info --tiered /data/tiered",
+            "Also each tiered queue's local and tiered offset ranges side by side.",
+        ),
     ),
     "dump commitlog": (
         E("mqtool dump commitlog --count 5", "The first five records in physical order."),
@@ -116,6 +120,10 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         E(
             "mqtool query offset TopicTest 2 208 --count 3 --export bodies",
             "Three messages; their bodies to bodies/.",
+        ),
+        E(
+            "mqtool query offset TieredTopicA 0 0 --tiered /data/tiered",
+            "Below the local minimum: the message the broker serves from its tiered store.",
         ),
     ),
     "query time": (

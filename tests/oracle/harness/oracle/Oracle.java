@@ -28,6 +28,8 @@
  *   epoch-write FILE E-S[,E-S...]  an epoch file as the real EpochFileCache flushes it (EpochCases)
  *   epoch-consistent SLAVE_FILE SLAVE_END MASTER_FILE MASTER_END  the real findConsistentPoint (EpochCases)
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
+ *   tiered-store DIR [SEED]  a 5.x store behind the real TieredMessageStore (POSIX provider), its oldest
+ *                            offsets only in the tiered tree after the local retention ran (TieredStore)
  *   autoswitch-pair DIR [SEED]  a controller-mode pair under the real AutoSwitchHAService: a failover at epoch 2
  *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
  *   autoswitch-restart MASTER SLAVE EPOCH [--master-a]  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
@@ -119,6 +121,9 @@ public final class Oracle {
                 break;
             case "compaction-store":
                 CompactionFixture.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261127L);
+                break;
+            case "tiered-store":
+                TieredStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261128L);
                 break;
             case "compaction-read":
                 rc = CompactionFixture.read(args[1]);

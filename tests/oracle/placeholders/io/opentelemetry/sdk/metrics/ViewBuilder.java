@@ -5,4 +5,8 @@ public final class ViewBuilder {
     public ViewBuilder setAggregation(Aggregation aggregation) {
         return this;
     }
+
+    public ViewBuilder setDescription(String description) {  // the tiered store's views (TieredStoreMetricsManager)
+        return this;
+    }
 }

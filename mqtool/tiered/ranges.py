@@ -1,0 +1,58 @@
+"""Per queue, the local and the tiered offset ranges side by side, and what the broker with the plugin
+answers for the queue (`TieredMessageStore.getMinOffsetInQueue`: the smaller of both minimums,
+`TieredMessageStore.java:296-307`; getMaxOffsetInQueue is the local store's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from formats.errors import MqtoolError
+from store.storedir import Store
+
+
+def local_range(store: Store, topic: str, queue_id: int) -> tuple[int, int] | None:
+    """The local ConsumeQueue's [min, max); None when the store has no such queue."""
+    cqs = store.consume_queues
+    if topic not in cqs.topics() or queue_id not in cqs.queue_ids(topic):
+        return None
+    queue = cqs.open(topic, queue_id)
+    try:
+        return queue.min_offset, queue.max_offset
+    finally:
+        queue.close()
+
+
+def queue_row(store: Store, topic: str, queue_id: int) -> dict[str, Any]:
+    tiered = store.tiered.queue(topic, queue_id)
+    row: dict[str, Any] = {"topic": topic, "queueId": queue_id}
+    local = local_range(store, topic, queue_id)
+    row["localMinOffset"], row["localMaxOffset"] = local if local else (None, None)
+    try:
+        t_min, t_max = tiered.min_offset, tiered.max_offset
+    except MqtoolError as exc:
+        row["error"] = str(exc)
+        return row
+    row["tieredMinOffset"], row["tieredMaxOffset"] = t_min, t_max
+    mins = [m for m in (local[0] if local else None, t_min) if m is not None and m >= 0]
+    row["minOffset"] = min(mins) if mins else None
+    row["maxOffset"] = local[1] if local else None
+    row["commitLogSegments"] = len(tiered.commit_log.segments)
+    row["consumeQueueSegments"] = len(tiered.consume_queue.segments)
+    return row
+
+
+def tiered_info(store: Store) -> dict[str, Any] | None:
+    """`mqtool info`'s tiered section; None when no tiered tree is named (--tiered, broker.conf)."""
+    tiered = store.tiered
+    if tiered is None:
+        return None
+    loaded = tiered.loaded
+    return {
+        **tiered.settings.as_dict(),
+        "metadata": {
+            "file": str(tiered.metadata_file.path),
+            "loadedFrom": loaded.source,
+            "note": loaded.reason,
+        },
+        "queues": [queue_row(store, topic, queue_id) for topic, queue_id in tiered.queues()],
+    }
