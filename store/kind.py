@@ -58,6 +58,9 @@ class UnsupportedLayoutError(MqtoolError):
     """A write on a store whose layout mqtool does not fully support."""
 
 
+TIERED_PART = "tiered storage"  # the layout part of a broker with the tieredstore plugin
+
+
 @dataclass(frozen=True)
 class LayoutPart:
     """One part of a store's layout: what it is, what showed it, and what mqtool does with it."""
@@ -261,7 +264,7 @@ def identify(
     tiered_meta = root / "config" / "tieredStoreMetadata.json"
     if "tieredstore" in plug_in.lower() or tiered_meta.exists():
         parts.append(LayoutPart(
-            "tiered storage", f"broker.conf messageStorePlugIn={plug_in}" if plug_in else str(tiered_meta),
+            TIERED_PART, f"broker.conf messageStorePlugIn={plug_in}" if plug_in else str(tiered_meta),
             reads=False, writes=(),
             note="older segments live outside the store: info, query and verify read them "
             "with --tiered (or broker.conf's tieredStoreFilePath, POSIX provider); other commands see the "

@@ -45,6 +45,21 @@ def test_the_real_tree_is_clean(copy: Path) -> None:
     assert summary["queues"] == 3 and summary["segmentFiles"] == 27 and summary["cqUnits"] == 180
 
 
+def test_verify_passes_with_the_tree_and_names_the_part_without_it(copy: Path) -> None:
+    """Given the tree, verify reads what the broker's plugin serves: no layout_unsupported error; without
+    it, the tiered part of the store is named as not read (the older segments are not seen)."""
+    with_tree = run_mqtool(
+        "verify", "-s", str(copy / "store"), "--tiered", str(copy / "tiered"), "-f", "json"
+    )
+    without = run_mqtool("verify", "-s", str(copy / "store"), "-f", "json")
+    kinds = [
+        {p["kind"] for p in json.loads(r.stdout)["problems"] if p["severity"] == "error"}
+        for r in (with_tree, without)
+    ]
+    assert "layout_unsupported" not in kinds[0] and "layout_unsupported" in kinds[1]
+    assert with_tree.returncode == (1 if kinds[0] else 0)
+
+
 def test_a_missing_segment(copy: Path) -> None:
     victim = _segments(copy, "COMMIT_LOG")[1]
     victim.unlink()

@@ -37,6 +37,7 @@ from store.checks.index import (
 )
 from store.checks.problems import ProblemList
 from store.io.filereads import last_nonzero_end
+from store.kind import TIERED_PART
 from store.log.recovery import recovery_start_abnormal, recovery_start_normal
 from store.log.scan import CommitLogFile
 from store.queue.batchconsumequeue import configured_batch_cq_topics
@@ -55,6 +56,13 @@ def rel_path(store: Store, path: str | None) -> str | None:
         return path
 
 
+def _tiered_tree_given(store: Store) -> bool:
+    try:
+        return store.tiered is not None
+    except MqtoolError:  # named by the tiered checks
+        return False
+
+
 def note_broker_running(store: Store, problems: ProblemList) -> bool:
     """A warning row when a broker holds the store lock, an error row per layout part mqtool does not
     read exactly (`store.kind`: its answers there are not the broker's); whether `abort` is present."""
@@ -64,6 +72,8 @@ def note_broker_running(store: Store, problems: ProblemList) -> bool:
         problems.add("layout_unsupported", exc.file and rel_path(store, exc.file), exc.offset, exc.message)
         parts = []
     for part in parts:
+        if part.name == TIERED_PART and _tiered_tree_given(store):
+            continue  # verify reads the tiered tree it was given (store.checks.tiered)
         problems.add(
             "layout_unsupported",
             None,
