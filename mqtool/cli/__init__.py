@@ -52,6 +52,7 @@ from mqtool.cli.options import (
 from mqtool.cli.repair.write import rebuild, sample_app
 from mqtool.cli.scheduled.delay import delay_app
 from mqtool.cli.scheduled.txn import txn_app
+from mqtool.cli.tiered.metadata import tiered_app
 
 HELP = (
     "Admin and storage-inspection toolkit for Apache RocketMQ broker stores (4.9.x and 5.x), "
@@ -103,6 +104,7 @@ app.command()(export)
 app.command(epilog=exitstatus.exit_status_help())(audit)
 app.command()(trace)
 app.add_typer(dlq_app, name="dlq")
+app.add_typer(tiered_app, name="tiered")
 dump_app.command("trace")(dump_trace)
 app.command()(retention)
 app.command()(bundle)

@@ -194,6 +194,20 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         ),
     ),
     "dlq stats": (E("mqtool dlq stats", "Dead letters per group and original topic, by age."),),
+    "tiered rebuild-metadata": (
+        E(
+            "mqtool tiered rebuild-metadata --tiered /data/tiered",
+            "What config/tieredStoreMetadata.json the tiered tree calls for, and how it differs (a dry run).",
+        ),
+        E(
+            "mqtool tiered rebuild-metadata --tiered /data/tiered --execute",
+            "Write it (the broker stopped; the previous file kept in .bak).",
+        ),
+        E(
+            "mqtool -f json tiered rebuild-metadata",
+            "The plan as JSON, the tree from broker.conf's tieredStoreFilePath.",
+        ),
+    ),
     "topic update": (
         E(
             "mqtool topic update NewTopic --read-queues 4 --write-queues 4 --attr +message.type=NORMAL",

@@ -30,6 +30,8 @@
  *   ha-pair DIR [SEED]       a master/slave pair under the real classic HA, then a failover and a rejoin (HaPair)
  *   tiered-store DIR [SEED]  a 5.x store behind the real TieredMessageStore (POSIX provider), its oldest
  *                            offsets only in the tiered tree after the local retention ran (TieredStore)
+ *   tiered-load DIR OUT      what the real TieredMessageStore serves from DIR/store + DIR/tiered with the
+ *                            metadata file it holds now (ranges, getMessage at every offset, key queries)
  *   autoswitch-pair DIR [SEED]  a controller-mode pair under the real AutoSwitchHAService: a failover at epoch 2
  *                            and the old master's rejoin, truncated by the real AutoSwitchHAClient (AutoSwitchPair)
  *   autoswitch-restart MASTER SLAVE EPOCH [--master-a]  in place: MASTER elected at EPOCH, SLAVE its slave (AutoSwitchPair)
@@ -124,6 +126,14 @@ public final class Oracle {
                 break;
             case "tiered-store":
                 TieredStore.write(args[1], args.length > 2 ? Long.parseLong(args[2]) : 20261128L);
+                break;
+            case "tiered-load":
+                try {
+                    rc = TieredLoad.run(args[1], args[2]);
+                } catch (Exception e) {  // the plugin's threads are not daemons: exit, do not hang
+                    e.printStackTrace();
+                    System.exit(1);
+                }
                 break;
             case "compaction-read":
                 rc = CompactionFixture.read(args[1]);
