@@ -59,7 +59,8 @@ def test_every_command_that_writes_takes_dry_run() -> None:
         by_command.setdefault(use.command, set()).update(use.names)
     writers = {c for c, names in by_command.items() if "--execute" in names}
     assert writers == {c for c, names in by_command.items() if "--dry-run" in names}
-    assert len(writers) == 16  # 10, topic update|delete, group update|delete, replicas salvage, dlq resend
+    # 10, topic update|delete, group update|delete, replicas salvage, dlq resend, tiered rebuild-metadata
+    assert len(writers) == 17
 
 
 # --- Kafka's spellings ------------------------------------------------------------------------------

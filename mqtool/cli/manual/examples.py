@@ -204,8 +204,8 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
             "Write it (the broker stopped; the previous file kept in .bak).",
         ),
         E(
-            "mqtool -f json tiered rebuild-metadata",
-            "The plan as JSON, the tree from broker.conf's tieredStoreFilePath.",
+            "mqtool -f json tiered rebuild-metadata --tiered /data/tiered",
+            "The plan as one JSON document: topics, queues, segments and the changes, for a script.",
         ),
     ),
     "topic update": (
