@@ -309,6 +309,38 @@ def test_tree_not_understood_is_refused_in_one_line(tmp_path: Path, damage, says
     assert _files(root) == before
 
 
+def test_expired_commit_log_segment_keeps_the_current_begin_timestamp(tmp_path: Path) -> None:
+    """The plugin's expiry deletes COMMIT_LOG and CONSUME_QUEUE segments each by its own max timestamp, so a
+    CONSUME_QUEUE segment can outlive the COMMIT_LOG segment its first units point into: those units' store
+    times are gone. With the .bak the segment's beginTimestamp is kept from it; without any current file the
+    rebuild refuses, naming the segment."""
+    root = _copy(tmp_path)
+    _segments(root, "TieredTopicB/0", "COMMIT_LOG")[0].unlink()
+    _meta_path(root).unlink()
+    plan = rebuild_metadata(_store(root), _store(root).tiered.settings, execute=True)
+    path = "broker-a/TieredTopicB/0"
+    cq = plan.metadata.queue_segments(SegmentType.CONSUME_QUEUE, path)
+    assert [(s.begin_timestamp, s.end_timestamp) for s in cq] == [
+        (s.begin_timestamp, s.end_timestamp) for s in ORIGINAL.queue_segments(SegmentType.CONSUME_QUEUE, path)
+    ]
+    assert [s.base_offset for s in plan.metadata.queue_segments(SegmentType.COMMIT_LOG, path)] == [
+        6118,
+        12016,
+        17874,
+    ]
+    assert ("segment", f"COMMIT_LOG {path} 0", "*", "not on disk: dropped") in {
+        (c.table, c.name, c.field, c.why) for c in plan.changes
+    }
+    root2 = _copy(tmp_path / "no-current")
+    first_cq = _segments(root2, "TieredTopicB/0", "CONSUME_QUEUE")[0]
+    _segments(root2, "TieredTopicB/0", "COMMIT_LOG")[0].unlink()
+    _meta_path(root2).unlink()
+    (root2 / "store" / "config" / (METADATA_FILE + ".bak")).unlink()
+    out = _cli(root2, "--execute")
+    assert out.returncode != 0 and str(first_cq) in out.stderr and "expired" in out.stderr, out.stderr
+    assert not _meta_path(root2).exists()
+
+
 def test_other_provider_is_refused(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     conf = tmp_path / "broker.conf"

@@ -270,24 +270,45 @@ def _commit_log_times(listed: _Listed) -> tuple[int, int]:
     return (min(times), max(times)) if times else (LONG_MAX, LONG_MAX)
 
 
-def _consume_queue_times(listed: _Listed, queue: TieredQueue) -> tuple[int, int]:
+def _consume_queue_times(
+    listed: _Listed, queue: TieredQueue, old: FileSegmentMetadata | None
+) -> tuple[int, int]:
+    """Min and max store time of the messages the segment's units point at. Units whose message lies below
+    the first COMMIT_LOG segment are the plugin's own doing (`FlatMessageFile.destroyExpiredFile` expires the
+    CONSUME_QUEUE and the COMMIT_LOG segments each by its own max timestamp, `FlatAppendFile.java:246-272`):
+    their times are not on disk any more, so the segment's beginTimestamp is kept from the current file, and
+    without one the rebuild refuses (the end is the last readable unit's: a queue's store times rise)."""
     if listed.size % TIERED_CQ_UNIT_SIZE:
         raise TieredTreeError(
             f"{listed.size} bytes, not whole {TIERED_CQ_UNIT_SIZE}-byte units", str(listed.file)
         )
     first = listed.base_offset // TIERED_CQ_UNIT_SIZE
     times = []
+    expired = 0
     for queue_offset in range(first, first + listed.size // TIERED_CQ_UNIT_SIZE):
+        at = (queue_offset - first) * TIERED_CQ_UNIT_SIZE
         try:
+            unit = queue.unit(queue_offset)
+            if queue.commit_log.segments and unit.phy_offset < queue.commit_log.min_offset:
+                expired += 1
+                continue
             times.append(queue.store_time(queue_offset))
         except FormatError as exc:
             raise TieredTreeError(
                 f"unit of queue offset {queue_offset}: its message cannot be read from the tiered COMMIT_LOG "
                 f"({exc.message})",
                 str(listed.file),
-                (queue_offset - first) * TIERED_CQ_UNIT_SIZE,
+                at,
             ) from exc
-    return (min(times), max(times)) if times else (LONG_MAX, LONG_MAX)
+    if not expired:
+        return (min(times), max(times)) if times else (LONG_MAX, LONG_MAX)
+    if old is None:
+        raise TieredTreeError(
+            f"{expired} unit(s) point below the first tiered COMMIT_LOG segment (expired): their store "
+            "times, this segment's beginTimestamp, are not on disk and no current metadata file has them",
+            str(listed.file),
+        )
+    return old.begin_timestamp, max(times) if times else old.end_timestamp
 
 
 def _index_header(listed: _Listed) -> tuple[int, int, int]:
@@ -410,7 +431,7 @@ def plan_rebuild(store: Store, settings: TieredSettings, now_ms: int | None = No
             flat[(topic, queue_id)] = queue
             cq_rows = []
             for s in cq_listed:
-                begin, end = _consume_queue_times(s, queue)
+                begin, end = _consume_queue_times(s, queue, old_segment(s.kind, s.path, s.base_offset))
                 cq_rows.append(_segment(s, begin, end, create_of(s)))
             for kind, rows in ((SegmentType.COMMIT_LOG, log_rows), (SegmentType.CONSUME_QUEUE, cq_rows)):
                 if rows:
