@@ -141,7 +141,32 @@ def test_corrupt_file_without_bak_rebuilt(tmp_path: Path) -> None:
     assert "garbage" in (root / "store" / "config" / (METADATA_FILE + ".bak")).read_text()
 
 
-@pytest.mark.parametrize("case", ["deleted", "corrupt-no-bak"])
+# what the real 5.3.3 broker persisted when it started and stopped once without its metadata file (oracle
+# tiered-load on a copy with no file and no .bak): no topic, one INDEX entry for a segment it began at start
+STARTED_WITHOUT_METADATA = """{
+\t"commitLogFileSegmentTable":{},
+\t"consumeQueueFileSegmentTable":{},
+\t"indexFileSegmentTable":{
+\t\t"broker-a/rmq_sys_INDEX/0":{0:{
+\t\t\t\t"path":"broker-a/rmq_sys_INDEX/0",
+\t\t\t\t"type":2,
+\t\t\t\t"baseOffset":0,
+\t\t\t\t"status":0,
+\t\t\t\t"size":0,
+\t\t\t\t"createTimestamp":1795829941843,
+\t\t\t\t"beginTimestamp":1795829938285,
+\t\t\t\t"endTimestamp":0,
+\t\t\t\t"sealTimestamp":0
+\t\t\t}
+\t\t}
+\t},
+\t"queueMetadataTable":{},
+\t"topicMetadataTable":{},
+\t"topicSerialNumber":-1
+}"""
+
+
+@pytest.mark.parametrize("case", ["deleted", "corrupt-no-bak", "started-without-metadata"])
 def test_real_plugin_serves_the_rebuilt_file_as_the_original(case: str, tmp_path: Path) -> None:
     """The recorded judgement (tests/oracle/tiered_rebuild_cases.py): the real TieredMessageStore loaded the
     rebuilt file and served what it serves from the untouched fixture; the untouched fixture's fresh load
@@ -158,6 +183,9 @@ def test_real_plugin_serves_the_rebuilt_file_as_the_original(case: str, tmp_path
     _meta_path(root).unlink()
     if case == "corrupt-no-bak":
         _meta_path(root).write_text("garbage")
+        (root / "store" / "config" / (METADATA_FILE + ".bak")).unlink()
+    if case == "started-without-metadata":
+        _meta_path(root).write_text(STARTED_WITHOUT_METADATA)
         (root / "store" / "config" / (METADATA_FILE + ".bak")).unlink()
     rebuilt = rebuild_metadata(_store(root), _store(root).tiered.settings, execute=True).metadata
     real = REBUILT[case]["metadata"]

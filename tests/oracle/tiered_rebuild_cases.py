@@ -9,7 +9,9 @@ from the untouched fixture (case `original`), section by section.
 
 Cases: `original` (control: the fixture as written); `deleted` (the file removed, its .bak kept: the broker
 would load the .bak); `corrupt-no-bak` (garbage JSON, .bak removed: the broker would start with empty
-tables); `deleted-no-rebuild` (control: file and .bak removed, no rebuild: what the broker sees after the
+tables); `started-without-metadata` (file and .bak removed, the broker started and stopped once - it
+persists a file of its own, with one bogus INDEX entry - then the rebuild); `deleted-no-rebuild`
+(control: file and .bak removed, no rebuild: what the broker sees after the
 incident).
 
 Run: PYTHONPATH=. .venv/bin/python tests/oracle/tiered_rebuild_cases.py (5.3.3 oracle built; honours
@@ -24,12 +26,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "store-tiered"
 OUT = FIXTURE / "rebuilt.json"
 META = Path("store") / "config" / "tieredStoreMetadata.json"
+CASES = ("original", "deleted", "corrupt-no-bak", "started-without-metadata", "deleted-no-rebuild")
 SERVED = ("queues", "reads", "tieredUnits", "offsetsByTime", "keyQueries")
 
 
@@ -40,9 +44,18 @@ def damage(case: str, work: Path) -> None:
     elif case == "corrupt-no-bak":
         meta.write_text('{"topicMetadataTable":{"TieredTopicA":{"topicId":1,garbage')
         bak.unlink()
-    elif case == "deleted-no-rebuild":
+    elif case in ("deleted-no-rebuild", "started-without-metadata"):
         meta.unlink()
         bak.unlink()
+    if case == "started-without-metadata":
+        # the broker started once without its metadata (it sees no tiered queue) and persisted at shutdown
+        oracle = [
+            str(ROOT / "tests" / "oracle" / "run.sh"),
+            "tiered-load",
+            str(work),
+            str(work.parent / "first.json"),
+        ]
+        subprocess.run(oracle, check=True, capture_output=True)
 
 
 def digest(value: object) -> str:
@@ -68,13 +81,13 @@ def run_case(case: str, tmp: Path) -> dict:
     shutil.copytree(FIXTURE, work, ignore=shutil.ignore_patterns("rebuilt.json"))
     damage(case, work)
     result: dict = {"case": case}
-    if case in ("deleted", "corrupt-no-bak"):
+    if case in ("deleted", "corrupt-no-bak", "started-without-metadata"):
         cmd = [sys.executable, "-m", "mqtool.cli", "--store", str(work / "store"), "-f", "json",
                "tiered", "rebuild-metadata", "--tiered", str(work / "tiered"), "--execute"]  # fmt: skip
         plan = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         result["rebuild"] = {"loadedFrom": plan["current"]["loadedFrom"], "changes": len(plan["changes"]),
                              "executed": plan["executed"]}  # fmt: skip
-    before = {p.name for p in (work / "tiered").rglob("*") if p.is_file()}
+    started = int(time.time() * 1000)
     out = tmp / f"{case}.json"
     oracle = [str(ROOT / "tests" / "oracle" / "run.sh"), "tiered-load", str(work), str(out)]
     subprocess.run(oracle, check=True, capture_output=True)
@@ -89,10 +102,9 @@ def run_case(case: str, tmp: Path) -> dict:
     meta = loaded["metadata"]
     # a segment the run itself added (the index service's shutdown uploads a new INDEX segment, begun now)
     # is the plugin's doing on every copy, not the metadata's: named, left out of the comparison
-    result["segmentsAddedByTheRun"] = [
-        s["fileName"] for s in meta["fileSegments"] if s["fileName"] not in before
-    ]
-    meta["fileSegments"] = [s for s in meta["fileSegments"] if s["fileName"] in before]
+    added = [s for s in meta["fileSegments"] if s["beginTimestamp"] >= started]
+    result["segmentsAddedByTheRun"] = [f"{s['type']} {s['baseOffset']} ({s['fileName']})" for s in added]
+    meta["fileSegments"] = [s for s in meta["fileSegments"] if s not in added]
     for s in meta["fileSegments"]:
         s.pop("createTimestamp")  # the time the entry was made: now, for an entry the rebuild creates
     result["metadata"] = meta
@@ -102,9 +114,7 @@ def run_case(case: str, tmp: Path) -> dict:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tiered-rebuild-") as tmp:
-        results = [
-            run_case(c, Path(tmp)) for c in ("original", "deleted", "corrupt-no-bak", "deleted-no-rebuild")
-        ]
+        results = [run_case(c, Path(tmp)) for c in CASES]
     original = results[0]
     expect = json.loads((FIXTURE / "expect.json").read_text())
     live = canonical({k: expect[k] for k in SERVED})
