@@ -313,6 +313,14 @@ def _torn_commit_log(root: Path) -> Path:
     return last
 
 
+def _unit_off_message(root: Path) -> Path:
+    cq = _segments(root, "TieredTopicA/1", "CONSUME_QUEUE")[1]
+    data = bytearray(cq.read_bytes())
+    data[20:28] = (int.from_bytes(data[20:28], "big") + 4).to_bytes(8, "big")  # the second unit, 4 bytes on
+    cq.write_bytes(bytes(data))
+    return cq
+
+
 @pytest.mark.parametrize(
     ("damage", "says"),
     [
@@ -322,6 +330,7 @@ def _torn_commit_log(root: Path) -> Path:
         (_unknown_type, "segment type"),
         (_stray_file, "a file where"),
         (_torn_commit_log, "no message at position"),
+        (_unit_off_message, "no message starts there"),
     ],
 )
 def test_tree_not_understood_is_refused_in_one_line(tmp_path: Path, damage, says: str) -> None:

@@ -39,9 +39,11 @@ under the store lock.
 
 from __future__ import annotations
 
+import mmap
 import os
+import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +52,7 @@ from typing import Any
 from formats.config import fastjson
 from formats.config.tiered import FileSegmentMetadata, QueueMetadata, TieredMetadata, TopicMetadata
 from formats.errors import FormatError, MqtoolError
-from formats.message.commitlog import Message, decode_record
+from formats.structs import MESSAGE_MAGICS
 from formats.tiered import (
     COMPACT_INDEX_ITEM_SIZE,
     INDEX_END_MAGIC,
@@ -71,6 +73,9 @@ from store.storedir import Store
 from store.tiered.flatfile import Segment, TieredAppendFile, TieredQueue
 from store.tiered.settings import TieredLayoutError, TieredSettings
 
+_HEAD = struct.Struct(">ii")  # TOTALSIZE, MAGICCODE
+_LONG = struct.Struct(">q")
+_UNIT = struct.Struct(">qiq")  # a CONSUME_QUEUE unit: offset in the tiered COMMIT_LOG, size, tagsCode
 LONG_MAX = 2**63 - 1  # FileSegment's min/max timestamp before anything is appended
 MIN_MESSAGE_SIZE = STORE_TIMESTAMP_POSITION + 8
 SEGMENT_TABLE_NAMES = {
@@ -251,64 +256,127 @@ def _segment(listed: _Listed, begin: int = LONG_MAX, end: int = LONG_MAX, create
     return Segment(meta, listed.file, listed.size, listed.size)
 
 
-def _commit_log_times(listed: _Listed) -> tuple[int, int]:
-    """Min and max STORETIMESTAMP of the messages that fill the segment exactly."""
-    data = read_range(listed.file, 0, listed.size)
-    if len(data) != listed.size:
-        raise TieredTreeError(f"read {len(data)} of {listed.size} bytes", str(listed.file))
-    times = []
-    pos = 0
-    while pos < len(data):
-        record = decode_record(data, pos, listed.base_offset, check_crc=False, file=str(listed.file))
-        if not isinstance(record, Message) or record.total_size < MIN_MESSAGE_SIZE:
-            raise TieredTreeError(
-                f"no message at position {pos} (the plugin's COMMIT_LOG segments hold whole messages only)",
-                str(listed.file),
-            )
-        times.append(record.store_timestamp)
-        pos += record.total_size
-    return (min(times), max(times)) if times else (LONG_MAX, LONG_MAX)
+def _commit_log_times(listed: _Listed, times: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """Min and max STORETIMESTAMP of the messages that fill the segment exactly; each message's
+    (store time, size) goes into `times` by its offset in the queue's tiered COMMIT_LOG. Only the header
+    fields are read (TOTALSIZE, MAGICCODE, STORETIMESTAMP), through a map of the file: a 1 GiB segment
+    (tieredStoreCommitLogMaxSize's default) is not copied into memory."""
+    if listed.size == 0:
+        return LONG_MAX, LONG_MAX
+    low = high = None
+    with open(listed.file, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if len(data) != listed.size:
+            raise TieredTreeError(f"the file changed size while read ({listed.size} -> {len(data)})",
+                                  str(listed.file))  # fmt: skip
+        pos = 0
+        while pos < listed.size:
+            if listed.size - pos < MIN_MESSAGE_SIZE:
+                raise TieredTreeError(
+                    f"no message at position {pos}: {listed.size - pos} bytes left (the plugin's COMMIT_LOG "
+                    "segments hold whole messages only)",
+                    str(listed.file),
+                    pos,
+                )
+            size, magic = _HEAD.unpack_from(data, pos)
+            if magic not in MESSAGE_MAGICS or size < MIN_MESSAGE_SIZE or pos + size > listed.size:
+                raise TieredTreeError(
+                    f"no message at position {pos} (TOTALSIZE {size}, MAGICCODE {magic}; the plugin's "
+                    "COMMIT_LOG segments hold whole messages only)",
+                    str(listed.file),
+                    pos,
+                )
+            (stored,) = _LONG.unpack_from(data, pos + STORE_TIMESTAMP_POSITION)
+            times[listed.base_offset + pos] = (stored, size)
+            low = stored if low is None else min(low, stored)
+            high = stored if high is None else max(high, stored)
+            pos += size
+    return low, high  # type: ignore[return-value]
 
 
 def _consume_queue_times(
-    listed: _Listed, queue: TieredQueue, old: FileSegmentMetadata | None
+    listed: _Listed, log_min: int | None, times: dict[int, tuple[int, int]], old: FileSegmentMetadata | None
 ) -> tuple[int, int]:
-    """Min and max store time of the messages the segment's units point at. Units whose message lies below
-    the first COMMIT_LOG segment are the plugin's own doing (`FlatMessageFile.destroyExpiredFile` expires the
-    CONSUME_QUEUE and the COMMIT_LOG segments each by its own max timestamp, `FlatAppendFile.java:246-272`):
-    their times are not on disk any more, so the segment's beginTimestamp is kept from the current file, and
-    without one the rebuild refuses (the end is the last readable unit's: a queue's store times rise)."""
+    """Min and max store time of the messages the segment's units point at (each unit must point at the
+    start of a message of its size). Units whose message lies below the first COMMIT_LOG segment are the
+    plugin's own doing (`FlatMessageFile.destroyExpiredFile` expires the CONSUME_QUEUE and the COMMIT_LOG
+    segments each by its own max timestamp, `FlatAppendFile.java:246-272`): their times are not on disk any
+    more, so the segment's beginTimestamp is kept from the current file, and without one the rebuild refuses
+    (the end is the last readable unit's: a queue's store times rise)."""
     if listed.size % TIERED_CQ_UNIT_SIZE:
         raise TieredTreeError(
             f"{listed.size} bytes, not whole {TIERED_CQ_UNIT_SIZE}-byte units", str(listed.file)
         )
-    first = listed.base_offset // TIERED_CQ_UNIT_SIZE
-    times = []
+    found: list[int] = []
     expired = 0
-    for queue_offset in range(first, first + listed.size // TIERED_CQ_UNIT_SIZE):
-        at = (queue_offset - first) * TIERED_CQ_UNIT_SIZE
-        try:
-            unit = queue.unit(queue_offset)
-            if queue.commit_log.segments and unit.phy_offset < queue.commit_log.min_offset:
-                expired += 1
-                continue
-            times.append(queue.store_time(queue_offset))
-        except FormatError as exc:
+    data = read_range(listed.file, 0, listed.size)
+    for index, (phy, size, _tags) in enumerate(_UNIT.iter_unpack(data)):
+        if log_min is None or phy < log_min:
+            expired += 1
+            continue
+        message = times.get(phy)
+        if message is None or message[1] != size:
+            where = (
+                "no message starts there" if message is None else f"the message there has {message[1]} bytes"
+            )
             raise TieredTreeError(
-                f"unit of queue offset {queue_offset}: its message cannot be read from the tiered COMMIT_LOG "
-                f"({exc.message})",
+                f"unit of queue offset {listed.base_offset // TIERED_CQ_UNIT_SIZE + index} points at tiered "
+                f"COMMIT_LOG offset {phy}, size {size}: {where}",
                 str(listed.file),
-                at,
-            ) from exc
+                index * TIERED_CQ_UNIT_SIZE,
+            )
+        found.append(message[0])
     if not expired:
-        return (min(times), max(times)) if times else (LONG_MAX, LONG_MAX)
+        return (min(found), max(found)) if found else (LONG_MAX, LONG_MAX)
     if old is None:
         raise TieredTreeError(
             f"{expired} unit(s) point below the first tiered COMMIT_LOG segment (expired): their store "
             "times, this segment's beginTimestamp, are not on disk and no current metadata file has them",
             str(listed.file),
         )
-    return old.begin_timestamp, max(times) if times else old.end_timestamp
+    return old.begin_timestamp, max(found) if found else old.end_timestamp
+
+
+def _queue_segments(
+    log_listed: list[_Listed],
+    cq_listed: list[_Listed],
+    old_segment: Callable[[SegmentType, str, int], FileSegmentMetadata | None],
+    create_of: Callable[[_Listed], int],
+) -> tuple[list[Segment], list[Segment]]:
+    """One queue's COMMIT_LOG and CONSUME_QUEUE segments with their timestamps. The COMMIT_LOG is walked
+    once, as far as the CONSUME_QUEUE segment being timed needs it, and the message times it no longer
+    needs are dropped: memory holds about one segment's messages, not the queue's."""
+    times: dict[int, tuple[int, int]] = {}  # offset -> (store time, size), ascending
+    log_rows: list[Segment] = []
+    walked = iter(log_listed)
+
+    def walk_to(offset: int) -> None:
+        while not log_rows or log_rows[-1].commit_offset <= offset:
+            s = next(walked, None)
+            if s is None:
+                return
+            begin, end = _commit_log_times(s, times)
+            log_rows.append(_segment(s, begin, end, create_of(s)))
+
+    log_min = log_listed[0].base_offset if log_listed else None
+    cq_rows: list[Segment] = []
+    for s in cq_listed:
+        last_phy = _last_unit_offset(s)
+        if last_phy is not None:
+            walk_to(last_phy)
+        begin, end = _consume_queue_times(s, log_min, times, old_segment(s.kind, s.path, s.base_offset))
+        cq_rows.append(_segment(s, begin, end, create_of(s)))
+        if last_phy is not None:
+            while times and next(iter(times)) < last_phy:
+                del times[next(iter(times))]
+    walk_to(2**63 - 1)  # the rest (messages no unit points at yet: the CONSUME_QUEUE lags)
+    return log_rows, cq_rows
+
+
+def _last_unit_offset(listed: _Listed) -> int | None:
+    if listed.size < TIERED_CQ_UNIT_SIZE or listed.size % TIERED_CQ_UNIT_SIZE:
+        return None
+    data = read_range(listed.file, listed.size - TIERED_CQ_UNIT_SIZE, TIERED_CQ_UNIT_SIZE)
+    return _UNIT.unpack(data)[0] if len(data) == TIERED_CQ_UNIT_SIZE else None
 
 
 def _index_header(listed: _Listed) -> tuple[int, int, int]:
@@ -419,20 +487,15 @@ def plan_rebuild(store: Store, settings: TieredSettings, now_ms: int | None = No
     for topic, ids in queue_ids.items():
         for queue_id in ids:
             path = queue_path(settings.broker, topic, queue_id)
-            log_rows = []
-            for s in listed.get((SegmentType.COMMIT_LOG, path), []):
-                begin, end = _commit_log_times(s)
-                log_rows.append(_segment(s, begin, end, create_of(s)))
+            log_listed = listed.get((SegmentType.COMMIT_LOG, path), [])
             cq_listed = listed.get((SegmentType.CONSUME_QUEUE, path), [])
-            queue = TieredQueue(
-                topic, queue_id, TieredAppendFile(SegmentType.COMMIT_LOG, log_rows),
+            log_rows, cq_rows = _queue_segments(log_listed, cq_listed, old_segment, create_of)
+            flat[(topic, queue_id)] = TieredQueue(
+                topic,
+                queue_id,
+                TieredAppendFile(SegmentType.COMMIT_LOG, log_rows),
                 TieredAppendFile(SegmentType.CONSUME_QUEUE, [_segment(s) for s in cq_listed]),
-            )  # fmt: skip
-            flat[(topic, queue_id)] = queue
-            cq_rows = []
-            for s in cq_listed:
-                begin, end = _consume_queue_times(s, queue, old_segment(s.kind, s.path, s.base_offset))
-                cq_rows.append(_segment(s, begin, end, create_of(s)))
+            )
             for kind, rows in ((SegmentType.COMMIT_LOG, log_rows), (SegmentType.CONSUME_QUEUE, cq_rows)):
                 if rows:
                     segments[(kind, path)] = [r.meta for r in rows]
