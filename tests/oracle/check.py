@@ -29,7 +29,9 @@ getMessage from the group's committed offsets (`run.sh group-pull`), hands the g
 messages, once, and a second run adds nothing.
 
 Then timer_replay_check.py on the timer fixtures among them (`delay replay --timer` against the real
-TimerMessageStore). Needs `make oracle-build`; never run by the test suite. Writes build/oracle/check/."""
+TimerMessageStore), and tiered_rebuild_cases.judge() (`tiered rebuild-metadata --execute` on store-tiered
+copies whose metadata was lost, judged by what the real TieredMessageStore serves). Needs `make
+oracle-build`; never run by the test suite. Writes build/oracle/check/."""
 
 from __future__ import annotations
 
@@ -625,6 +627,9 @@ def main(argv: list[str]) -> int:
 
     timer = [s for s in argv or timer_replay_check.STORES if s in timer_replay_check.STORES]
     replay_failed = timer_replay_check.main(timer) if timer else 0
+    import tiered_rebuild_cases  # `tiered rebuild-metadata --execute`, judged by the real plugin's reads
+
+    replay_failed += tiered_rebuild_cases.judge() if not argv or "store-tiered" in argv else 0
     return 1 if failed or replay_failed else 0
 
 
