@@ -366,8 +366,10 @@ def _queue_segments(
         begin, end = _consume_queue_times(s, log_min, times, old_segment(s.kind, s.path, s.base_offset))
         cq_rows.append(_segment(s, begin, end, create_of(s)))
         if last_phy is not None:
-            while times and next(iter(times)) < last_phy:
-                del times[next(iter(times))]
+            # rebuilt, not popped from the front: a dict emptied from its start is iterated in O(deleted)
+            kept = {offset: t for offset, t in times.items() if offset >= last_phy}
+            times.clear()
+            times.update(kept)
     walk_to(2**63 - 1)  # the rest (messages no unit points at yet: the CONSUME_QUEUE lags)
     return log_rows, cq_rows
 
