@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from golden import run_mqtool
+from test_tiered_store import MESSAGE_FIELDS
 
 from mqtool.query.queue import QueueOffsetError, query_by_queue_offset
 from mqtool.tiered.fetch import served_from_tiered
@@ -18,18 +19,7 @@ FIXTURE = Path(__file__).parent / "data" / "store-tiered"
 STORE = FIXTURE / "store"
 TREE = FIXTURE / "tiered"
 EXPECT = json.loads((FIXTURE / "expect.json").read_text())
-FIELDS = (
-    "queueOffset",
-    "physicalOffset",
-    "totalSize",
-    "offsetMsgId",
-    "uniqKey",
-    "keys",
-    "tags",
-    "storeTimestamp",
-    "bodyCRC",
-    "bodyLength",
-)
+FIELDS = MESSAGE_FIELDS  # the fields expect.json records per message
 
 
 def _store(tiered: Path | None = TREE) -> Store:

@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 
 from formats.tiered import segment_base_offset, segment_file_name
-from tests.fuzz.harness import judge, run_cli
-from tests.test_tiered_robust import CLUSTER, COMMANDS, DAMAGES, FIXTURE, META
+from tests.test_tiered_robust import CLUSTER, COMMANDS, DAMAGES, FIXTURE, META, judged_runs
 
 PARTS = ("COMMIT_LOG", "CONSUME_QUEUE", "INDEX")
 
@@ -122,23 +121,9 @@ def run_tree(seed: int, index: int, work: Path) -> list[dict]:
             done.append(kind(root, rnd))
         except (OSError, IndexError, ValueError) as exc:  # an earlier damage took what this one edits
             done.append(f"{kind.__name__} skipped: {type(exc).__name__}")
-    conf = root / "broker.conf"
-    conf.write_text("brokerName=broker-a\ntieredStoreIndexFileMaxHashSlotNum=64\n")
     failures = []
     try:
-        for argv in COMMANDS:
-            full = [
-                "--broker-config",
-                str(conf),
-                *argv,
-                "-s",
-                str(root / "store"),
-                "--tiered",
-                str(root / "tiered"),
-            ]
-            name = "verify" if argv[0] == "verify" else " ".join(argv[:2])
-            outcome = run_cli([*full, "-f", rnd.choice(("json", "plain"))], timeout=60, name=name)
-            verdict = judge(outcome, str(root))
+        for argv, outcome, verdict in judged_runs(root, lambda: rnd.choice(("json", "plain"))):
             if verdict.failure:
                 failures.append(
                     {"tree": index, "seed": seed, "damage": done, "command": argv, "failure": verdict.failure,
