@@ -73,6 +73,8 @@ DAMAGES = {
         lambda t: t.replace('"path":"broker-a/TieredTopicB/0"', '"path":"../../x"', 1)
     ),
     "metadata wrong types": _metadata(lambda t: t.replace('"topicId":1', '"topicId":"one"', 1)),
+    # found by the long fuzz run: no COMMIT_LOG segment listed at all, and the error named no file
+    "metadata lists no commit log": _metadata(lambda t: t.replace('"commitLogFileSegmentTable"', '"zz"', 1)),
 }
 
 COMMANDS = [
