@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from golden import run_mqtool
+from test_tiered_store import MESSAGE_FIELDS
 
 from mqtool.query.queue import QueueOffsetError, query_by_queue_offset
 from mqtool.tiered.fetch import served_from_tiered
@@ -18,18 +19,7 @@ FIXTURE = Path(__file__).parent / "data" / "store-tiered"
 STORE = FIXTURE / "store"
 TREE = FIXTURE / "tiered"
 EXPECT = json.loads((FIXTURE / "expect.json").read_text())
-FIELDS = (
-    "queueOffset",
-    "physicalOffset",
-    "totalSize",
-    "offsetMsgId",
-    "uniqKey",
-    "keys",
-    "tags",
-    "storeTimestamp",
-    "bodyCRC",
-    "bodyLength",
-)
+FIELDS = MESSAGE_FIELDS  # the fields expect.json records per message
 
 
 def _store(tiered: Path | None = TREE) -> Store:
@@ -286,3 +276,31 @@ def test_dump_cq_shows_the_tiered_units_then_the_local_ones(from_offset, count) 
                 and r["phyOffset"] == served[r["queueOffset"]]["messages"][0]["physicalOffset"]
             )
     assert (doc["minOffset"], doc["maxOffset"]) == (q["minOffset"], q["maxOffset"])
+
+
+def test_offsets_show_judges_committed_offsets_against_the_plugins_min_offset(tmp_path: Path) -> None:
+    """A committed offset below the local minimum but inside the tiered range is served by a broker with
+    the plugin (`TieredMessageStore.getMinOffsetInQueue` answers the smaller minimum): `ok`, not
+    `behind-min`; without the tree mqtool can judge only against the local queue."""
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(STORE, store)
+    queues = EXPECT["queues"]
+    q0, q1 = queues["TieredTopicA/0"], queues["TieredTopicA/1"]
+    committed = {0: q0["localMinOffset"] - 5, 1: q1["localMinOffset"] + 1}
+    table = {"offsetTable": {"TieredTopicA@GID_tiered": {str(q): o for q, o in committed.items()}}}
+    (store / "config" / "consumerOffset.json").write_text(json.dumps(table))
+
+    def rows(*tiered: str) -> dict[int, dict]:
+        run = run_mqtool(*tiered, "offsets", "show", "-s", str(store), "--group", "GID_tiered", "-f", "json")
+        assert run.returncode == 0, run.stderr
+        return {r["queueId"]: r for r in json.loads(run.stdout) if r["topic"] == "TieredTopicA"}
+
+    with_tree, without = rows("--tiered", str(TREE)), rows()
+    assert (with_tree[0]["state"], with_tree[0]["minOffset"]) == ("ok", q0["minOffset"])
+    assert (without[0]["state"], without[0]["minOffset"]) == ("behind-min", q0["localMinOffset"])
+    assert (
+        with_tree[1]["minOffset"] == q1["minOffset"] and with_tree[1]["state"] == without[1]["state"] == "ok"
+    )
+    assert with_tree[0]["lag"] == without[0]["lag"] == q0["maxOffset"] - committed[0]

@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fuzz.harness import judge, run_cli
+from tests.fuzz.harness import Outcome, Verdict, judge, run_cli
 
 FIXTURE = Path(__file__).parent / "data" / "store-tiered"
 CLUSTER = "212d6b50_DefaultCluster/broker-a"
@@ -72,6 +73,8 @@ DAMAGES = {
         lambda t: t.replace('"path":"broker-a/TieredTopicB/0"', '"path":"../../x"', 1)
     ),
     "metadata wrong types": _metadata(lambda t: t.replace('"topicId":1', '"topicId":"one"', 1)),
+    # found by the long fuzz run: no COMMIT_LOG segment listed at all, and the error named no file
+    "metadata lists no commit log": _metadata(lambda t: t.replace('"commitLogFileSegmentTable"', '"zz"', 1)),
 }
 
 COMMANDS = [
@@ -86,15 +89,13 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_damaged_tiered_trees_end_cleanly(tmp_path: Path, damage: str) -> None:
-    root = tmp_path / "copy"
-    shutil.copytree(FIXTURE, root)
-    (root / "expect.json").unlink()
-    DAMAGES[damage](root, random.Random(damage))
+def judged_runs(
+    root: Path, fmt: Callable[[], str] = lambda: "json"
+) -> Iterator[tuple[list[str], Outcome, Verdict]]:
+    """Every command of COMMANDS on the (damaged) fixture copy at `root`, with a broker.conf beside it,
+    each judged by the fuzz harness's `judge`."""
     conf = root / "broker.conf"
     conf.write_text("brokerName=broker-a\ntieredStoreIndexFileMaxHashSlotNum=64\n")
-    failures = []
     for argv in COMMANDS:
         full = [
             "--broker-config",
@@ -105,12 +106,22 @@ def test_damaged_tiered_trees_end_cleanly(tmp_path: Path, damage: str) -> None:
             "--tiered",
             str(root / "tiered"),
         ]
-        outcome = run_cli(
-            [*full, "-f", "json"], timeout=60, name=" ".join(argv[:2]) if argv[0] != "verify" else "verify"
-        )
-        verdict = judge(outcome, str(root))
-        if verdict.failure:
-            failures.append((argv, verdict.failure, outcome.stderr[-600:], outcome.trace[-1500:]))
+        name = "verify" if argv[0] == "verify" else " ".join(argv[:2])
+        outcome = run_cli([*full, "-f", fmt()], timeout=60, name=name)
+        yield argv, outcome, judge(outcome, str(root))
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_damaged_tiered_trees_end_cleanly(tmp_path: Path, damage: str) -> None:
+    root = tmp_path / "copy"
+    shutil.copytree(FIXTURE, root)
+    (root / "expect.json").unlink()
+    DAMAGES[damage](root, random.Random(damage))
+    failures = [
+        (argv, verdict.failure, outcome.stderr[-600:], outcome.trace[-1500:])
+        for argv, outcome, verdict in judged_runs(root)
+        if verdict.failure
+    ]
     assert not failures, failures
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX, escaped_name
+from mqtool.tiered.ranges import plugin_min_offset
 from store.storedir import Store
 
 if TYPE_CHECKING:
@@ -216,10 +217,11 @@ def _load_model(store: Store, name: str, notes: list[str]):
 
 
 def _queue_row(
-    store: Store, group: str, topic: str, queue_id: int, offset: int | None, store_time
+    store: Store, group: str, topic: str, queue_id: int, offset: int | None, store_time, notes: list[str]
 ) -> ProgressRow:
     """One queue's row, read through the queue of the topic's type (`Store.open_queue`: ConsumeQueue,
-    RocksDB or BatchConsumeQueue, whose offsets count messages inside batches)."""
+    RocksDB or BatchConsumeQueue, whose offsets count messages inside batches). With a tiered tree
+    (--tiered, broker.conf) the min offset is what the broker with the plugin answers."""
     if queue_id not in store.queue_ids(topic):
         state = "no-queue" if offset is not None else "no-offset"
         return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
@@ -230,7 +232,10 @@ def _queue_row(
             t = queue.store_time_at(queue_offset, store_time)
             return t if t is not None and t > 0 else None
 
-        return _row(group, topic, queue_id, offset, queue.min_offset, queue.max_offset, time_at)
+        low, note = plugin_min_offset(store, topic, queue_id, queue.min_offset)
+        if note is not None:
+            notes.append(note)
+        return _row(group, topic, queue_id, offset, low, queue.max_offset, time_at)
     finally:
         queue.close()
 
@@ -315,7 +320,7 @@ def consumer_progress(
             if only_queues is not None:
                 queue_ids &= only_queues
             for q in sorted(queue_ids):
-                rows.append(_queue_row(store, g, t, q, offsets.get(q), store_time))
+                rows.append(_queue_row(store, g, t, q, offsets.get(q), store_time, notes))
     if topic is None:
         for g in sorted(known_groups - set(committed.by_group)):
             if group is not None and g != group:

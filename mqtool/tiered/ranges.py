@@ -41,6 +41,20 @@ def queue_row(store: Store, topic: str, queue_id: int) -> dict[str, Any]:
     return row
 
 
+def plugin_min_offset(store: Store, topic: str, queue_id: int, local_min: int) -> tuple[int, str | None]:
+    """What a broker with the plugin answers for the queue's min offset (`TieredMessageStore.
+    getMinOffsetInQueue`: the smaller of the local and the tiered minimum), and a note where the tiered tree
+    could not say (then the local minimum)."""
+    try:
+        tiered = store.tiered
+        if tiered is None:
+            return local_min, None
+        t_min = tiered.queue(topic, queue_id).min_offset
+    except MqtoolError as exc:
+        return local_min, f"{topic}/{queue_id}: the local minimum, the tiered store could not say: {exc}"
+    return (min(local_min, t_min) if t_min >= 0 else local_min), None
+
+
 def tiered_info(store: Store) -> dict[str, Any] | None:
     """`mqtool info`'s tiered section; None when no tiered tree is named (--tiered, broker.conf)."""
     tiered = store.tiered

@@ -64,9 +64,10 @@ class Segment:
 class TieredAppendFile:
     """FlatAppendFile: the segments of one kind of one queue, in base-offset order."""
 
-    def __init__(self, kind: SegmentType, segments: list[Segment]) -> None:
+    def __init__(self, kind: SegmentType, segments: list[Segment], listed_in: Path) -> None:
         self.kind = kind
         self.segments = segments
+        self.listed_in = listed_in  # the metadata file: what errors name when it lists no segment
 
     @property
     def min_offset(self) -> int:
@@ -87,7 +88,7 @@ class TieredAppendFile:
         """(file, position) naming `offset` in errors: its segment file, else the first one."""
         segment = self.segment_at(offset) or (self.segments[0] if self.segments else None)
         if segment is None:
-            return f"the tiered {self.kind.name} (no segment in the metadata)", None
+            return str(self.listed_in), None
         return str(segment.path), offset - segment.base_offset
 
     def read(self, offset: int, length: int) -> bytes:
@@ -99,6 +100,12 @@ class TieredAppendFile:
         first = self.segment_at(offset)
         if first is None:
             file, _ = self.where(offset)
+            if not self.segments:
+                raise FormatError(
+                    f"{self.kind.name} offset {offset}: the metadata lists no {self.kind.name} segment of "
+                    "this queue",
+                    file,
+                )
             raise FormatError(
                 f"{self.kind.name} offset {offset} is below the first segment ({self.min_offset})", file
             )
@@ -277,6 +284,8 @@ class TieredStore:
         return TieredQueue(
             topic,
             queue_id,
-            TieredAppendFile(SegmentType.COMMIT_LOG, self.segments(SegmentType.COMMIT_LOG, path)),
-            TieredAppendFile(SegmentType.CONSUME_QUEUE, self.segments(SegmentType.CONSUME_QUEUE, path)),
+            *(
+                TieredAppendFile(kind, self.segments(kind, path), self.metadata_file.path)
+                for kind in (SegmentType.COMMIT_LOG, SegmentType.CONSUME_QUEUE)
+            ),
         )
