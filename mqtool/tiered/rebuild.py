@@ -489,14 +489,19 @@ def plan_rebuild(store: Store, settings: TieredSettings, now_ms: int | None = No
     for topic, ids in queue_ids.items():
         for queue_id in ids:
             path = queue_path(settings.broker, topic, queue_id)
+            queue_dir = settings.cluster_dir / path  # what errors name for a kind with no segment
             log_listed = listed.get((SegmentType.COMMIT_LOG, path), [])
             cq_listed = listed.get((SegmentType.CONSUME_QUEUE, path), [])
             log_rows, cq_rows = _queue_segments(log_listed, cq_listed, old_segment, create_of)
             flat[(topic, queue_id)] = TieredQueue(
                 topic,
                 queue_id,
-                TieredAppendFile(SegmentType.COMMIT_LOG, log_rows),
-                TieredAppendFile(SegmentType.CONSUME_QUEUE, [_segment(s) for s in cq_listed]),
+                TieredAppendFile(SegmentType.COMMIT_LOG, log_rows, queue_dir / SegmentType.COMMIT_LOG.name),
+                TieredAppendFile(
+                    SegmentType.CONSUME_QUEUE,
+                    [_segment(s) for s in cq_listed],
+                    queue_dir / SegmentType.CONSUME_QUEUE.name,
+                ),
             )
             for kind, rows in ((SegmentType.COMMIT_LOG, log_rows), (SegmentType.CONSUME_QUEUE, cq_rows)):
                 if rows:
