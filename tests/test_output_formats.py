@@ -56,7 +56,10 @@ INVOCATIONS: dict[str, tuple[str, list[str]]] = {
     "dlq export": ("store-trace-b", ["-o", "{tmp}.jsonl"]),
     "dlq resend": ("store-trace-b", ["-g", "GID_retry"]),
     # a dry run on the store's copy; the tree is read where it is (the dry run writes nothing)
-    "tiered rebuild-metadata": ("store-tiered/store", ["--tiered", str(store_path("store-tiered") / "tiered")]),
+    "tiered rebuild-metadata": (
+        "store-tiered/store",
+        ["--tiered", str(store_path("store-tiered") / "tiered")],
+    ),
     "consume-mode show": ("store-a", []),
     "consume-mode set": ("store-a", ["-t", "OrderTopic", "-g", "groupA", "--mode", "POP"]),
     "delay list": ("store-a", ["--now", NOW]),
