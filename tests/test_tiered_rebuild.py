@@ -405,3 +405,18 @@ def test_json_plan(tmp_path: Path) -> None:
     assert len(doc["segments"]) == len(EXPECT["metadata"]["fileSegments"])
     kinds = {s["type"] for s in doc["segments"]}
     assert kinds == {k.name for k in SegmentType}
+
+
+def test_new_topic_gets_no_id_the_index_still_uses(tmp_path: Path) -> None:
+    """A topic whose directory is gone keeps its items in the tiered index (id 1, TieredTopicA's); a topic
+    no item names gets the next id above every id the index carries, so its key queries never match the gone
+    topic's items (the fetcher matches items by topicId only, MessageStoreFetcherImpl.java:422-435)."""
+    root = _copy(tmp_path)
+    shutil.rmtree(root / BROKER_DIR / "TieredTopicA")
+    shutil.copytree(root / BROKER_DIR / "TieredTopicB", root / BROKER_DIR / "NewTopic")
+    _meta_path(root).write_text("garbage")
+    (root / "store" / "config" / (METADATA_FILE + ".bak")).unlink()
+    plan = plan_rebuild(_store(root), _store(root).tiered.settings)
+    ids = {t: m.topic_id for t, m in plan.metadata.topics.items()}
+    assert ids == {"TieredTopicB": 0, "NewTopic": 2}
+    assert plan.metadata.topic_serial_number == 2

@@ -431,9 +431,10 @@ def _message_keys(queue: TieredQueue, offset: int, size: int) -> set[str] | None
 
 
 def topic_ids_from_index(
-    index_segments: list[_Listed], flat: dict[tuple[str, int], TieredQueue]
+    index_segments: list[_Listed], flat: dict[tuple[str, int], TieredQueue], seen: set[int] | None = None
 ) -> dict[str, int]:
-    """topic -> the topicId its index items carry; two ids for one topic (or one id for two) is refused."""
+    """topic -> the topicId its index items carry; two ids for one topic (or one id for two) is refused.
+    `seen` collects every id the items carry (also a deleted topic's): no new topic may get one of them."""
     by_topic: dict[str, int] = {}
     by_id: dict[int, str] = {}
     topics_by_queue: dict[int, list[str]] = {}
@@ -442,6 +443,8 @@ def topic_ids_from_index(
     for listed in index_segments:
         _, _, items = _index_header(listed)
         for key_hash, topic_id, queue_id, offset, size in _index_items(listed, items):
+            if seen is not None:
+                seen.add(topic_id)
             matches = []
             for topic in topics_by_queue.get(queue_id, []):
                 keys = _message_keys(flat[(topic, queue_id)], offset, size)
@@ -514,7 +517,8 @@ def plan_rebuild(store: Store, settings: TieredSettings, now_ms: int | None = No
             rows.append(_segment(s, begin, end, create_of(s)).meta)
         segments[(SegmentType.INDEX, index_listed[0].path)] = rows
 
-    from_index = topic_ids_from_index(index_listed, flat)
+    in_index: set[int] = set()
+    from_index = topic_ids_from_index(index_listed, flat, in_index)
     topic_id_from: dict[str, str] = {}
     ids: dict[str, int] = {}
     for topic in sorted(queue_ids):
@@ -525,8 +529,8 @@ def plan_rebuild(store: Store, settings: TieredSettings, now_ms: int | None = No
                 topic_id_from[topic] = f"index (the current file says {old.topic_id})"
         elif old is not None:
             ids[topic], topic_id_from[topic] = old.topic_id, "current file"
-    serial = max([current.topic_serial_number, *ids.values()])
-    taken = set(ids.values())
+    serial = max([current.topic_serial_number, *ids.values(), *in_index])
+    taken = set(ids.values()) | in_index
     for topic in sorted(queue_ids):
         if topic not in ids:
             serial += 1
