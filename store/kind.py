@@ -49,9 +49,10 @@ _KNOWN_FILES = {
 
 
 # what a write touches: config files only, index files only, consume queues (rebuilt, with the index), the
-# commitlog (appends, then dispatch into queues and index), or the compaction topics' CQ files (rebuilt from
-# their compaction logs, which do not depend on the commitlog's layout)
-WRITE_KINDS = ("config", "index", "queues", "log", "compaction")
+# commitlog (appends, then dispatch into queues and index), the compaction topics' CQ files (rebuilt from
+# their compaction logs, which do not depend on the commitlog's layout), or the tiered store's metadata file
+# (rebuilt from the tiered tree)
+WRITE_KINDS = ("config", "index", "queues", "log", "compaction", "tiered")
 
 
 class UnsupportedLayoutError(MqtoolError):
@@ -160,7 +161,7 @@ def _compaction_topics(root: Path) -> list[str]:
 
 # what a write may touch on a DLedger store: config files, and the ConsumeQueues and index rebuilt from the
 # log; never the log (an offline append on one node of a replicated log diverges from the other peers)
-DLEDGER_WRITES = ("config", "index", "queues", "compaction")
+DLEDGER_WRITES = ("config", "index", "queues", "compaction", "tiered")
 
 
 def _dledger_part(root: Path, cfg: BrokerConfig, evidence: str) -> LayoutPart:
@@ -188,7 +189,7 @@ def _dledger_part(root: Path, cfg: BrokerConfig, evidence: str) -> LayoutPart:
 
 # what a write may touch in controller mode: config files, and ConsumeQueues and index rebuilt up to the
 # confirm offset; never the log (an offline append on one replica diverges from the others' epochs)
-CONTROLLER_WRITES = ("config", "index", "queues")
+CONTROLLER_WRITES = ("config", "index", "queues", "tiered")
 
 
 def _controller_part(mode: ControllerMode) -> LayoutPart | None:
@@ -254,7 +255,7 @@ def identify(
     if compacted:
         parts.append(LayoutPart(
             "compaction topic", "topics " + ", ".join(compacted[:5]) + (" ..." if len(compacted) > 5 else ""),
-            reads=True, writes=("compaction",),
+            reads=True, writes=("compaction", "tiered"),
             note="consumers of such topics are served from compaction/ (info, dump cq, query offset and "
             "verify read it as the broker does); an appended record reaches it only through the broker's own "
             "dispatch (CompactionStore.doDispatch), so no write appends or rebuilds here but `rebuild "
@@ -265,7 +266,7 @@ def identify(
     if "tieredstore" in plug_in.lower() or tiered_meta.exists():
         parts.append(LayoutPart(
             TIERED_PART, f"broker.conf messageStorePlugIn={plug_in}" if plug_in else str(tiered_meta),
-            reads=False, writes=(),
+            reads=False, writes=("tiered",),
             note="older segments live outside the store: info, query, dump cq, verify and offsets show "
             "read them with --tiered (or broker.conf's tieredStoreFilePath, POSIX provider); other commands "
             "see the local store only",
@@ -273,7 +274,7 @@ def identify(
     if "consumequeue_ext" in names:
         parts.append(LayoutPart(
             "ConsumeQueue extension", "consumequeue_ext/", reads=True,
-            writes=("config", "index", "compaction"),
+            writes=("config", "index", "compaction", "tiered"),
             note="units hold ext addresses, which mqtool does not write",
         ))  # fmt: skip
 

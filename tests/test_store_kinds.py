@@ -192,7 +192,9 @@ def test_info_and_verify_name_a_layout_mqtool_does_not_read(stores) -> None:
     assert info.returncode == 0
     layout = json.loads(info.stdout)["layout"]
     assert layout["commitlog"] == "classic"
-    assert [(p["name"], p["reads"], p["writes"]) for p in layout["parts"]] == [("tiered storage", False, [])]
+    # only `tiered rebuild-metadata` writes there (its metadata file, rebuilt from the tiered tree)
+    want_tiered = [("tiered storage", False, ["tiered"])]
+    assert [(p["name"], p["reads"], p["writes"]) for p in layout["parts"]] == want_tiered
     assert "warning: this store has a tiered storage" in info.stderr
     verify = run_mqtool("verify", "-s", str(root), "-f", "json")
     assert verify.returncode == 1
@@ -200,8 +202,8 @@ def test_info_and_verify_name_a_layout_mqtool_does_not_read(stores) -> None:
     assert len(rows) == 1 and rows[0]["severity"] == "error" and "tiered" in rows[0]["detail"]
     compaction = run_mqtool("info", "-s", str(stores["compaction topic"]), "-f", "json")
     parts = json.loads(compaction.stdout)["layout"]["parts"]
-    # only the rebuild of the compaction CQ from the compaction logs writes there
-    want = [("compaction topic", True, ["compaction"])]
+    # only the rebuild of the compaction CQ from the compaction logs writes there (and the tiered metadata's)
+    want = [("compaction topic", True, ["compaction", "tiered"])]
     assert [(p["name"], p["reads"], p["writes"]) for p in parts] == want
 
 
@@ -213,7 +215,7 @@ def test_a_dledger_store_is_read_and_named(dledger: Path) -> None:
     layout = json.loads(info.stdout)["layout"]
     assert layout["commitlog"] == "dledger"
     assert [(p["name"], p["reads"], p["writes"]) for p in layout["parts"]] == [
-        ("DLedger commitlog", True, ["config", "index", "queues", "compaction"])
+        ("DLedger commitlog", True, ["config", "index", "queues", "compaction", "tiered"])
     ]
     verify = run_mqtool("verify", "-s", str(dledger), "-f", "json")
     assert verify.returncode == 0, verify.stdout

@@ -44,7 +44,6 @@ import os
 import struct
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,9 +65,9 @@ from formats.tiered import (
     segment_base_offset,
     tiered_key_hash,
 )
+from mqtool.safety import write_guard
 from store.config.configfile import ConfigFile, ConfigLoadError, atomic_write
 from store.io.filereads import read_range
-from store.liveness import BrokerRunningError, hold_store_lock
 from store.storedir import Store
 from store.tiered.flatfile import Segment, TieredAppendFile, TieredQueue
 from store.tiered.settings import TieredLayoutError, TieredSettings
@@ -664,31 +663,13 @@ def encode(meta: TieredMetadata) -> str:
     return fastjson.dumps(to_json(meta), pretty=True)
 
 
-@contextmanager
-def _locked(store: Store, execute: bool) -> Iterator[bool]:
-    """The store lock for a write (refused while a broker holds it); nothing for a dry run. The layout
-    refusal of `mqtool.safety.write_guard` is not applied: the tiered part is exactly what this rewrites."""
-    if not execute:
-        yield False
-        return
-    live = store.liveness()
-    if live.locked:
-        pid = f" (pid {live.holder_pid})" if live.holder_pid else ""
-        raise BrokerRunningError(
-            f"a broker holds the store lock{pid}: stop it before writing (no option overrides this)",
-            str(store.root / "lock"),
-        )
-    with hold_store_lock(store.root):
-        yield True
-
-
 def rebuild_metadata(store: Store, settings: TieredSettings | None, execute: bool = False) -> RebuildPlan:
     """Plan (and with `execute` write) config/tieredStoreMetadata.json from the tiered tree."""
     if settings is None:
         raise TieredLayoutError(
             "no tiered tree named: give --tiered PATH or broker.conf's tieredStoreFilePath", str(store.root)
         )
-    with _locked(store, execute) as writing:
+    with write_guard(store, execute, touches="tiered") as writing:
         plan = plan_rebuild(store, settings)
         if writing and plan.changed:
             ConfigFile(store.root, METADATA_FILE, TieredMetadata).write_targets().check()
