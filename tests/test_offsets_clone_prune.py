@@ -25,9 +25,19 @@ from store.storedir import Store
 
 ORACLE_CACHE = Path(os.environ.get("MQTOOL_ORACLE_CACHE", Path.home() / ".cache" / "mqtool-oracle"))
 ORACLE_RUN = Path(__file__).parent / "oracle" / "run.sh"
-oracle = pytest.mark.skipif(
-    not (ORACLE_CACHE / "build").is_dir(), reason="the oracle is not built (make oracle-build)"
-)
+
+
+def oracle_built() -> bool:
+    """The 5.3.3 oracle's classpath file exists and every entry it names is on this machine (a cache
+    copied from elsewhere names directories that are not)."""
+    cp_file = ORACLE_CACHE / "build" / "5.3.3" / "classpath"
+    if not cp_file.is_file():
+        return False
+    entries = cp_file.read_text(encoding="utf-8").strip().split(os.pathsep)
+    return all(Path(e[:-2] if e.endswith("/*") else e).exists() for e in entries if e)
+
+
+oracle = pytest.mark.skipif(not oracle_built(), reason="the oracle is not built (make oracle-build)")
 
 
 def real_table() -> dict[str, dict[int, int]]:
@@ -52,6 +62,7 @@ def oracle_offsets(root: Path) -> dict[str, dict[int, int]]:
         text=True,
         timeout=300,
     )
+    assert run.returncode == 0, run.stderr
     got = json.loads(run.stdout)
     cfg = got["config"]["consumerOffset"]
     assert got["loaded"] and cfg["loaded"] and cfg["source"] == "file", cfg
@@ -347,6 +358,7 @@ def test_clone_on_rocksdb_offsets_is_what_the_real_merge_loads(tmp_path: Path) -
     run = subprocess.run(
         [str(ORACLE_RUN), "rocksdb-read", str(root)], capture_output=True, text=True, timeout=300
     )
+    assert run.returncode == 0, run.stderr
     table = json.loads(run.stdout)["config"]["consumerOffset"]["offsetTable"]
     source = {k.split("@")[0]: v for k, v in table.items() if k.endswith("@GID_rdb_a")}
     assert source and {k.split("@")[0]: v for k, v in table.items() if k.endswith("@GID_x")} == source
