@@ -66,6 +66,20 @@ def test_info_shows_local_and_tiered_ranges_side_by_side(tmp_path: Path) -> None
     assert plain["tiered"] is None
 
 
+def test_the_tiered_warning_is_printed_only_where_the_tree_goes_unread() -> None:
+    """A command that reads the tree warns only when no tree is named; one that does not read it warns
+    that it sees the local store only."""
+    read = run_mqtool("info", "-s", str(STORE), "--tiered", str(TREE), "-f", "json")
+    assert read.returncode == 0 and "warning" not in read.stderr, read.stderr
+    unnamed = run_mqtool("query", "offset", "-s", str(STORE), "TieredTopicA", "0", "50", "-f", "json")
+    assert unnamed.returncode == 0, unnamed.stderr
+    assert "no tiered tree is named: only the local store is read" in unnamed.stderr
+    assert "not read exactly" not in unnamed.stderr
+    other = run_mqtool("--tiered", str(TREE), "dump", "checkpoint", "-s", str(STORE), "-f", "json")
+    assert other.returncode == 0, other.stderr
+    assert "tiered storage" in other.stderr and "not read exactly" in other.stderr
+
+
 def test_info_names_a_provider_it_does_not_read(tmp_path: Path) -> None:
     conf = tmp_path / "broker.conf"
     conf.write_text(f"tieredStoreFilePath={TREE}\ntieredBackendServiceProvider=com.example.S3FileSegment\n")

@@ -173,10 +173,18 @@ class Session:
     ctx: object  # mqtool.render.RenderContext (imported lazily to keep --help fast)
 
     def open_store(
-        self, broker_config: Path | None = None, *, url_ok: bool = False, tiered: Path | None = None
+        self,
+        broker_config: Path | None = None,
+        *,
+        url_ok: bool = False,
+        tiered: Path | None = None,
+        reads_tiered: bool = False,
     ):
-        """The store; a URL only where the command reads stores through store.io.remote (`url_ok`)."""
+        """The store; a URL only where the command reads stores through store.io.remote (`url_ok`).
+        `reads_tiered`: the command reads a tiered store's segments when its tree is named (--tiered,
+        broker.conf), so the tiered warning is printed only when it is not."""
         from store.config.brokerconf import load_broker_config
+        from store.kind import TIERED_PART
         from store.storedir import Store
 
         broker_config = broker_config or GLOBALS.broker_config
@@ -187,11 +195,31 @@ class Session:
             store = Store.open(self.store_path, config)
         store.tiered_path = tiered or GLOBALS.tiered
         for part in store.layout.kind.unsupported_reads():
+            readable = _tiered_tree_readable(store) if part.name == TIERED_PART and reads_tiered else False
+            if readable is not False:
+                if readable is None:
+                    sys.stderr.write(
+                        f"mqtool: warning: this store has a {part.name} ({part.evidence}) and no tiered tree "
+                        "is named: only the local store is read (name the tree with --tiered PATH or "
+                        "broker.conf's tieredStoreFilePath)\n"
+                    )
+                continue
             sys.stderr.write(
                 f"mqtool: warning: this store has a {part.name} ({part.evidence}), which mqtool does not "
                 f"read exactly: {part.note}\n"
             )
         return store
+
+
+def _tiered_tree_readable(store) -> bool | None:
+    """True: a tiered tree is named and opens; None: none is named; False: one is named and does not open
+    (the command says why, as before)."""
+    from formats.errors import MqtoolError
+
+    try:
+        return None if store.tiered is None else True
+    except MqtoolError:
+        return False
 
 
 def session(

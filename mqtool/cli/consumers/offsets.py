@@ -68,7 +68,7 @@ def offsets_show(
         ((topic_name, queues),) = parse_topic_queues([topic]).items()
     skip_pandas_probe()
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(reads_tiered=True) as st:
         result = progress.consumer_progress(
             st, group=group, topic=topic_name, queues=queues, include_system=include_system
         )

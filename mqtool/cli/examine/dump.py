@@ -45,7 +45,7 @@ def info(
 
     workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record, csv=False)
-    with s.open_store(url_ok=True, tiered=tiered) as st:
+    with s.open_store(url_ok=True, tiered=tiered, reads_tiered=True) as st:
         from mqtool.cli.examine import info_render
 
         info_render.render_info(info_ops.store_info(st, jobs=workers), s.ctx)
@@ -139,7 +139,7 @@ def dump_cq(
     from mqtool import dump
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store(tiered=tiered) as st:
+    with s.open_store(tiered=tiered, reads_tiered=True) as st:
         from mqtool.cli.examine import dump_render
 
         dump_render.render_cq(dump.cq_units(st, topic, queue, from_offset=from_offset, count=count), s.ctx)

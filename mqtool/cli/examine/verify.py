@@ -119,7 +119,7 @@ def verify(
         load_broker_config(broker_config or GLOBALS.broker_config)
     try:
         with (
-            s.open_store(broker_config, url_ok=True, tiered=tiered) as st,
+            s.open_store(broker_config, url_ok=True, tiered=tiered, reads_tiered=True) as st,
             progress(ops.verify_total(st), "verifying") as advance,
         ):
             report = ops.verify_store(

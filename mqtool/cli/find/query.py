@@ -172,7 +172,7 @@ def query_key(
         return
     s = session(store[0] if store else None, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
-    with s.open_store(tiered=tiered) as st:
+    with s.open_store(tiered=tiered, reads_tiered=True) as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_key(
@@ -270,7 +270,7 @@ def query_id(
     from mqtool.render.output import progress
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store(tiered=tiered) as st:
+    with s.open_store(tiered=tiered, reads_tiered=True) as st:
         _check_export(st, export, force)
         with progress(None, "scanning the commitlog") as advance:
             result = query_by_id(st, msg_id, topic=topic, scan=scan, advance=advance)
@@ -304,7 +304,7 @@ def query_offset(
     from mqtool.query.queue import query_by_queue_offset
 
     s = session(store, fmt, tz, wide, record)
-    with s.open_store(tiered=tiered) as st:
+    with s.open_store(tiered=tiered, reads_tiered=True) as st:
         _check_export(st, export, force)
         result = query_by_queue_offset(st, topic, queue, offset, count=count)
         holds = f"[{result.min_offset}, {result.max_offset})"
@@ -348,7 +348,7 @@ def query_time(
 
     s = session(store, fmt, tz, wide, record)
     t_begin, t_end = _times(s.ctx, begin, end)
-    with s.open_store(tiered=tiered) as st:
+    with s.open_store(tiered=tiered, reads_tiered=True) as st:
         _check_export(st, export, force)
         result = query_by_time(
             st,
