@@ -81,9 +81,16 @@ def cq_units(
         return compacted_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
     if topic in store.batch_consume_queues.topics():
         return batch_cq_units(store, topic, queue_id, from_offset=from_offset, count=count)
+    local_ids = store.consume_queues.queue_ids(topic) if topic in store.consume_queues.topics() else []
+    if queue_id not in local_ids and store.tiered is not None:
+        from mqtool.tiered.fetch import tiered_queue_ids, tiered_span
+
+        span = tiered_span(store, topic, queue_id) if queue_id in tiered_queue_ids(store, topic) else None
+        if span is not None:  # a queue only the tiered store holds: the broker serves it from there
+            return _with_tiered_units(store, topic, queue_id, None, span, from_offset, count)
     if topic not in store.consume_queues.topics():
         raise MqtoolError(f"no ConsumeQueue for topic {escaped_name(topic)}", str(store.consumequeue_dir))
-    if queue_id not in store.consume_queues.queue_ids(topic):
+    if queue_id not in local_ids:
         raise MqtoolError(
             f"topic {escaped_name(topic)} has no queue {queue_id} (queues: "
             f"{', '.join(map(str, store.consume_queues.queue_ids(topic)))})",
@@ -97,7 +104,7 @@ def cq_units(
 
         span = tiered_span(store, topic, queue_id)
     if span is not None:
-        return _with_tiered_units(store, queue, span, from_offset, count)
+        return _with_tiered_units(store, topic, queue_id, queue, span, from_offset, count)
     start = first if from_offset is None else max(from_offset, first)
     end = queue.max_offset if count is None else min(queue.max_offset, start + max(count, 0))
     return {
@@ -110,31 +117,35 @@ def cq_units(
 
 
 def _with_tiered_units(
-    store: Store, queue, span, from_offset: int | None, count: int | None
+    store: Store, topic: str, queue_id: int, queue, span, from_offset: int | None, count: int | None
 ) -> dict[str, Any]:
     """dump cq --tiered: the offsets the broker serves from the tiered store as the tiered ConsumeQueue's
     units (state `tiered`; phyOffset: the offset in the queue's tiered COMMIT_LOG), then the local units
-    from where the local store serves (its units below, kept on disk but not served, are left out)."""
+    from where the local store serves (its units below, kept on disk but not served, are left out).
+    `queue` None: the queue has no local files; the broker's min/max for it are then those of the empty
+    queue findOrCreateConsumeQueue makes (0, 0) and the smaller minimum (`mqtool.tiered.ranges`)."""
     tiered, stop = span
     start = tiered.min_offset if from_offset is None else max(from_offset, tiered.min_offset)
     limit = None if count is None else max(count, 0)
     t_end = stop if limit is None else min(stop, start + limit)
-    local_start = max(start, stop, queue.first_queue_offset)
+    local_min, local_max = (0, 0) if queue is None else (queue.min_offset, queue.max_offset)
+    local_start = max(start, stop, 0 if queue is None else queue.first_queue_offset)
     left = None if limit is None else limit - max(0, t_end - start)
-    end = queue.max_offset if left is None else min(queue.max_offset, local_start + max(left, 0))
+    end = local_max if left is None else min(local_max, local_start + max(left, 0))
 
     def rows() -> Iterator[dict[str, Any]]:
         for q in range(start, t_end):
             unit = tiered.unit(q)
             yield {"queueOffset": q, "phyOffset": unit.phy_offset, "size": unit.size,
                    "tagsCode": unit.tags_code, "state": "tiered"}  # fmt: skip
-        yield from _cq_rows(queue, local_start, end, store.commitlog.min_offset)
+        if queue is not None:
+            yield from _cq_rows(queue, local_start, end, store.commitlog.min_offset)
 
     return {
-        "topic": queue.topic,
-        "queueId": queue.queue_id,
-        "minOffset": min(tiered.min_offset, queue.min_offset),
-        "maxOffset": queue.max_offset,
+        "topic": topic,
+        "queueId": queue_id,
+        "minOffset": min(tiered.min_offset, local_min),
+        "maxOffset": local_max,
         "tieredMinOffset": tiered.min_offset,
         "tieredMaxOffset": tiered.max_offset,
         "units": rows(),

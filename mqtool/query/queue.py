@@ -109,6 +109,7 @@ def query_by_queue_offset(
         below = read_tiered(store, topic, queue_id, offset, count)
         if below is not None:
             return _with_tiered(store, topic, queue_id, offset, count, below)
+        _tiered_only(store, topic, queue_id, offset)
     cq = _queue(store, topic, queue_id)
     lo, hi = cq.min_offset, cq.max_offset
     check_queue_range(f"{topic}/{queue_id}", offset, lo, hi)
@@ -127,6 +128,15 @@ def query_by_queue_offset(
     if not result.messages and result.problems:
         raise QueueOffsetError(result.problems[0])
     return result
+
+
+def _tiered_only(store: Store, topic: str, queue_id: int, offset: int) -> None:
+    """Raise why a queue the tiered store holds and the local one does not has no message at `offset`."""
+    from mqtool.tiered.fetch import no_local_queue_error, tiered_queue_ids
+    from mqtool.tiered.ranges import local_range
+
+    if queue_id in tiered_queue_ids(store, topic) and local_range(store, topic, queue_id) is None:
+        raise QueueOffsetError(no_local_queue_error(store, topic, queue_id, offset))
 
 
 def _with_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int, below) -> QueueQueryResult:
@@ -257,31 +267,33 @@ def query_by_time(
         return query_batch_by_time(
             store, topic, begin=begin, end=end, queue_id=queue_id, tag=tag, skip=skip, max_num=max_num
         )
+    tiered_only: set[int] = set()  # queues only the tiered store holds: no local ConsumeQueue
+    if store.tiered is not None:
+        from mqtool.tiered.fetch import tiered_queue_ids, tiered_span
+        from mqtool.tiered.ranges import local_range
+
+        tiered_only = {q for q in tiered_queue_ids(store, topic) if local_range(store, topic, q) is None}
     if queue_id is not None:
-        queues = [_queue(store, topic, queue_id)]
+        queue_ids = [queue_id]
     else:
-        _queue_ids = store.consume_queues.queue_ids(topic)
-        if not _queue_ids:
+        queue_ids = sorted(set(store.consume_queues.queue_ids(topic)) | tiered_only)
+        if not queue_ids:
             _queue(store, topic, 0)  # raises the unknown-topic error
-        queues = [_queue(store, topic, q) for q in _queue_ids]
+    queues = [(q, None if q in tiered_only else _queue(store, topic, q)) for q in queue_ids]
     tags = parse_tag_expression(tag) if tag is not None else None
     codes = {tags_code(t) for t in tags} if tags is not None else None
     store_time = store_time_of(store)
     sources = []
-    for cq in queues:
-        local = _queue_candidates(cq, begin, end, codes, store_time)
-        span = None
-        if store.tiered is not None:
-            from mqtool.tiered.fetch import tiered_span
-
-            span = tiered_span(store, topic, cq.queue_id)
+    for q, cq in queues:
+        local = iter(()) if cq is None else _queue_candidates(cq, begin, end, codes, store_time)
+        span = None if store.tiered is None else tiered_span(store, topic, q)
         if span is not None:
             tiered_queue, stop = span
             sources.append(_tiered_candidates(tiered_queue, stop, begin, end, codes))
             local = _from_offset(local, stop)  # the broker serves those below from the tiered store
         sources.append(local)
     merged = heapq.merge(*sources)
-    result = TimeQueryResult(topic, [cq.queue_id for cq in queues], begin, end, tags, [])
+    result = TimeQueryResult(topic, queue_ids, begin, end, tags, [])
     commitlog = store.commitlog
     matched = 0
     for _t, phy, q, queue_offset, size, *tiered_reader in merged:

@@ -4,11 +4,11 @@ the tiered store, and those messages.
 `TieredMessageStore.getMessageAsync` (5.3.3 `TieredMessageStore.java:210-225`) asks `fetchFromCurrentStore`
 (`:163-200`): at the default `tieredStorageLevel` NOT_IN_DISK an offset is read from the tiered store when the
 queue has a flat file, the offset is below its commit offset, and the local store does not hold it
-(`checkInStoreByConsumeOffset`: the local ConsumeQueue has no unit there, or its message is below the
-commitlog's minimum, which the local minimum offset already excludes). `MessageStoreFetcherImpl`
-(`MessageStoreFetcherImpl.java:336-363`) then answers from [getConsumeQueueMinOffset,
-getConsumeQueueCommitOffset) and the reply's minOffset is the smaller of the tiered and the local one
-(`TieredMessageStore.java:273-277`). The messages come from the tiered segments
+(`checkInStoreByConsumeOffset`: outside the local ConsumeQueue's [min, max) - a queue with no local files
+included - while the commitlog's first file starts above 0: `unitless_offsets_go_tiered`).
+`MessageStoreFetcherImpl` (`MessageStoreFetcherImpl.java:336-363`) then answers from
+[getConsumeQueueMinOffset, getConsumeQueueCommitOffset) and the reply's minOffset is the smaller of the tiered
+and the local one (`TieredMessageStore.java:273-277`). The messages come from the tiered segments
 (`store.tiered.flatfile.TieredQueue.message`).
 """
 
@@ -49,7 +49,20 @@ def served_from_tiered(store: Store, topic: str, queue_id: int, offset: int) -> 
     if queue is None or offset >= queue.max_offset:
         return False
     local = local_range(store, topic, queue_id)
-    return local is None or not local[0] <= offset < local[1]
+    if local is not None and local[0] <= offset < local[1]:
+        return False
+    return unitless_offsets_go_tiered(store)
+
+
+def unitless_offsets_go_tiered(store: Store) -> bool:
+    """checkInStoreByConsumeOffset for a queue offset the local ConsumeQueue has no unit at (below its
+    minimum, or no local queue at all): `getCommitLogOffsetInQueue` answers 0 and `checkInDiskByCommitOffset`
+    calls that in the store when 0 >= CommitLog.getMinOffset (`DefaultMessageStore.java:1040-1049, 1556-1558,
+    1755-1757`). So the broker reads such offsets from the tiered store only while the commitlog is empty
+    (getMinOffset -1: `TieredMessageStore.java:185-188`) or its first file starts above 0; with the file at 0
+    still there it asks the local store, which has nothing there."""
+    commitlog = store.commitlog
+    return not commitlog.files or commitlog.min_offset > 0
 
 
 def tiered_span(store: Store, topic: str, queue_id: int):
@@ -62,9 +75,40 @@ def tiered_span(store: Store, topic: str, queue_id: int):
     if queue is None:
         return None
     local = local_range(store, topic, queue_id)
-    if level == "FORCE" or local is None:
+    if level == "FORCE":
+        return queue, queue.max_offset
+    if not unitless_offsets_go_tiered(store):
+        return None
+    if local is None:
         return queue, queue.max_offset
     return queue, min(max(local[0], 0), queue.max_offset)
+
+
+def tiered_queue_ids(store: Store, topic: str) -> list[int]:
+    """The queue ids of `topic` the broker's tiered store has flat files for (none without a tree or at
+    DISABLE): with the local ones, the queues a broker with the plugin answers for."""
+    tiered = store.tiered
+    if tiered is None or storage_level(store.broker_config) == "DISABLE":
+        return []
+    return sorted(q for t, q in tiered.queues() if t == topic)
+
+
+def no_local_queue_error(store: Store, topic: str, queue_id: int, offset: int) -> str:
+    """Why offset `offset` of a queue only the tiered store holds is not served from it (the caller found
+    `read_tiered` None): the broker then answers from an empty local queue, minOffset = maxOffset = 0."""
+    queue = store.tiered.queue(topic, queue_id)
+    held = f"the tiered store holds [{queue.min_offset}, {queue.max_offset})"
+    if offset >= queue.max_offset or storage_level(store.broker_config) == "FORCE":
+        why = f"no message at queue offset {offset}: {held}"
+    else:
+        why = (
+            f"queue offset {offset} is asked of the local store, not the tiered one ({held}): the "
+            "commitlog's first file starts at 0 (checkInStoreByConsumeOffset)"
+        )
+    return (
+        f"{why}; {topic}/{queue_id} has no local ConsumeQueue, so the broker answers NO_MESSAGE_IN_QUEUE "
+        "(min 0, max 0)"
+    )
 
 
 def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int) -> TieredRead | None:
@@ -75,7 +119,10 @@ def read_tiered(store: Store, topic: str, queue_id: int, offset: int, count: int
     queue = store.tiered.queue(topic, queue_id)
     local = local_range(store, topic, queue_id)
     t_min, t_max = queue.min_offset, queue.max_offset
-    lo = t_min if local is None or local[0] < 0 else min(t_min, local[0])
+    # the reply's min is fixed by the local getMinOffsetInQueue: 0 for a queue with no local files
+    # (findOrCreateConsumeQueue makes an empty one; `TieredMessageStore.java:273-277`)
+    local_min = 0 if local is None else local[0]
+    lo = t_min if local_min < 0 else min(t_min, local_min)
     if local is None or storage_level(store.broker_config) == "FORCE":
         # the fetcher's max is the tiered commit offset; past it: OFFSET_OVERFLOW, no fall back (FORCE)
         hi, end = t_max, max(offset, min(offset + count, t_max))

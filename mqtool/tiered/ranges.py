@@ -26,16 +26,18 @@ def queue_row(store: Store, topic: str, queue_id: int) -> dict[str, Any]:
     tiered = store.tiered.queue(topic, queue_id)
     row: dict[str, Any] = {"topic": topic, "queueId": queue_id}
     local = local_range(store, topic, queue_id)
-    row["localMinOffset"], row["localMaxOffset"] = local if local else (None, None)
+    row["localQueue"] = local is not None
+    # a queue with no local files is one findOrCreateConsumeQueue makes empty: the broker answers 0 and 0
+    local_min, local_max = local if local else (0, 0)
+    row["localMinOffset"], row["localMaxOffset"] = local_min, local_max
     try:
         t_min, t_max = tiered.min_offset, tiered.max_offset
     except MqtoolError as exc:
         row["error"] = str(exc)
         return row
     row["tieredMinOffset"], row["tieredMaxOffset"] = t_min, t_max
-    mins = [m for m in (local[0] if local else None, t_min) if m is not None and m >= 0]
-    row["minOffset"] = min(mins) if mins else None
-    row["maxOffset"] = local[1] if local else None
+    row["minOffset"] = min(local_min, t_min) if t_min >= 0 else local_min
+    row["maxOffset"] = local_max  # getMaxOffsetInQueue is the local store's, even when it holds nothing
     row["commitLogSegments"] = len(tiered.commit_log.segments)
     row["consumeQueueSegments"] = len(tiered.consume_queue.segments)
     return row

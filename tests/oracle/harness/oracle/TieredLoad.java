@@ -8,8 +8,8 @@
  * recoverFileSize its segments; IndexStoreService.recover the INDEX segments), then the local store's start() (it
  * serves its own offsets only once started). Not the plugin's start(): its dispatcher would upload from the
  * local store and change the tree being judged. OUT gets JSON: per queue the ranges
- * (TieredStore.queues), getMessage at every offset (TieredStore.reads), every tiered unit, getOffsetInQueueByTime
- * at every tiered message's store time, queryMessage for every key of every tiered message, and the metadata
+ * (TieredStore.queues), getMessage at every offset up to the larger of the max and the flat file's commit
+ * offset, every tiered unit, getOffsetInQueueByTime at every tiered message's store time, queryMessage for every key of every tiered message, and the metadata
  * as the plugin persisted it at shutdown (TieredStore.metadata). Run on a copy: shutdown writes the store.
  */
 package oracle;
@@ -46,7 +46,8 @@ public final class TieredLoad {
         for (FlatMessageFile f : ts.getFlatFileStore().deepCopyFlatFileToList()) {
             String t = f.getMessageQueue().getTopic();
             int q = f.getMessageQueue().getQueueId();
-            long max = ts.getMaxOffsetInQueue(t, q);
+            // a queue whose local ConsumeQueue is gone answers max 0: read up to the flat file's commit offset too
+            long max = Math.max(ts.getMaxOffsetInQueue(t, q), f.getConsumeQueueCommitOffset());
             for (long off = 0; off <= max; off++) {
                 Map<String, Object> o = new LinkedHashMap<>();
                 o.put("topic", t);
