@@ -67,7 +67,7 @@ C64_STORE_TS = 4
 C64_PREPARED = 5
 C64_BODY_OFFSET = 6
 # not a column: a spilled walk's born host as its 8 bytes (an IPv4 host; 0 otherwise), read while the
-# record's header is in cache, so that the dictionary's sort does not read every record again
+# record's header is in cache, so that the dictionary's hash pass does not read every record again
 C64_BORN_KEY = 7
 N_C64 = 8
 C32_TOTAL = 0
@@ -104,8 +104,9 @@ _FMIX2 = -4265267296055464877  # 0xc4ceb9fe1a85ec53
 _LOW31 = 0x7FFFFFFF  # what a logical shift right by 33 keeps
 # The born-host dictionary stops growing past host_spill_min values (formats.columnar.HOST_SPILL_MIN)
 # when they are more than a quarter of the rows (producers that connect per message): the walk then leaves
-# SPILLED in the rows and `spilled_host_keys` + a sort build the dictionary afterwards, which costs the
-# same for any number of distinct hosts instead of a random table access per row.
+# SPILLED in the rows and `spilled_host_dictionary` builds the dictionary afterwards from the 8-byte keys
+# the walk kept (C64_BORN_KEY): a compact table of int32 indices with its slots prefetched rows ahead,
+# instead of the walk's table and a comparison with an earlier record's bytes per new host.
 SPILLED = -1
 BORNHOST_AT = 48  # TOTALSIZE .. BORNTIMESTAMP: the born host's offset in a record, V1 and V2 alike
 

@@ -161,7 +161,7 @@ _C32_TOPIC, _C32_BORNHOST, _C32_STOREHOST = 8, 9, 10
 _VAR = {"properties": 0, "keys": 1, "tags": 2, "uniqKey": 3, "body": 4}
 _VALID_DICT_BIT = 1 << 5
 # born hosts: past this many distinct values (and more than a quarter of the rows) the walk stops
-# interning them and a sort builds their dictionary (see _columnar_kernels.SPILLED); 0 = from the start
+# interning them and a hash pass builds their dictionary (see _kernel_base.SPILLED); 0 = from the start
 HOST_SPILL_MIN = 1 << 12
 
 
@@ -458,43 +458,24 @@ def _redecode(arr: pa.Array) -> pa.Array:
 
 def _spilled_born_hosts(b: np.ndarray, base: int, a: dict, n: int, reps: np.ndarray) -> pa.Array:
     """The born-host dictionary of a walk that stopped interning them (a host per message, about): a
-    sort of every row's host makes the dictionary (IPv4 hosts by their 8 bytes as one int64, IPv6 ones
-    by their 20 bytes), and the rows' indices are rewritten in place. No Python runs per row."""
+    compiled hash pass over every row's host makes the dictionary (the IPv4 hosts in the order rows first
+    show them, then the IPv6 ones) and rewrites the rows' indices in place; then the texts of the distinct
+    hosts. No Python runs per row."""
+    from formats.columnar.kernels import kernel
+
     c32, c64 = a["c32"], a["c64"]
     has_host = (a["valid"][:n] & _VALID_DICT_BIT) != 0
     indices = c32[_C32_BORNHOST, :n]
     phys = c64[_C64["physicalOffset"], :n]
-    from formats.columnar.kernels import kernel
-
     sysflags = c32[_C32["sysFlag"], :n]
     keys = c64[_C64_BORN_KEY, :n]
-    keys, pos, lens = kernel("spilled_host_keys")(b, base, phys, indices, sysflags, has_host, reps, keys)
-    v4 = np.flatnonzero(lens == 8)
-    # np.unique(return_inverse) less its inverse array and second scatter: the sorted keys' run codes
-    # go straight into the rows' indices
-    order = np.argsort(keys[v4])
-    rows = v4[order]
-    ordered = keys[rows]
-    first = np.empty(len(ordered), dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    values4 = ordered[first]
-    indices[rows] = np.cumsum(first, dtype=np.int32) - 1
+    values4, reps6 = kernel("spilled_host_dictionary")(b, base, phys, indices, sysflags, has_host, reps, keys)
     offsets, text = kernel("ipv4_key_texts")(values4)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(text)]
     hosts = pa.Array.from_buffers(pa.string(), len(values4), buffers)
-    v6 = np.flatnonzero(lens == 20)
-    if not len(v6):
+    if not len(reps6):
         return hosts
-    raw6 = b[pos[v6][:, None] + np.arange(20)]
-    values6, inverse6 = np.unique(raw6.view("V20").ravel(), return_inverse=True)
-    indices[v6] = len(values4) + inverse6
-    k6 = len(values6)
-    table = np.zeros((k6, 3), dtype=np.int64)  # offset, length, (hash: unused)
-    table[:, 0] = np.arange(0, 20 * k6, 20)
-    table[:, 1] = 20
-    hosts6 = _hosts(np.ascontiguousarray(values6).view(np.uint8).reshape(-1), table)
-    return pa.concat_arrays([hosts, hosts6])
+    return pa.concat_arrays([hosts, _hosts(b, reps6)])
 
 
 # IPv4-mapped IPv6 addresses print as ::ffff:a.b.c.d from Python 3.13 on, as hex groups before

@@ -53,10 +53,10 @@ SPECS: dict[str, tuple[str, str, list[str]]] = {
         "walk_chain",
         ["u8[:]", "i64", "i64", "i64", "b", "b", "b", *_TABLES],
     ),
-    "spilled_host_keys": (
+    "spilled_host_dictionary": (
         "formats.columnar._intern_kernels",
-        "spilled_host_keys",
-        ["u8[:]", "i64", "i64[:]", "i32[:]", "i32[:]", "b1[:]", "i64[:,:]", "i64[:]+"],
+        "spilled_host_dictionary",
+        ["u8[:]", "i64", "i64[:]", "i32[:]+", "i32[:]", "b1[:]", "i64[:,:]", "i64[:]"],
     ),
     "ipv4_key_texts": ("formats.columnar._intern_kernels", "ipv4_key_texts", ["i64[:]"]),
     "host_texts": ("formats.columnar._intern_kernels", "host_texts", ["u8[:]", "i64[:,:]", "b"]),
