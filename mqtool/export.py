@@ -112,10 +112,15 @@ def hex16(values: np.ndarray) -> pa.Array:
 
 def offset_msg_ids(store_host: pa.DictionaryArray, phy: np.ndarray) -> pa.Array:
     """offsetMsgId (`MessageDecoder.createMessageId`): store host address + port + physical offset, upper-case
-    hex."""
-    prefixes = []
+    hex; null for a store host that is no address and port (a port past 65535: the client's decode of such a
+    message fails on its InetSocketAddress, so it has no offsetMsgId)."""
+    prefixes: list[str | None] = []
     for text in store_host.dictionary.to_pylist():
-        address, port = parse_host(text)
+        try:
+            address, port = parse_host(text)
+        except (MqtoolError, TypeError):
+            prefixes.append(None)
+            continue
         prefixes.append((address + int(port).to_bytes(4, "big", signed=True)).hex().upper())
     prefix = pa.array(prefixes, pa.string()).take(store_host.indices)
     return pc.binary_join_element_wise(prefix, hex16(phy), "")

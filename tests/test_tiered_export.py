@@ -94,3 +94,20 @@ def test_a_damaged_segment_is_named_and_the_rest_exported(tmp_path: Path) -> Non
     assert 0 < doc["tiered"]["queues"]["TieredTopicA/0"] < want
     assert doc["tiered"]["queues"]["TieredTopicA/1"] == EXPECT["queues"]["TieredTopicA/1"]["localMinOffset"]
     assert len(rows) == doc["messages"]
+
+
+def test_a_store_host_port_past_65535_is_exported_without_an_offset_msg_id(tmp_path: Path) -> None:
+    """Found by the long tiered fuzz: the export failed on the store host text. The broker serves the
+    bytes; a client's decode rejects the message (InetSocketAddress), so it has no offsetMsgId."""
+    tree = tmp_path / "tiered"
+    shutil.copytree(TREE, tree)
+    (first,) = [s for s in tree.glob("*/broker-a/TieredTopicA/0/COMMIT_LOG/*") if s.name.endswith("0" * 20)]
+    data = bytearray(first.read_bytes())
+    data[68:72] = (70000).to_bytes(4, "big")  # the first message's STOREHOST port (IPv4 store host)
+    first.write_bytes(bytes(data))
+    doc, rows = _export(STORE, tmp_path / "out", "--tiered", str(tree), "--topic", "TieredTopicA")
+    bad = [r for r in rows if r["offsetMsgId"] is None]
+    assert [(r["queueId"], r["queueOffset"]) for r in bad] == [(0, 0)]
+    assert bad[0]["storeHost"] == "192.168.0.10:70000"
+    assert any("TieredTopicA/0: 1 message(s) whose store host" in p for p in doc["tiered"]["problems"])
+    assert doc["tiered"]["queues"]["TieredTopicA/0"] == EXPECT["queues"]["TieredTopicA/0"]["localMinOffset"]

@@ -73,6 +73,12 @@ def iter_tiered_batches(
                     [take_rows(batch.column(c), keep) for c in names], names=names
                 )
             out = export_batch(batch, with_body=with_body)
+            unnamed = out.column("offsetMsgId").null_count
+            if unnamed:
+                report.problems.append(
+                    f"{t}/{q}: {unnamed} message(s) whose store host is no address:port (a port past 65535; "
+                    "a client's decode rejects them): exported with offsetMsgId null"
+                )
             exported += out.num_rows
             if out.num_rows:
                 yield out
