@@ -16,6 +16,7 @@ bodies, body (the stored bytes; compressed bodies stay compressed).
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import re
@@ -53,6 +54,7 @@ class ExportSummary:
     last_offset: int | None = None
     stop: dict[str, Any] | None = None
     topics: dict[str, int] = field(default_factory=dict)
+    tiered: Any = None  # mqtool.tiered.export.TieredExport: the messages read from the tiered store
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class ExportSummary:
             "lastOffset": self.last_offset,
             "stop": self.stop,
             "topics": self.topics,
+            "tiered": None if self.tiered is None else self.tiered.to_json(),
         }
 
 
@@ -109,10 +112,15 @@ def hex16(values: np.ndarray) -> pa.Array:
 
 def offset_msg_ids(store_host: pa.DictionaryArray, phy: np.ndarray) -> pa.Array:
     """offsetMsgId (`MessageDecoder.createMessageId`): store host address + port + physical offset, upper-case
-    hex."""
-    prefixes = []
+    hex; null for a store host that is no address and port (a port past 65535: the client's decode of such a
+    message fails on its InetSocketAddress, so it has no offsetMsgId)."""
+    prefixes: list[str | None] = []
     for text in store_host.dictionary.to_pylist():
-        address, port = parse_host(text)
+        try:
+            address, port = parse_host(text)
+        except (MqtoolError, TypeError):
+            prefixes.append(None)
+            continue
         prefixes.append((address + int(port).to_bytes(4, "big", signed=True)).hex().upper())
     prefix = pa.array(prefixes, pa.string()).take(store_host.indices)
     return pc.binary_join_element_wise(prefix, hex16(phy), "")
@@ -540,7 +548,8 @@ def export_range(
     """`mqtool export`: the messages of [from_offset, to_offset) (optionally one topic) into
     OUTPUT/messages.parquet or OUTPUT/messages.jsonl, decoded over `jobs` worker processes; OUTPUT is
     checked first (mqtool.outputs): in no store, and an existing file there replaced only when an export
-    wrote it, or with `force`."""
+    wrote it, or with `force`. With a tiered tree named (--tiered, broker.conf) and no offset range, the
+    messages the broker serves from the tiered store come first (`mqtool.tiered.export`)."""
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     directory = output_directory(output, option="--output", stores=[store.root])
@@ -558,8 +567,26 @@ def export_range(
         progress=progress,
         jobs=jobs,
     )
+    if store.tiered is not None and from_offset is None and to_offset is None:
+        from mqtool.tiered.export import TieredExport, iter_tiered_batches
+
+        summary.tiered = TieredExport()
+        older = iter_tiered_batches(
+            store, topic=topic, with_body=with_body, check_crc=check_crc, report=summary.tiered
+        )
+        batches = itertools.chain(_counted(older, summary), batches)
     write_batches(batches, target, fmt, with_body=with_body)
     return summary
+
+
+def _counted(batches: Iterator[pa.RecordBatch], summary: ExportSummary) -> Iterator[pa.RecordBatch]:
+    """The batches, counted into the summary's messages and topics (not its physical offsets: these are
+    another log's)."""
+    for batch in batches:
+        summary.messages += batch.num_rows
+        for row in batch.column("topic").value_counts().to_pylist():
+            summary.topics[row["values"]] = summary.topics.get(row["values"], 0) + row["counts"]
+        yield batch
 
 
 def dump_commitlog_parquet(

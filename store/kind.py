@@ -267,9 +267,9 @@ def identify(
         parts.append(LayoutPart(
             TIERED_PART, f"broker.conf messageStorePlugIn={plug_in}" if plug_in else str(tiered_meta),
             reads=False, writes=("tiered",),
-            note="older segments live outside the store: info, query, dump cq, verify and offsets show "
-            "read them with --tiered (or broker.conf's tieredStoreFilePath, POSIX provider); other commands "
-            "see the local store only",
+            note="older segments live outside the store: info, query, dump cq, verify, export, audit and "
+            "offsets show read them with --tiered (or broker.conf's tieredStoreFilePath, POSIX provider); "
+            "other commands see the local store only",
         ))  # fmt: skip
     if "consumequeue_ext" in names:
         parts.append(LayoutPart(

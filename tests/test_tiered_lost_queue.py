@@ -139,3 +139,27 @@ def test_with_the_commitlog_at_zero_the_broker_asks_the_local_store(lost: Path, 
         assert r["status"] == "NO_MESSAGE_IN_QUEUE"
         with pytest.raises(QueueOffsetError, match="asked of the local store|no message at queue offset"):
             query_by_queue_offset(st, TOPIC, 0, r["offset"])
+
+
+def test_offsets_show_judges_against_what_consumers_are_served(lost: Path, tmp_path: Path) -> None:
+    """A committed offset of the lost queue is judged against [the broker's min, the tiered commit
+    offset): what a consumer pulling it is served (the broker's queue stats say max 0, said in a note)."""
+    root = tmp_path / "store"
+    shutil.copytree(lost, root)
+    q = LOST["queues"][f"{TOPIC}/0"]
+    served = [r for r in LOST["reads"] if r["messages"]]
+    committed = len(served) - 10
+    table = {"offsetTable": {f"{TOPIC}@GID_lost": {"0": committed}}}
+    (root / "config" / "consumerOffset.json").write_text(json.dumps(table))
+    run = run_mqtool(
+        "--tiered", str(TREE), "offsets", "show", "-s", str(root), "--group", "GID_lost", "-f", "json"
+    )
+    assert run.returncode == 0, run.stderr
+    (row,) = [r for r in json.loads(run.stdout) if r["topic"] == TOPIC]
+    assert (row["minOffset"], row["maxOffset"]) == (q["minOffset"], q["tieredCommitOffset"])
+    assert (row["state"], row["lag"]) == ("ok", 10)
+    assert row["lastConsumedTimestamp"] == served[committed - 1]["messages"][0]["storeTimestamp"]
+    assert "no local ConsumeQueue" in run.stderr or "no local ConsumeQueue" in run.stdout
+    plain = run_mqtool("offsets", "show", "-s", str(root), "--group", "GID_lost", "-f", "json")
+    (row,) = [r for r in json.loads(plain.stdout) if r["topic"] == TOPIC]
+    assert row["state"] == "no-queue"

@@ -86,6 +86,7 @@ COMMANDS = [
     ["query", "id", "A08158AD978659080000000000000000", "--topic", "TieredTopicB"],
     ["dump", "cq", "TieredTopicA", "1"],
     ["verify", "--deep"],
+    ["export", "--crc"],  # to a directory beside the copy (judged_runs)
 ]
 
 
@@ -97,6 +98,8 @@ def judged_runs(
     conf = root / "broker.conf"
     conf.write_text("brokerName=broker-a\ntieredStoreIndexFileMaxHashSlotNum=64\n")
     for argv in COMMANDS:
+        if argv[0] == "export":
+            argv = [*argv, "-o", str(root.parent / f"{root.name}-export"), "--force"]
         full = [
             "--broker-config",
             str(conf),

@@ -25,6 +25,7 @@ from mqtool.audit.schema import BODY, NO_STOP, PARTIAL_DDL, PROBLEM, QUEUE, RATE
 from mqtool.audit.sections.assemble import assemble
 from mqtool.audit.sections.driver_sections import driver_sections
 from mqtool.audit.sections.duplicates import duplicates_frame, duplicates_section
+from mqtool.audit.sections.tiered import tiered_section
 from store.io.remote import is_url, location
 
 SCAN_GROUP = "mqtool-audit-scan"
@@ -121,6 +122,7 @@ def run_job(
         # lag, delay backlog and transactions need no scan: the driver computes them meanwhile
         with ThreadPoolExecutor(max_workers=1) as side:
             sections = side.submit(_timed, driver_sections, plans, opts, document)
+            tiered = side.submit(_timed, tiered_section, spark, plans, opts, document)
             try:
                 with _JobWatcher(spark, SCAN_GROUP, len(splits), progress):
                     found = partials.where(F.col("kind").isin(STOP, PROBLEM)).collect()
@@ -128,6 +130,7 @@ def run_job(
                 sc.setLocalProperty("spark.jobGroup.id", None)
             timings["scan"] = time.monotonic() - t
             timings["sections"] = sections.result()
+            timings["tiered"] = tiered.result()
         t = time.monotonic()
         # a store with a range that could not be read leaves the result (mqtool.audit.failures)
         failed = split_failures(plans, [r for r in found if r.kind == STOP])
@@ -176,7 +179,9 @@ def run_job(
         # transactions): neither waits for the other
         with ThreadPoolExecutor(max_workers=len(queries)) as pool:
             futures = {name: pool.submit(_collect, spark, sql) for name, sql in queries.items()}
-            problems = list(checked) + document.pop("replicaProblems", [])
+            problems = (
+                list(checked) + document.pop("replicaProblems", []) + document.pop("tieredProblems", [])
+            )
             t_driver = time.monotonic()
             if opts.checks:
                 for plan in plans:

@@ -77,6 +77,7 @@ class AuditOptions:
     max_rows: int = 1000  # per check call, as `verify`
     # groups of stores that are replicas of one broker (each among `stores`, as given): compared pairwise
     replicas: list[list[str]] = field(default_factory=list)
+    tiered: Path | None = None  # the tiered store tree of the one store audited (else broker.conf's)
 
 
 @dataclass(frozen=True)
@@ -166,12 +167,15 @@ def open_stores(opts: AuditOptions) -> tuple[list[StorePlan], list[StoreFailure]
         if outside:
             raise AuditError(f"--replicas: {', '.join(outside)} is not among the audited stores")
     config = load_broker_config(opts.broker_config) if opts.broker_config else None
+    if opts.tiered is not None and len(opts.stores) > 1:
+        raise AuditError("--tiered names the tiered tree of one store: audit one store with it")
     plans: list[StorePlan] = []
     failures: list[StoreFailure] = []
     errors: list[MqtoolError] = []
     for given, label in zip(opts.stores, audit_labels(opts.stores), strict=True):
         try:
             store = Store.open_location(given, config)
+            store.tiered_path = opts.tiered
             entries = getattr(store.commitlog, "is_dledger_offset", lambda _offset: False)
             files = [
                 CommitLogFile(f.path.resolve(), f.name, f.start_offset, f.size, entries(f.start_offset))

@@ -223,6 +223,9 @@ def _queue_row(
     RocksDB or BatchConsumeQueue, whose offsets count messages inside batches). With a tiered tree
     (--tiered, broker.conf) the min offset is what the broker with the plugin answers."""
     if queue_id not in store.queue_ids(topic):
+        tiered = _tiered_only_row(store, group, topic, queue_id, offset, notes)
+        if tiered is not None:
+            return tiered
         state = "no-queue" if offset is not None else "no-offset"
         return ProgressRow(group, topic, queue_id, offset, None, None, None, None, None, state)
     queue = store.open_queue(topic, queue_id)  # closed here: an LMQ store may have 100,000+ queues
@@ -238,6 +241,49 @@ def _queue_row(
         return _row(group, topic, queue_id, offset, low, queue.max_offset, time_at)
     finally:
         queue.close()
+
+
+def _tiered_topic(store: Store, topic: str) -> bool:
+    """The tiered tree (--tiered) has queues of `topic`."""
+    from mqtool.tiered.fetch import tiered_queue_ids
+
+    try:
+        return bool(tiered_queue_ids(store, topic))
+    except MqtoolError:
+        return False
+
+
+def _tiered_only_row(
+    store: Store, group: str, topic: str, queue_id: int, offset: int | None, notes: list[str]
+) -> ProgressRow | None:
+    """The row of a queue only the tiered tree holds (no local ConsumeQueue): min offset as the broker with
+    the plugin answers it (the smaller of the empty local queue's 0 and the tiered minimum), max the
+    tiered commit offset consumers are served up to (`mqtool.tiered.fetch`); None when the tree has no
+    such queue."""
+    if store.tiered is None:
+        return None
+    from mqtool.tiered.fetch import tiered_queue_ids, tiered_span
+
+    try:
+        if queue_id not in tiered_queue_ids(store, topic):
+            return None
+        queue = store.tiered.queue(topic, queue_id)
+        t_min, span = queue.min_offset, tiered_span(store, topic, queue_id)
+    except MqtoolError as exc:
+        notes.append(f"{topic}/{queue_id}: the tiered store could not say: {exc}")
+        return None
+    low = min(0, t_min) if t_min >= 0 else 0
+    high = span[1] if span is not None else 0
+    served = f"consumers are served [{t_min}, {high}) from the tiered store" if high else "nothing is served"
+    notes.append(
+        f"{topic}/{queue_id}: no local ConsumeQueue: the broker's queue stats answer max offset 0 for it; "
+        f"{served}"
+    )
+
+    def time_at(queue_offset: int) -> int | None:
+        return queue.store_time(queue_offset) if t_min <= queue_offset < high else None
+
+    return _row(group, topic, queue_id, offset, low, high, time_at)
 
 
 def _row(
@@ -293,7 +339,11 @@ def consumer_progress(
             f"unknown consumer group {group!r}: not in consumerOffset.json nor subscriptionGroup.json"
         )
     committed_topics = {t for topics in committed.by_group.values() for t in topics}
-    if topic is not None and topic not in cq_topics | set(topic_configs) | committed_topics:
+    if (
+        topic is not None
+        and topic not in cq_topics | set(topic_configs) | committed_topics
+        and not _tiered_topic(store, topic)
+    ):
         raise MqtoolError(
             f"unknown topic {escaped_name(topic)}: no consume queue, topic config or committed offset"
         )

@@ -1,17 +1,21 @@
-"""`mqtool query offset` on a compaction topic: what a pull at a queue offset is served.
+"""`mqtool query offset` and `query time` on a compaction topic: what pulls are served.
 
 The broker serves a compaction topic from compaction/ (`store.kv.compaction`; 5.3.3
 DefaultMessageStore.java:804-809), and `mqadmin queryMsgByOffset` is a pull of one message: at an offset
 compacted away (or below the minimum) it gets the next live record, past the maximum nothing. So `count`
 messages are those successive pulls from `offset` get, each noted when it is not at the offset asked for.
+By time: the live records stored in [begin, end] (each compaction CQ unit carries its record's store time),
+which is what pulls from the offset by time get up to `end` - not the superseded records the ConsumeQueue
+still lists, which no consumer is served.
 """
 
 from __future__ import annotations
 
-from formats.errors import UsageError
+from formats.errors import MqtoolError, UsageError
+from formats.java.hash import tags_code
 from formats.names import escaped_name
 from mqtool.compaction import served_log
-from mqtool.query.queue import QueueOffsetError, QueueQueryResult
+from mqtool.query.queue import QueueOffsetError, QueueQueryResult, TimeQueryResult, parse_tag_expression
 from store.storedir import Store
 
 
@@ -54,6 +58,62 @@ def query_compacted_by_queue_offset(
     return result
 
 
+def query_compacted_by_time(
+    store: Store,
+    topic: str,
+    *,
+    begin: int,
+    end: int,
+    queue_id: int | None = None,
+    tag: str | None = None,
+    skip: int = 0,
+    max_num: int | None = None,
+) -> TimeQueryResult:
+    """The live records of a compaction topic (one queue or all) stored in [begin, end], oldest first,
+    paged by skip/max as `mqtool.query.queue.query_by_time` pages."""
+    ids = (
+        [queue_id] if queue_id is not None else sorted(q for t, q in store.compaction.queues() if t == topic)
+    )
+    logs = {q: served_log(store, topic, q, QueueOffsetError) for q in (ids or [0])}
+    tags = parse_tag_expression(tag) if tag is not None else None
+    codes = {tags_code(t) for t in tags} if tags is not None else None
+    candidates = [
+        (u.unit.store_time, q, u.queue_offset, u.unit)
+        for q, log in logs.items()
+        for u in log.units
+        if begin <= u.unit.store_time <= end and (codes is None or u.unit.tags_code in codes)
+    ]
+    candidates.sort(key=lambda c: c[:3])
+    result = TimeQueryResult(topic, ids, begin, end, tags, [])
+    result.problems.append(
+        f"{escaped_name(topic)} is a compaction topic: the live records served from compaction/ (superseded "
+        "ones are left out; phyOffset is the record's place in its compaction log)"
+    )
+    matched = 0
+    for _t, q, queue_offset, unit in candidates:
+        if tags is None and matched < skip:
+            matched += 1
+            continue
+        if tags is None and max_num is not None and len(result.messages) >= max_num:
+            result.next_skip = matched
+            break
+        try:
+            msg = logs[q].read_record(unit)
+        except MqtoolError as exc:
+            result.problems.append(f"{topic}/{q} queue offset {queue_offset}: {exc}")
+            continue
+        if tags is not None and msg.tags not in tags:
+            result.tag_collisions += 1
+            continue
+        if matched >= skip:
+            if max_num is not None and len(result.messages) >= max_num:
+                result.next_skip = matched
+                break
+            result.messages.append(msg)
+        matched += 1
+    return result
+
+
 def _not_served(where: str, served) -> str:
     if served.status == "NO_MESSAGE_IN_QUEUE":
         return f"compacted queue {where} holds no message (maxOffset 0)"
@@ -63,4 +123,4 @@ def _not_served(where: str, served) -> str:
     )
 
 
-__all__ = ["query_compacted_by_queue_offset"]
+__all__ = ["query_compacted_by_queue_offset", "query_compacted_by_time"]

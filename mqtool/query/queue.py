@@ -267,6 +267,14 @@ def query_by_time(
         return query_batch_by_time(
             store, topic, begin=begin, end=end, queue_id=queue_id, tag=tag, skip=skip, max_num=max_num
         )
+    from mqtool.compaction import is_served_compacted
+
+    if is_served_compacted(store, topic):
+        from mqtool.query.compacted import query_compacted_by_time
+
+        return query_compacted_by_time(
+            store, topic, begin=begin, end=end, queue_id=queue_id, tag=tag, skip=skip, max_num=max_num
+        )
     tiered_only: set[int] = set()  # queues only the tiered store holds: no local ConsumeQueue
     if store.tiered is not None:
         from mqtool.tiered.fetch import tiered_queue_ids, tiered_span

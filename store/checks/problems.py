@@ -108,6 +108,7 @@ KINDS: dict[str, str] = {
     "tiered_segment_gap": ERROR,
     "tiered_segment_unlisted": WARNING,
     "tiered_cq_unit": ERROR,
+    "tiered_message": ERROR,  # a tiered COMMIT_LOG segment's walk stops at a message (audit's scan)
     # index
     "index_file": ERROR,
     "index_header": ERROR,

@@ -40,7 +40,8 @@ from store.storedir import Store
 from store.tiered.flatfile import TieredQueue
 
 
-def _rel(tree: Path, path: Path) -> str:
+def tree_path(tree: Path, path: Path) -> str:
+    """How problems name a file of the tiered tree: `tiered/<path in the tree>`."""
     try:
         return str(Path("tiered") / path.relative_to(tree))
     except ValueError:
@@ -59,7 +60,7 @@ def _segment_files(broker_dir: Path) -> dict[Path, None]:
 
 def _check_chain(tree: Path, segments, problems: ProblemList) -> None:
     for i, seg in enumerate(segments):
-        where = _rel(tree, seg.path)
+        where = tree_path(tree, seg.path)
         last = i == len(segments) - 1
         name = f"{seg.meta.type.name} segment {seg.base_offset} of {seg.meta.path}"
         if seg.file_size is None:
@@ -95,7 +96,7 @@ def _check_units(tree: Path, queue: TieredQueue, problems: ProblemList, deep: bo
                 f"queue offset {(seg.base_offset // 20) + i}: unit ({int(phy[i])}, {int(size[i])}) lies "
                 f"outside the tiered COMMIT_LOG [{lo}, {hi})"
             )
-            problems.add("tiered_cq_unit", _rel(tree, seg.path), i * 20, detail)
+            problems.add("tiered_cq_unit", tree_path(tree, seg.path), i * 20, detail)
         checked += len(units)
         if deep:
             first = seg.base_offset // 20
@@ -107,7 +108,10 @@ def _check_units(tree: Path, queue: TieredQueue, problems: ProblemList, deep: bo
                     queue.message(first + i)
                 except MqtoolError as exc:
                     problems.add(
-                        "tiered_cq_unit", _rel(tree, seg.path), i * 20, f"queue offset {first + i}: {exc}"
+                        "tiered_cq_unit",
+                        tree_path(tree, seg.path),
+                        i * 20,
+                        f"queue offset {first + i}: {exc}",
                     )
     return checked
 
@@ -158,7 +162,7 @@ def check_tiered(store: Store, problems: ProblemList, deep: bool = False) -> dic
             why = "a name offset2FileName never writes, and " + why
         elif segment_file_name(base) != f.name:
             why = "a misnamed segment, and " + why
-        problems.add("tiered_segment_unlisted", _rel(tree, f), None, why)
+        problems.add("tiered_segment_unlisted", tree_path(tree, f), None, why)
     return {
         **settings.as_dict(),
         "metadataLoadedFrom": loaded.source,

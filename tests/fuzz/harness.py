@@ -269,6 +269,11 @@ COMMANDS: tuple[Command, ...] = (
         lambda t, k, f: ["query", "offset", *_compaction_queue(k, f), "0", "--count", "60"],
     ),
     Command(
+        "query time (compaction)",
+        frozenset({COMP}),
+        lambda t, k, f: ["query", "time", _compaction_queue(k, f)[0], "-b", "0", "-e", "now", "--max", "0"],
+    ),
+    Command(
         "dump compactionlog",
         frozenset({COMP}),
         lambda t, k, f: ["dump", "compactionlog", *_compaction_queue(k, f), "--body"],

@@ -336,8 +336,8 @@ def store_problems(
 ) -> list[dict[str, Any]]:
     """The whole-store checks of `mqtool verify`, run on the driver: the commitlog walk across files
     (`check_commitlog` over per-file summaries), units and entries outside the data, ConsumeQueue file
-    tails, index headers and chains, the 5.x timer files, checkpoint, `abort` and the lock, where recovery
-    would end."""
+    tails, index headers and chains, the 5.x timer files, the tiered tree against its metadata, checkpoint,
+    `abort` and the lock, where recovery would end."""
     from mqtool.offsets.prune import report_store_orphans
     from store.checks.commitlog import check_commitlog
     from store.checks.consumequeue import DeletedQueue, report_deleted
@@ -354,6 +354,7 @@ def store_problems(
         note_broker_running,
         recovery_summary,
     )
+    from store.checks.tiered import check_tiered
 
     store = plan.store
     problems = ProblemList(plan.label, max_rows=max_rows)
@@ -392,6 +393,7 @@ def store_problems(
         read=plan.index_read,
     )
     check_timer_files(store, problems, commitlog_min=commitlog_min)
+    check_tiered(store, problems)  # the messages of its segments: the tiered scan (mqtool.audit.sections)
     cp = check_checkpoint_file(
         store,
         problems,

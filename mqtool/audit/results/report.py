@@ -457,6 +457,26 @@ def render_html(doc: dict[str, Any]) -> str:
                 empty="no compaction topic",
             )
         )
+    if doc.get("tiered"):
+        parts.append("<h2>Tiered storage (5.x)</h2>")
+        parts.append(
+            table(
+                doc["tiered"],
+                [
+                    ("store", "store", "text"),
+                    ("topic", "topic", "text"),
+                    ("queueId", "queue", "int"),
+                    ("localMinOffset", "local min", "int"),
+                    ("tieredMinOffset", "tiered min", "int"),
+                    ("tieredMaxOffset", "tiered max", "int"),
+                    ("scannedMessages", "tiered messages", "int"),
+                    ("scannedBytes", "tiered bytes", "int"),
+                    ("servedMessages", "served from tiered", "int"),
+                    ("damagedSegments", "damaged segments", "int"),
+                ],
+                empty="no tiered queue",
+            )
+        )
     parts.append("<h2>Timer wheel (5.x)</h2>")
     parts.append(
         table(

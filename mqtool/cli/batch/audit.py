@@ -8,12 +8,14 @@ from typing import Annotated
 import typer
 
 from mqtool.cli.options import (
+    GLOBALS,
     BrokerConfigOpt,
     FailOnOpt,
     FormatOpt,
     RecordOpt,
     StoreLocation,
     StoreOpt,
+    TieredOpt,
     TzOpt,
     WideOpt,
     fail_on_level,
@@ -160,6 +162,7 @@ def audit(
     wide: WideOpt = False,
     record: RecordOpt = False,
     broker_config: BrokerConfigOpt = None,
+    tiered: TieredOpt = None,
 ) -> None:
     """Audit whole stores on Spark: per topic/queue counts, bytes, first/last store time, message rate over
     time, body sizes; integrity (the verify checks: CRC, size chain, truncation point, ConsumeQueue
@@ -171,7 +174,10 @@ def audit(
     (problem kind 'store', failedStores) while the others are audited; the exit status is then 3. Otherwise
     it says whether any problem reached the --fail-on severity (default: error), like verify's. Stores and
     --output may be URLs (s3://, gs://, hdfs://, file://; credentials from the filesystem's standard
-    environment and config)."""
+    environment and config). With --tiered (one store) or broker.conf's tieredStoreFilePath, every tiered
+    COMMIT_LOG segment is scanned too, a Spark task each (Tiered table: per queue the ranges the broker
+    answers, the messages the tiered store holds and serves), and the tree is checked as verify --tiered
+    checks it."""
     from mqtool.audit.plan import AuditOptions
     from mqtool.audit.run import run_audit
     from mqtool.cli.batch.audit_render import render_audit
@@ -201,6 +207,7 @@ def audit(
         checks=not no_checks,
         deep=deep,
         replicas=groups,
+        tiered=tiered or GLOBALS.tiered,
     )
     with _Bar() as bar:
         result = run_audit(opts, progress=bar)

@@ -214,6 +214,24 @@ def render_audit(result: AuditResult, ctx) -> None:
                 ctx,
                 title="Compaction topics (5.x)",
             )
+        if doc.get("tiered"):
+            emit_table(
+                labelled(doc["tiered"]),
+                [
+                    Column("store", kind="name"),
+                    Column("topic", kind="name", max_width=30),
+                    Column("queueId", "queue", "int"),
+                    Column("localMinOffset", "local min", "int"),
+                    Column("tieredMinOffset", "tiered min", "int"),
+                    Column("tieredMaxOffset", "tiered max", "int"),
+                    Column("scannedMessages", "tiered messages", "int"),
+                    Column("scannedBytes", "tiered bytes", "int"),
+                    Column("servedMessages", "served from tiered", "int"),
+                    Column("damagedSegments", "damaged segments", "int"),
+                ],
+                ctx,
+                title="Tiered storage (5.x)",
+            )
         if doc.get("pop"):
             emit_table(
                 labelled(doc["pop"]),

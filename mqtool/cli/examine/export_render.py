@@ -30,4 +30,7 @@ def _human(summary: ExportSummary, ctx: RenderContext) -> None:
     ]
     for name, n in sorted(summary.topics.items()):
         pairs.append((f"messages in {name}", n, "int"))
+    if summary.tiered is not None:
+        pairs.append(("read from the tiered store", summary.tiered.messages, "int"))
+        pairs.extend(("tiered problem", problem, "text") for problem in summary.tiered.problems)
     emit_fields(pairs, ctx, title="Export")

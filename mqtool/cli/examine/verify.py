@@ -166,6 +166,7 @@ def export(
     ] = False,
     jobs: JobsOpt = None,
     force: ForceOpt = False,
+    tiered: TieredOpt = None,
     store: StoreOpt = None,
     fmt: FormatOpt = None,
     tz: TzOpt = None,
@@ -174,8 +175,10 @@ def export(
 ) -> None:
     """Export the messages of a commitlog range (metadata, properties, optionally bodies) to Parquet or
     JSONL files through the columnar decoder, in physical order, stopping where the broker's recovery
-    would. --file-format chooses the file; --format, as everywhere, how the summary of what was written
-    prints."""
+    would. With --tiered (or broker.conf's tieredStoreFilePath) and no offset range, the messages the broker
+    serves from the tiered store come first, queue by queue (their physicalOffset is the tiered
+    COMMIT_LOG's). --file-format chooses the file; --format, as everywhere, how the summary of what was
+    written prints."""
     skip_pandas_probe()
     import sys
 
@@ -196,7 +199,7 @@ def export(
         file_format = "jsonl"  # and the summary prints as JSONL, as --format says
     workers = jobs_count(jobs)
     s = session(store, fmt, tz, wide, record)
-    with s.open_store() as st:
+    with s.open_store(tiered=tiered, reads_tiered=True) as st:
         total = sum(f.size for f in st.commitlog.files)
         with progress(total, "exporting") as advance:
             summary = ops.export_range(
