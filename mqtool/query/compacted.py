@@ -11,11 +11,19 @@ still lists, which no consumer is served.
 
 from __future__ import annotations
 
-from formats.errors import MqtoolError, UsageError
+import functools
+
+from formats.errors import UsageError
 from formats.java.hash import tags_code
 from formats.names import escaped_name
 from mqtool.compaction import served_log
-from mqtool.query.queue import QueueOffsetError, QueueQueryResult, TimeQueryResult, parse_tag_expression
+from mqtool.query.queue import (
+    QueueOffsetError,
+    QueueQueryResult,
+    TimeQueryResult,
+    fill_page,
+    parse_tag_expression,
+)
 from store.storedir import Store
 
 
@@ -89,28 +97,11 @@ def query_compacted_by_time(
         f"{escaped_name(topic)} is a compaction topic: the live records served from compaction/ (superseded "
         "ones are left out; phyOffset is the record's place in its compaction log)"
     )
-    matched = 0
-    for _t, q, queue_offset, unit in candidates:
-        if tags is None and matched < skip:
-            matched += 1
-            continue
-        if tags is None and max_num is not None and len(result.messages) >= max_num:
-            result.next_skip = matched
-            break
-        try:
-            msg = logs[q].read_record(unit)
-        except MqtoolError as exc:
-            result.problems.append(f"{topic}/{q} queue offset {queue_offset}: {exc}")
-            continue
-        if tags is not None and msg.tags not in tags:
-            result.tag_collisions += 1
-            continue
-        if matched >= skip:
-            if max_num is not None and len(result.messages) >= max_num:
-                result.next_skip = matched
-                break
-            result.messages.append(msg)
-        matched += 1
+    readers = (
+        (q, queue_offset, functools.partial(logs[q].read_record, unit))
+        for _t, q, queue_offset, unit in candidates
+    )
+    fill_page(result, readers, skip=skip, max_num=max_num)
     return result
 
 

@@ -5,8 +5,9 @@ do. Nothing here writes into the store.
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from formats.errors import MqtoolError, UsageError
@@ -303,8 +304,38 @@ def query_by_time(
     merged = heapq.merge(*sources)
     result = TimeQueryResult(topic, queue_ids, begin, end, tags, [])
     commitlog = store.commitlog
+
+    def readers() -> Iterator[tuple[int, int, Callable[[], Message]]]:
+        for _t, phy, q, queue_offset, size, *tiered_reader in merged:
+            if tiered_reader:
+                yield q, queue_offset, functools.partial(_read_tiered, result, tiered_reader[0], queue_offset)
+            else:
+                yield q, queue_offset, functools.partial(commitlog.read_message_at, phy, size)
+
+    fill_page(result, readers(), skip=skip, max_num=max_num)
+    return result
+
+
+def _read_tiered(result: TimeQueryResult, read: Callable[[int], Message], queue_offset: int) -> Message:
+    msg = read(queue_offset)
+    result.tiered_messages += 1
+    return msg
+
+
+def fill_page(
+    result: TimeQueryResult,
+    candidates: Iterable[tuple[int, int, Callable[[], Message]]],
+    *,
+    skip: int,
+    max_num: int | None,
+) -> None:
+    """Page `candidates` - (queueId, queueOffset, read) in store-time order - into `result` as `query time`
+    pages: `skip` and `max_num` count matches; without tags a skipped message is not read; with tags each
+    read message's TAGS is checked (a colliding tagsCode dropped and counted); an unreadable one is a
+    problem."""
+    tags = result.tags
     matched = 0
-    for _t, phy, q, queue_offset, size, *tiered_reader in merged:
+    for q, queue_offset, read in candidates:
         if tags is None and matched < skip:
             matched += 1  # skipped without reading: only a tag check needs the message
             continue
@@ -312,13 +343,9 @@ def query_by_time(
             result.next_skip = matched
             break
         try:
-            if tiered_reader:
-                msg = tiered_reader[0](queue_offset)
-                result.tiered_messages += 1
-            else:
-                msg = commitlog.read_message_at(phy, size)
+            msg = read()
         except MqtoolError as exc:
-            result.problems.append(f"{topic}/{q} queue offset {queue_offset}: {exc}")
+            result.problems.append(f"{result.topic}/{q} queue offset {queue_offset}: {exc}")
             continue
         if tags is not None and msg.tags not in tags:
             result.tag_collisions += 1
@@ -329,4 +356,3 @@ def query_by_time(
                 break
             result.messages.append(msg)
         matched += 1
-    return result
