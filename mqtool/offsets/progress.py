@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from formats.errors import MqtoolError
 from formats.names import BUILTIN_GROUPS, RETRY_PREFIX, SYSTEM_GROUP_PREFIX, escaped_name
+from mqtool.tiered.fetch import in_tiered_tree
 from mqtool.tiered.ranges import plugin_min_offset
 from store.storedir import Store
 
@@ -243,16 +244,6 @@ def _queue_row(
         queue.close()
 
 
-def _tiered_topic(store: Store, topic: str) -> bool:
-    """The tiered tree (--tiered) has queues of `topic`."""
-    from mqtool.tiered.fetch import tiered_queue_ids
-
-    try:
-        return bool(tiered_queue_ids(store, topic))
-    except MqtoolError:
-        return False
-
-
 def _tiered_only_row(
     store: Store, group: str, topic: str, queue_id: int, offset: int | None, notes: list[str]
 ) -> ProgressRow | None:
@@ -342,7 +333,7 @@ def consumer_progress(
     if (
         topic is not None
         and topic not in cq_topics | set(topic_configs) | committed_topics
-        and not _tiered_topic(store, topic)
+        and not in_tiered_tree(store, topic)
     ):
         raise MqtoolError(
             f"unknown topic {escaped_name(topic)}: no consume queue, topic config or committed offset"

@@ -61,15 +61,9 @@ def _known_topics(store: Store) -> list[str]:
 
 def is_known_topic(store: Store, topic: str) -> bool:
     """The store knows `topic` (see known_topics), or its tiered tree has queues of it (--tiered)."""
-    return bool(store.queue_ids(topic)) or topic in known_topics(store) or _in_tiered_tree(store, topic)
+    from mqtool.tiered.fetch import in_tiered_tree
 
-
-def _in_tiered_tree(store: Store, topic: str) -> bool:
-    try:
-        tiered = store.tiered
-        return tiered is not None and any(t == topic for t, _ in tiered.queues())
-    except MqtoolError:
-        return False  # the command that reads the tree says why it cannot
+    return bool(store.queue_ids(topic)) or topic in known_topics(store) or in_tiered_tree(store, topic)
 
 
 def check_topic(store: Store, topic: str) -> None:

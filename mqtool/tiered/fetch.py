@@ -93,6 +93,15 @@ def tiered_queue_ids(store: Store, topic: str) -> list[int]:
     return sorted(q for t, q in tiered.queues() if t == topic)
 
 
+def in_tiered_tree(store: Store, topic: str) -> bool:
+    """The tiered tree (--tiered, broker.conf) has queues of `topic` the broker reads; False also when the
+    tree cannot be read (the commands that read it say why)."""
+    try:
+        return bool(tiered_queue_ids(store, topic))
+    except MqtoolError:
+        return False
+
+
 def no_local_queue_error(store: Store, topic: str, queue_id: int, offset: int) -> str:
     """Why offset `offset` of a queue only the tiered store holds is not served from it (the caller found
     `read_tiered` None): the broker then answers from an empty local queue, minOffset = maxOffset = 0."""
