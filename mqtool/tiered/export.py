@@ -7,7 +7,7 @@ taken from the queue's COMMIT_LOG segments, each segment decoded whole by the co
 commit position (a segment holds whole messages of that one queue, in queue order). Their physicalOffset is
 the tiered COMMIT_LOG's - the upload rewrites PHYSICALOFFSET - and so is their offsetMsgId, as the broker
 serves them. A segment whose walk stops at a damaged message, a missing segment file, or a queue whose
-exported messages do not cover its span is said in the summary's `tieredProblems`, naming the file and
+exported messages do not cover its span is said in the summary's `tiered.problems`, naming the file and
 offset; the rest is exported. The local part of the export is the commitlog's records, as always: where the
 tiered store serves offsets the local commitlog also holds (a queue whose local ConsumeQueue is gone), both
 are exported, each with its own physicalOffset.
@@ -24,8 +24,8 @@ import pyarrow as pa
 
 from formats.errors import MqtoolError
 from store.checks.records import take_rows
-from store.io.filereads import read_range
 from store.storedir import Store
+from store.tiered.scan import decode_segment
 
 
 @dataclass
@@ -95,32 +95,23 @@ def _segment_batches(
     queue, with_body: bool, check_crc: bool, report: TieredExport
 ) -> Iterator[pa.RecordBatch]:
     """Each COMMIT_LOG segment of the queue decoded up to its commit position (its accepted rows)."""
-    from formats.columnar.decoder import STATUS_NAMES, STATUS_OK, decode_range
-
     for segment in queue.commit_log.segments:
         if segment.file_size is None:
             report.problems.append(f"{segment.path}: segment file is missing (listed in the metadata)")
             continue
-        try:
-            data = read_range(segment.path, 0, segment.commit_position)
-        except OSError as exc:
-            report.problems.append(f"{segment.path}: cannot read: {exc.strerror}")
-            continue
-        if len(data) < segment.commit_position:
+        scan = decode_segment(
+            str(segment.path),
+            segment.base_offset,
+            segment.commit_position,
+            check_crc=check_crc,
+            with_body=with_body,
+        )
+        if scan.error is not None:
+            report.problems.append(f"{segment.path}: {scan.error}")
+        if scan.stop is not None:
+            position, status = scan.stop
             report.problems.append(
-                f"{segment.path}: {segment.commit_position} bytes committed, the file holds {len(data)}"
+                f"{segment.path}: offset {position}: {status} (the rest of the segment is not exported)"
             )
-        batch = decode_range(data, segment.base_offset, check_crc=check_crc, with_body=with_body)
-        status = batch.column("status").indices.to_numpy(zero_copy_only=False)
-        bad = np.flatnonzero(status != STATUS_OK)
-        if len(bad):
-            first = int(bad[0])
-            position = int(batch.column("physicalOffset")[first].as_py()) - segment.base_offset
-            if position < len(data):  # the walk's end at the segment's end is no problem
-                report.problems.append(
-                    f"{segment.path}: offset {position}: {STATUS_NAMES[int(status[first])]} (the rest of the "
-                    "segment is not exported)"
-                )
-            batch = batch.slice(0, first)
-        if batch.num_rows:
-            yield batch
+        if scan.batch is not None and scan.batch.num_rows:
+            yield scan.batch

@@ -1,7 +1,7 @@
 """What a Spark task of the audit's tiered scan runs on the executors: one tiered COMMIT_LOG segment decoded.
 
-A segment (`store.tiered.flatfile.Segment`) holds whole messages of one queue in queue order; the task reads
-it up to its commit position and decodes it with the columnar decoder (CRCs checked as the audit's scan
+A segment (`store.tiered.flatfile.Segment`) holds whole messages of one queue in queue order; the task
+decodes it up to its commit position (`store.tiered.scan.decode_segment`; CRCs checked as the audit's scan
 checks them), and returns one small dict: the accepted messages' count, bytes, first and last queue offset
 and store time, how many of them lie below `below` (the queue offsets the broker serves from the tiered
 store), and where the walk stopped before the end (a damaged message) or why the file could not be read.
@@ -14,10 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
-from formats.columnar.decoder import STATUS_NAMES, STATUS_OK, decode_range
-from store.io.filereads import read_range
+from store.tiered.scan import decode_segment
 
 
 @dataclass(frozen=True)
@@ -40,29 +37,20 @@ class SegmentTask:
 def scan_segment(task: SegmentTask) -> dict[str, Any]:
     """The segment's facts (see the module docstring)."""
     out: dict[str, Any] = {"task": task.to_json(), "messages": 0, "bytes": 0, "served": 0, "servedBytes": 0}
-    try:
-        data = read_range(task.path, 0, task.committed)
-    except OSError as exc:
-        out["error"] = f"cannot read: {exc.strerror}"
+    scan = decode_segment(task.path, task.base, task.committed, check_crc=task.check_crc)
+    if scan.error is not None:
+        out["error"] = scan.error
+    if scan.stop is not None:
+        out["stop"] = {"position": scan.stop[0], "status": scan.stop[1]}
+    batch = scan.batch
+    if batch is None or not batch.num_rows:
         return out
-    if len(data) < task.committed:
-        out["error"] = f"{task.committed} bytes committed, the file holds {len(data)}"
-    batch = decode_range(data, task.base, check_crc=task.check_crc)
-    status = batch.column("status").indices.to_numpy(zero_copy_only=False)
-    bad = np.flatnonzero(status != STATUS_OK)
-    ok = len(status) if not len(bad) else int(bad[0])
-    if len(bad):
-        position = int(batch.column("physicalOffset")[ok].as_py()) - task.base
-        if position < len(data):
-            out["stop"] = {"position": position, "status": STATUS_NAMES[int(status[ok])]}
-    if not ok:
-        return out
-    sizes = batch.column("totalSize").to_numpy(zero_copy_only=False)[:ok]
-    offsets = batch.column("queueOffset").to_numpy(zero_copy_only=False)[:ok]
-    times = batch.column("storeTimestamp").to_numpy(zero_copy_only=False)[:ok]
+    sizes = batch.column("totalSize").to_numpy(zero_copy_only=False)
+    offsets = batch.column("queueOffset").to_numpy(zero_copy_only=False)
+    times = batch.column("storeTimestamp").to_numpy(zero_copy_only=False)
     served = offsets < task.below
     out.update(
-        messages=ok,
+        messages=batch.num_rows,
         bytes=int(sizes.sum()),
         served=int(served.sum()),
         servedBytes=int(sizes[served].sum()),
